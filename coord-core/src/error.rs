@@ -1,0 +1,158 @@
+//! The one error type every backend and every recipe returns.
+
+use std::time::Duration;
+
+/// What is wrong with a path; see [`crate::path`] for the rules.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PathErrorKind {
+    /// The path is empty.
+    Empty,
+    /// The path does not start with `/`.
+    NotAbsolute,
+    /// Two `/` in a row: an empty segment.
+    EmptySegment,
+    /// A `/` at the end of anything but the root.
+    TrailingSlash,
+    /// A `.` or `..` segment.
+    RelativeSegment,
+    /// NUL, a control character, or a character ZooKeeper forbids
+    /// (U+007F–U+009F, U+D800–U+F8FF, U+FFF0–U+FFFF).
+    ForbiddenCharacter,
+    /// Longer than [`crate::path::MAX_PATH_LEN`] bytes.
+    TooLong,
+    /// The operation needs a path below the root, and got `/`.
+    Root,
+}
+
+impl std::fmt::Display for PathErrorKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = match self {
+            PathErrorKind::Empty => "the path is empty",
+            PathErrorKind::NotAbsolute => "the path must start with '/'",
+            PathErrorKind::EmptySegment => "the path has an empty segment ('//')",
+            PathErrorKind::TrailingSlash => "the path ends with '/'",
+            PathErrorKind::RelativeSegment => "the path has a '.' or '..' segment",
+            PathErrorKind::ForbiddenCharacter => {
+                "the path has NUL, a control character or a reserved code point"
+            }
+            PathErrorKind::TooLong => "the path is too long",
+            PathErrorKind::Root => "the operation is not allowed on the root '/'",
+        };
+        f.write_str(s)
+    }
+}
+
+/// Every error coord returns.
+///
+/// Backends map their own errors into this enum in one place each, so a caller
+/// sees the same variant for the same condition on ZooKeeper, etcd, Redis and
+/// in memory.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The path breaks a rule of [`crate::path`]; found before any I/O.
+    #[error("invalid path {path:?}: {kind}")]
+    InvalidPath {
+        /// The path as given.
+        path: String,
+        /// Which rule it breaks.
+        kind: PathErrorKind,
+    },
+    /// An argument other than a path is out of range (a lease count of 0,
+    /// node data over [`crate::path::MAX_DATA_LEN`], …); found before any I/O.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    /// The node does not exist.
+    #[error("no node at {path}")]
+    NotFound {
+        /// The missing node.
+        path: String,
+    },
+    /// A node already exists at that path.
+    #[error("a node already exists at {path}")]
+    AlreadyExists {
+        /// The existing node.
+        path: String,
+    },
+    /// A compare-and-set found another version.
+    #[error("version mismatch at {path}: expected version {expected}")]
+    VersionMismatch {
+        /// The node written.
+        path: String,
+        /// The version the caller expected.
+        expected: u64,
+    },
+    /// A delete was refused because the node has children.
+    #[error("node {path} has children")]
+    NotEmpty {
+        /// The node that still has children.
+        path: String,
+    },
+    /// The session expired: its ephemeral nodes are gone, and so is
+    /// everything held through it. Final; open a new session.
+    #[error("the session expired")]
+    SessionExpired,
+    /// The session was closed by its owner. Final.
+    #[error("the session is closed")]
+    SessionClosed,
+    /// The connection dropped; the session may still be alive. Retryable:
+    /// see [`Error::is_retryable`].
+    #[error("connection lost: {0}")]
+    ConnectionLost(String),
+    /// A wait given a deadline ran out of time. Nothing is held.
+    #[error("timed out after {0:?}")]
+    Timeout(Duration),
+    /// A lock (or lease, or leadership) is no longer held: its node is gone,
+    /// or a guarded write found its fence node replaced.
+    #[error("lock lost: {path} is no longer held")]
+    LockLost {
+        /// The node that carried the hold.
+        path: String,
+    },
+    /// The backend cannot do this.
+    #[error("{operation} is not supported by the {backend} backend")]
+    NotSupported {
+        /// What was asked.
+        operation: &'static str,
+        /// Which backend said no.
+        backend: &'static str,
+    },
+    /// Any other failure of a backend, with its own error as the source.
+    #[error("{backend} backend error: {source}")]
+    Backend {
+        /// Which backend failed.
+        backend: &'static str,
+        /// The backend's own error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync + 'static>,
+    },
+}
+
+impl Error {
+    /// True where the same call may succeed if tried again on the same
+    /// session: today only [`Error::ConnectionLost`].
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, Error::ConnectionLost(_))
+    }
+
+    /// True where the session is over ([`Error::SessionExpired`] or
+    /// [`Error::SessionClosed`]): nothing will succeed on it again.
+    pub fn is_session_end(&self) -> bool {
+        matches!(self, Error::SessionExpired | Error::SessionClosed)
+    }
+
+    /// Wrap a backend's own error.
+    pub fn backend(
+        backend: &'static str,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync + 'static>>,
+    ) -> Self {
+        Error::Backend {
+            backend,
+            source: source.into(),
+        }
+    }
+}
+
+/// `Result` with coord's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,147 @@
+//! Path rules, identical on every backend and checked before any I/O.
+//!
+//! A path is absolute and `/`-separated, like a ZooKeeper path:
+//! - it starts with `/`; the root is `/`;
+//! - no segment is empty (`//`), and nothing but the root ends with `/`;
+//! - no segment is `.` or `..`;
+//! - no NUL, no control character (U+0001–U+001F, U+007F–U+009F), and none of
+//!   the code points ZooKeeper reserves (U+D800–U+F8FF, U+FFF0–U+FFFF);
+//! - at most [`MAX_PATH_LEN`] bytes.
+//!
+//! Node data is at most [`MAX_DATA_LEN`] bytes. That is a little under 1 MiB
+//! on purpose: ZooKeeper's default `jute.maxbuffer` (1 MiB − 1 byte) bounds a
+//! whole request, so data of exactly 1 MiB would fail there and nowhere else.
+
+use crate::error::{Error, PathErrorKind, Result};
+
+/// The longest path accepted, in bytes.
+pub const MAX_PATH_LEN: usize = 1024;
+
+/// The most data one node may hold, in bytes (1,000,000: under 1 MiB so that
+/// it fits ZooKeeper's default request limit with room for the request).
+pub const MAX_DATA_LEN: usize = 1_000_000;
+
+fn invalid(path: &str, kind: PathErrorKind) -> Error {
+    Error::InvalidPath {
+        path: path.to_owned(),
+        kind,
+    }
+}
+
+fn forbidden(c: char) -> bool {
+    matches!(c,
+        '\u{0}'..='\u{1f}'
+        | '\u{7f}'..='\u{9f}'
+        | '\u{e000}'..='\u{f8ff}'
+        | '\u{fff0}'..='\u{ffff}')
+    // U+D800–U+DFFF cannot occur in a Rust `str`.
+}
+
+/// Check `path` against every rule above; the root `/` is valid.
+///
+/// # Errors
+/// [`Error::InvalidPath`] naming the first rule broken.
+pub fn validate(path: &str) -> Result<()> {
+    if path.is_empty() {
+        return Err(invalid(path, PathErrorKind::Empty));
+    }
+    if path.len() > MAX_PATH_LEN {
+        return Err(invalid(path, PathErrorKind::TooLong));
+    }
+    if !path.starts_with('/') {
+        return Err(invalid(path, PathErrorKind::NotAbsolute));
+    }
+    if path.chars().any(forbidden) {
+        return Err(invalid(path, PathErrorKind::ForbiddenCharacter));
+    }
+    if path == "/" {
+        return Ok(());
+    }
+    if path.ends_with('/') {
+        return Err(invalid(path, PathErrorKind::TrailingSlash));
+    }
+    for seg in path[1..].split('/') {
+        match seg {
+            "" => return Err(invalid(path, PathErrorKind::EmptySegment)),
+            "." | ".." => return Err(invalid(path, PathErrorKind::RelativeSegment)),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Check `path` like [`validate`], and refuse the root too: for operations
+/// that need a node below it (create, delete, set).
+///
+/// # Errors
+/// [`Error::InvalidPath`].
+pub fn validate_non_root(path: &str) -> Result<()> {
+    validate(path)?;
+    if path == "/" {
+        return Err(invalid(path, PathErrorKind::Root));
+    }
+    Ok(())
+}
+
+/// Check that node data fits in [`MAX_DATA_LEN`].
+///
+/// # Errors
+/// [`Error::InvalidArgument`] when it is larger.
+pub fn validate_data(data: &[u8]) -> Result<()> {
+    if data.len() > MAX_DATA_LEN {
+        return Err(Error::InvalidArgument(format!(
+            "node data is {} bytes; the limit is {MAX_DATA_LEN}",
+            data.len()
+        )));
+    }
+    Ok(())
+}
+
+/// The parent of a valid non-root path (`/a/b` → `/a`, `/a` → `/`).
+pub fn parent(path: &str) -> &str {
+    match path.rfind('/') {
+        Some(0) | None => "/",
+        Some(i) => &path[..i],
+    }
+}
+
+/// The last segment of a valid path (`/a/b` → `b`; `/` → ``).
+pub fn name(path: &str) -> &str {
+    match path.rfind('/') {
+        Some(i) => &path[i + 1..],
+        None => path,
+    }
+}
+
+/// Join a directory and a child name (`/` + `a` → `/a`, `/x` + `a` → `/x/a`).
+pub fn join(dir: &str, child: &str) -> String {
+    if dir == "/" {
+        format!("/{child}")
+    } else {
+        format!("{dir}/{child}")
+    }
+}
+
+/// Every ancestor of a valid path, nearest the root first, excluding `/`
+/// and the path itself (`/a/b/c` → `/a`, `/a/b`).
+pub fn ancestors(path: &str) -> impl Iterator<Item = &str> {
+    path.match_indices('/')
+        .filter(|(i, _)| *i > 0)
+        .map(move |(i, _)| &path[..i])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn helpers() {
+        assert_eq!(parent("/a/b"), "/a");
+        assert_eq!(parent("/a"), "/");
+        assert_eq!(name("/a/b"), "b");
+        assert_eq!(join("/", "a"), "/a");
+        assert_eq!(join("/x", "a"), "/x/a");
+        assert_eq!(ancestors("/a/b/c").collect::<Vec<_>>(), vec!["/a", "/a/b"]);
+        assert_eq!(ancestors("/a").count(), 0);
+    }
+}

@@ -1,0 +1,298 @@
+//! The primitive contract a backend implements: sessions over a tree of
+//! absolute paths, with ephemeral and sequential nodes, versions, stamps,
+//! watches and the guarded write. Recipes use nothing else.
+//!
+//! Backends implement [`PrimitiveSession`]; users and recipes hold a
+//! [`crate::Session`], which checks every argument (see [`crate::path`])
+//! before it reaches the backend, so bad input gets the same typed error on
+//! every backend and never costs a round trip.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use async_trait::async_trait;
+use tokio::sync::watch;
+
+use crate::error::Result;
+
+/// The state of a session. `Expired` and `Closed` are final.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SessionState {
+    /// Connected; its ephemeral nodes live.
+    Connected,
+    /// The connection dropped; the server may still hold the session, and
+    /// operations fail with [`crate::Error::ConnectionLost`] until it is back
+    /// (then `Connected` again) or found gone (then `Expired`).
+    Suspended,
+    /// The server ended the session: its ephemeral nodes are deleted. Final.
+    Expired,
+    /// The owner closed the session. Final.
+    Closed,
+}
+
+impl SessionState {
+    /// `Expired` or `Closed`.
+    pub fn is_terminal(self) -> bool {
+        matches!(self, SessionState::Expired | SessionState::Closed)
+    }
+}
+
+/// A session's id, as the backend names it (ZooKeeper session id, etcd lease
+/// id, …), for logs and for test hooks that expire a session.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SessionId(pub String);
+
+impl std::fmt::Display for SessionId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// How a node is created: persistent or ephemeral, sequential or not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CreateMode {
+    /// Lives until deleted.
+    Persistent,
+    /// Lives until deleted; the backend makes the name unique and gives it a
+    /// sequence.
+    PersistentSequential,
+    /// Deleted when its session ends.
+    Ephemeral,
+    /// Deleted when its session ends; unique name and a sequence.
+    EphemeralSequential,
+}
+
+impl CreateMode {
+    /// Whether the node dies with its session.
+    pub fn is_ephemeral(self) -> bool {
+        matches!(self, CreateMode::Ephemeral | CreateMode::EphemeralSequential)
+    }
+
+    /// Whether the backend appends to the name and assigns a sequence.
+    pub fn is_sequential(self) -> bool {
+        matches!(
+            self,
+            CreateMode::PersistentSequential | CreateMode::EphemeralSequential
+        )
+    }
+}
+
+/// What a node carries besides its data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stat {
+    /// The data version: an opaque number that changes on every `set`, for
+    /// compare-and-set. Compare it for equality only.
+    pub version: u64,
+    /// The node's stamp: taken from a counter that increases with every
+    /// create anywhere in the store (ZooKeeper czxid, etcd create revision),
+    /// so a later-created node always has a larger stamp. The fencing token.
+    pub stamp: u64,
+    /// Whether the node dies with its session.
+    pub ephemeral: bool,
+}
+
+/// A node's data and stat, as read by [`PrimitiveSession::get`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Node {
+    /// The data.
+    pub data: Vec<u8>,
+    /// Version, stamp, ephemerality.
+    pub stat: Stat,
+}
+
+/// The answer to a create.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Created {
+    /// The full path of the created node. For a sequential create it is the
+    /// path asked for with a suffix that makes it unique among its siblings
+    /// (ZooKeeper, memory and Redis: ten digits). Recipes name their nodes
+    /// `_c_<uuid>-<kind>-` themselves (Curator's protected names), so a
+    /// backend can find a create whose answer was lost by that prefix.
+    pub path: String,
+    /// For a sequential create, the sequence that orders this node among its
+    /// siblings by creation (never parse it from the name).
+    pub sequence: Option<u64>,
+    /// The node's stamp (see [`Stat::stamp`]).
+    pub stamp: u64,
+    /// The node's first data version.
+    pub version: u64,
+}
+
+/// One child of a directory, as listed by [`PrimitiveSession::children`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Child {
+    /// The child's name (the last path segment).
+    pub name: String,
+    /// Orders siblings by creation. `Some` for every child created
+    /// sequential; a backend may give one to other children too (on etcd
+    /// every key has a create revision; on ZooKeeper any name ending in ten
+    /// digits carries one, so nodes made by Curator or kazoo count).
+    pub sequence: Option<u64>,
+}
+
+/// A node that must still exist with a given stamp for a guarded write to
+/// happen: the hold a lock holder writes under. Two nodes at one path made
+/// at different times have different stamps, so a fence is never fooled by a
+/// node deleted and made again.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Fence {
+    /// The fence node (a lock holder's own node).
+    pub path: String,
+    /// Its stamp when the hold was taken (the fencing token).
+    pub stamp: u64,
+}
+
+/// A write made only if a [`Fence`] holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Op {
+    /// Create a node (missing parents are made, as in `create`).
+    Create {
+        /// Path, or prefix for a sequential create.
+        path: String,
+        /// Data.
+        data: Vec<u8>,
+        /// Mode.
+        mode: CreateMode,
+    },
+    /// Set a node's data, compare-and-set when `version` is given.
+    Set {
+        /// Path.
+        path: String,
+        /// Data.
+        data: Vec<u8>,
+        /// The expected current version, or `None` for any.
+        version: Option<u64>,
+    },
+    /// Delete a node, compare-and-delete when `version` is given.
+    Delete {
+        /// Path.
+        path: String,
+        /// The expected current version, or `None` for any.
+        version: Option<u64>,
+    },
+}
+
+/// The answer to a guarded write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OpResult {
+    /// What `Op::Create` made.
+    Created(Created),
+    /// The stat after `Op::Set`.
+    Set(Stat),
+    /// `Op::Delete` happened.
+    Deleted,
+}
+
+/// A one-shot notification: resolves `Ok(())` at the first change after the
+/// read it was set with, or with the error that ended the session. It may
+/// fire for a change that turns out not to matter (callers read again);
+/// it never misses one.
+///
+/// # Cancel safety
+/// Dropping it unregisters interest; no change is consumed for anyone else.
+#[must_use = "a watch does nothing unless awaited"]
+pub struct Watch(Pin<Box<dyn Future<Output = Result<()>> + Send + 'static>>);
+
+impl Watch {
+    /// Wrap a backend's future.
+    pub fn new(fut: impl Future<Output = Result<()>> + Send + 'static) -> Self {
+        Watch(Box::pin(fut))
+    }
+}
+
+impl Future for Watch {
+    type Output = Result<()>;
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.0.as_mut().poll(cx)
+    }
+}
+
+impl std::fmt::Debug for Watch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Watch")
+    }
+}
+
+/// The primitive contract, implemented once per backend.
+///
+/// Callers reach it through [`crate::Session`], which has already checked
+/// every path and size, so an implementation may assume valid arguments.
+/// An implementation maps its own errors to [`crate::Error`] in one place.
+///
+/// Common errors of every operation: [`crate::Error::SessionExpired`] and
+/// [`crate::Error::SessionClosed`] once the session is over,
+/// [`crate::Error::ConnectionLost`] while it is suspended, and
+/// [`crate::Error::Backend`] for anything else the server says.
+///
+/// Cancel safety: every method may be dropped at any await point. A write
+/// whose future is dropped may or may not have happened; recipes account for
+/// that (see `coord_core::recipes`).
+#[async_trait]
+pub trait PrimitiveSession: Send + Sync + 'static {
+    /// The backend's short name (`"mem"`, `"zk"`, `"etcd"`, `"redis"`).
+    fn backend(&self) -> &'static str;
+
+    /// This session's id.
+    fn id(&self) -> SessionId;
+
+    /// The session's state, as a watch that sees every change.
+    fn state(&self) -> watch::Receiver<SessionState>;
+
+    /// Create a node with `data`, making missing parents as persistent
+    /// nodes (ZooKeeper: containers). For a sequential mode, `path` is a
+    /// prefix to which the backend appends a suffix unique among the
+    /// siblings. Ephemeral nodes belong to this session.
+    ///
+    /// A create whose answer is lost to a dropped connection must be found
+    /// again, not made twice (ZooKeeper's protected mode).
+    ///
+    /// Errors: `AlreadyExists` (non-sequential, taken), `NotSupported` where
+    /// a parent is ephemeral and the backend forbids children there.
+    async fn create(&self, path: &str, data: &[u8], mode: CreateMode) -> Result<Created>;
+
+    /// Read a node; `None` when there is none.
+    async fn get(&self, path: &str) -> Result<Option<Node>>;
+
+    /// Replace a node's data; with `version`, only if the node is at it.
+    ///
+    /// Errors: `NotFound`, `VersionMismatch`.
+    async fn set(&self, path: &str, data: &[u8], version: Option<u64>) -> Result<Stat>;
+
+    /// Delete a node; with `version`, only if the node is at it.
+    ///
+    /// Errors: `NotFound`, `VersionMismatch`, `NotEmpty` when it has children.
+    async fn delete(&self, path: &str, version: Option<u64>) -> Result<()>;
+
+    /// The children of `dir`: those with a sequence first, by sequence, then
+    /// the rest by name.
+    ///
+    /// Errors: `NotFound` when `dir` does not exist.
+    async fn children(&self, dir: &str) -> Result<Vec<Child>>;
+
+    /// Like [`PrimitiveSession::children`], and also a [`Watch`] that fires
+    /// at the first change to the set of children after that read: a change
+    /// that lands between the read and the watch is never missed.
+    ///
+    /// Errors: `NotFound` when `dir` does not exist (no watch is left set).
+    async fn children_watch(&self, dir: &str) -> Result<(Vec<Child>, Watch)>;
+
+    /// Resolve once no node exists at `path`: at once if there is none now,
+    /// otherwise when it is deleted (by anyone, or by its session's end).
+    /// A delete racing the check is never missed, and no watch is left set
+    /// on the server for a node that was already gone.
+    ///
+    /// Errors: the session's end while waiting.
+    async fn wait_gone(&self, path: &str) -> Result<()>;
+
+    /// Do `op` only if `fence.path` exists with stamp `fence.stamp`, as one
+    /// atomic write.
+    ///
+    /// Errors: `LockLost` when the fence does not hold (checked first);
+    /// otherwise those of the operation.
+    async fn guarded(&self, fence: &Fence, op: Op) -> Result<OpResult>;
+
+    /// End the session: its ephemeral nodes are deleted and its state
+    /// becomes `Closed`. Closing a closed or expired session is `Ok`.
+    async fn close(&self) -> Result<()>;
+}
