@@ -127,7 +127,8 @@ pub struct Child {
     /// Orders siblings by creation. `Some` for every child created
     /// sequential; a backend may give one to other children too (on etcd
     /// every key has a create revision; on ZooKeeper any name ending in ten
-    /// digits carries one, so nodes made by Curator or kazoo count).
+    /// digits carries one, so nodes made by Curator or kazoo count — and so
+    /// does a non-sequential name that happens to end in ten digits).
     pub sequence: Option<u64>,
 }
 
@@ -239,8 +240,11 @@ pub trait PrimitiveSession: Send + Sync + 'static {
     /// The session's state, as a watch that sees every change.
     fn state(&self) -> watch::Receiver<SessionState>;
 
-    /// Create a node with `data`, making missing parents as persistent
-    /// nodes (ZooKeeper: containers). For a sequential mode, `path` is a
+    /// Create a node with `data`, making missing parents (ZooKeeper makes
+    /// them container nodes, which the server removes some time after their
+    /// last child goes, so emptied lock directories do not pile up; a
+    /// directory that must stay is made with `Session::ensure_dir` or an
+    /// explicit persistent create). For a sequential mode, `path` is a
     /// prefix to which the backend appends a suffix unique among the
     /// siblings. Ephemeral nodes belong to this session.
     ///

@@ -1,0 +1,152 @@
+//! The queue of contenders behind every lock-like recipe (seed 000
+//! `WriteLock`, Curator `InterProcessMutex`, the ZooKeeper paper's lock
+//! without herd effect):
+//!
+//! 1. create an ephemeral-sequential node `_c_<uuid>-<marker>` in the
+//!    directory, and list the directory right behind it (pipelined);
+//! 2. among the children with a sequence, find the nearest earlier one that
+//!    blocks us; none: we hold it;
+//! 3. otherwise wait until *that one node* is gone — never the directory,
+//!    so a release wakes exactly the waiter behind it — then list again.
+//!
+//! The node is created in a task of its own and deleted if the caller gives
+//! up (timeout, `try`, dropped future, error), so no attempt leaves a node.
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::error::{Error, Result};
+use crate::path;
+use crate::primitive::{Child, CreateMode};
+use crate::recipes::held::HeldNode;
+use crate::recipes::names;
+use crate::recipes::pending::PendingNode;
+use crate::recipes::stats::Stats;
+use crate::session::Session;
+
+/// How long an acquire may wait.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Wait {
+    /// Do not wait at all: `try_acquire`.
+    No,
+    /// Wait until this instant, then give up with `Timeout`.
+    Until(Instant, Duration),
+    /// Wait as long as it takes.
+    Forever,
+}
+
+impl Wait {
+    pub(crate) fn timeout(d: Duration) -> Self {
+        Wait::Until(Instant::now() + d, d)
+    }
+}
+
+/// The parts of one contender's request.
+pub(crate) struct Contender<'a> {
+    pub session: &'a Session,
+    pub dir: &'a str,
+    pub marker: &'a str,
+    pub data: &'a [u8],
+    pub stats: &'a Stats,
+    /// Whether an earlier child blocks this contender.
+    pub blocked_by: &'a (dyn Fn(&Child) -> bool + Send + Sync),
+}
+
+/// The nearest earlier child that blocks `me`, or `None` when `me` holds.
+/// `Err` when `me` is not among the children (our node was deleted).
+fn predecessor<'c>(
+    children: &'c [Child],
+    me_name: &str,
+    me_seq: u64,
+    blocked_by: &dyn Fn(&Child) -> bool,
+) -> Option<Option<&'c Child>> {
+    if !children.iter().any(|c| c.name == me_name) {
+        return None;
+    }
+    Some(
+        children
+            .iter()
+            .filter(|c| matches!(c.sequence, Some(s) if s < me_seq))
+            .filter(|c| blocked_by(c))
+            .max_by_key(|c| c.sequence),
+    )
+}
+
+impl Contender<'_> {
+    /// Join the queue and wait per `wait`. `Ok(None)` only for `Wait::No`
+    /// when blocked; `Err(Timeout)` when a deadline passes.
+    pub(crate) async fn acquire(&self, wait: Wait) -> Result<Option<HeldNode>> {
+        let prefix = path::join(self.dir, &names::protected(self.marker));
+        let mut pending = PendingNode::spawn(
+            self.session,
+            prefix,
+            self.data.to_vec(),
+            CreateMode::EphemeralSequential,
+        );
+        // List right behind the create: on a FIFO connection the listing
+        // sees our node, saving a round trip; elsewhere we list again.
+        pending.sent().await;
+        let (created, first) = tokio::join!(pending.created(), self.session.children(self.dir));
+        let created = created?;
+        let me_name = path::name(&created.path).to_owned();
+        let me_path = created.path.clone();
+        let me_seq = created.sequence.ok_or_else(|| {
+            Error::backend(
+                self.session.backend(),
+                "a sequential create returned no sequence",
+            )
+        })?;
+        let mut listing = first.ok();
+        loop {
+            let children = match listing.take() {
+                Some(c) if c.iter().any(|c| c.name == me_name) => c,
+                _ => self.session.children(self.dir).await?,
+            };
+            let Some(pred) = predecessor(&children, &me_name, me_seq, self.blocked_by) else {
+                // Our node is gone: the session ended, or someone deleted it.
+                if let Some(state_err) = self.session_end() {
+                    return Err(state_err);
+                }
+                return Err(Error::LockLost { path: me_path });
+            };
+            let Some(pred) = pred else {
+                let node = pending.take().ok_or_else(|| {
+                    Error::backend(self.session.backend(), "lost track of our own node")
+                })?;
+                self.stats.acquired();
+                return Ok(Some(HeldNode::new(self.session.clone(), node)));
+            };
+            let pred_path = path::join(self.dir, &pred.name);
+            let blocked = self.stats.blocked();
+            match wait {
+                Wait::No => {
+                    pending.remove().await;
+                    return Ok(None);
+                }
+                Wait::Forever => self.session.wait_gone(&pred_path).await?,
+                Wait::Until(deadline, d) => {
+                    match tokio::time::timeout_at(deadline, self.session.wait_gone(&pred_path))
+                        .await
+                    {
+                        Ok(r) => r?,
+                        Err(_) => {
+                            pending.remove().await;
+                            return Err(Error::Timeout(d));
+                        }
+                    }
+                }
+            }
+            drop(blocked);
+            self.stats.woke();
+        }
+    }
+
+    fn session_end(&self) -> Option<Error> {
+        match self.session.state() {
+            crate::SessionState::Expired => Some(Error::SessionExpired),
+            crate::SessionState::Closed => Some(Error::SessionClosed),
+            _ => None,
+        }
+    }
+}

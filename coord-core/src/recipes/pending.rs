@@ -1,0 +1,165 @@
+//! A create that leaves nothing behind when its caller gives up.
+//!
+//! The create runs in its own task, so it finishes even if the caller's
+//! future is dropped mid-flight; if the caller never took the node, the
+//! task's result is deleted in the background. That makes every acquire
+//! cancel-safe without knowing how far a backend got with the request.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+use crate::error::{Error, Result};
+use crate::primitive::{CreateMode, Created};
+use crate::session::Session;
+
+/// Polls the inner future and says so after its first poll: by then a
+/// backend has put the request on the wire (or answered it), so a request
+/// issued after the signal follows it on a FIFO connection (ZooKeeper).
+struct SignalFirstPoll<F> {
+    inner: Pin<Box<F>>,
+    sent: Option<oneshot::Sender<()>>,
+}
+
+impl<F: Future> Future for SignalFirstPoll<F> {
+    type Output = F::Output;
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let out = self.inner.as_mut().poll(cx);
+        if let Some(tx) = self.sent.take() {
+            let _ = tx.send(());
+        }
+        out
+    }
+}
+
+enum State {
+    Creating {
+        task: JoinHandle<Result<Created>>,
+        sent: Option<oneshot::Receiver<()>>,
+    },
+    Created(Created),
+    Taken,
+}
+
+/// A node being created on behalf of a recipe; see the module docs.
+pub(crate) struct PendingNode {
+    session: Session,
+    state: State,
+}
+
+impl PendingNode {
+    /// Start creating `path` in a task of its own.
+    pub(crate) fn spawn(session: &Session, path: String, data: Vec<u8>, mode: CreateMode) -> Self {
+        let (tx, rx) = oneshot::channel();
+        let s = session.clone();
+        let fut = async move { s.create(&path, &data, mode).await };
+        let task = tokio::spawn(SignalFirstPoll {
+            inner: Box::pin(fut),
+            sent: Some(tx),
+        });
+        PendingNode {
+            session: session.clone(),
+            state: State::Creating {
+                task,
+                sent: Some(rx),
+            },
+        }
+    }
+
+    /// Resolve once the create request has been issued (not answered).
+    pub(crate) async fn sent(&mut self) {
+        if let State::Creating { sent, .. } = &mut self.state {
+            if let Some(rx) = sent.take() {
+                let _ = rx.await;
+            }
+        }
+    }
+
+    /// The created node, once the backend has answered. Cancel safe.
+    pub(crate) async fn created(&mut self) -> Result<&Created> {
+        if let State::Creating { task, .. } = &mut self.state {
+            let res = match task.await {
+                Ok(r) => r,
+                Err(e) => Err(Error::backend(self.session.backend(), e)),
+            };
+            match res {
+                Ok(c) => self.state = State::Created(c),
+                Err(e) => {
+                    self.state = State::Taken;
+                    return Err(e);
+                }
+            }
+        }
+        match &self.state {
+            State::Created(c) => Ok(c),
+            _ => Err(Error::InvalidArgument(
+                "the pending node was already taken".into(),
+            )),
+        }
+    }
+
+    /// Keep the node: it is the caller's now.
+    pub(crate) fn take(mut self) -> Option<Created> {
+        match std::mem::replace(&mut self.state, State::Taken) {
+            State::Created(c) => Some(c),
+            _ => None,
+        }
+    }
+
+    /// Delete the node now (waiting for the create first if needed); if
+    /// that fails, keep trying in the background.
+    pub(crate) async fn remove(mut self) {
+        let path = match self.created().await {
+            Ok(c) => c.path.clone(),
+            Err(_) => return,
+        };
+        // Dropped during the delete: state is still `Created`, and `Drop`
+        // deletes in the background.
+        if delete_if_present(&self.session, &path).await.is_err() {
+            delete_in_background(self.session.clone(), path);
+        }
+        self.state = State::Taken;
+    }
+}
+
+/// Delete `path`; a node already gone is fine.
+pub(crate) async fn delete_if_present(session: &Session, path: &str) -> Result<()> {
+    match session.delete(path, None).await {
+        Ok(()) | Err(Error::NotFound { .. }) => Ok(()),
+        Err(e) if e.is_session_end() => Ok(()), // ephemeral: gone with the session
+        Err(e) => Err(e),
+    }
+}
+
+/// Delete `path` in the background, best effort (for `Drop`).
+pub(crate) fn delete_in_background(session: Session, path: String) {
+    if let Ok(rt) = tokio::runtime::Handle::try_current() {
+        rt.spawn(async move {
+            if let Err(e) = delete_if_present(&session, &path).await {
+                tracing::warn!(%path, error = %e, "background delete failed; the session's end will remove the node");
+            }
+        });
+    }
+}
+
+impl Drop for PendingNode {
+    fn drop(&mut self) {
+        match std::mem::replace(&mut self.state, State::Taken) {
+            State::Taken => {}
+            State::Created(c) => delete_in_background(self.session.clone(), c.path),
+            State::Creating { task, .. } => {
+                let session = self.session.clone();
+                if let Ok(rt) = tokio::runtime::Handle::try_current() {
+                    rt.spawn(async move {
+                        if let Ok(Ok(c)) = task.await {
+                            let _ = delete_if_present(&session, &c.path).await;
+                        }
+                    });
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,156 @@
+//! The read/write lock of the ZooKeeper paper (Curator
+//! `InterProcessReadWriteLock`).
+
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+use crate::path;
+use crate::primitive::Child;
+use crate::recipes::contend::{Contender, Wait};
+use crate::recipes::lock::LockGuard;
+use crate::recipes::names;
+use crate::recipes::stats::Stats;
+use crate::session::Session;
+
+/// A distributed read/write lock at a directory path.
+///
+/// Readers share it; a writer holds it alone. Both queue as
+/// ephemeral-sequential children (`_c_<uuid>-__READ__<seq>` and
+/// `_c_<uuid>-__WRIT__<seq>`, Curator's names). A reader waits only for the
+/// last writer queued before it; a writer waits for its immediate
+/// predecessor. Grants follow the queue, so a writer is never starved by
+/// readers that came after it. Any contender that is not a reader (a plain
+/// lock node, say) counts as a writer.
+#[derive(Debug, Clone)]
+pub struct RwLock {
+    session: Session,
+    dir: String,
+    stats: Stats,
+}
+
+fn is_reader(c: &Child) -> bool {
+    c.name.contains(names::READ)
+}
+
+fn blocks_reader(c: &Child) -> bool {
+    !is_reader(c)
+}
+
+fn blocks_writer(_: &Child) -> bool {
+    true
+}
+
+impl RwLock {
+    /// A read/write lock at `path` (a directory, made on first use).
+    ///
+    /// # Errors
+    /// [`Error::InvalidPath`] for a bad path or `/`.
+    pub fn new(session: &Session, path: &str) -> Result<Self> {
+        path::validate_non_root(path)?;
+        Ok(RwLock {
+            session: session.clone(),
+            dir: path.to_owned(),
+            stats: Stats::new(),
+        })
+    }
+
+    /// Count into shared `stats`.
+    pub fn with_stats(mut self, stats: Stats) -> Self {
+        self.stats = stats;
+        self
+    }
+
+    /// This handle's counters.
+    pub fn stats(&self) -> &Stats {
+        &self.stats
+    }
+
+    async fn acquire(&self, write: bool, wait: Wait) -> Result<Option<LockGuard>> {
+        let c = Contender {
+            session: &self.session,
+            dir: &self.dir,
+            marker: if write { names::WRITE } else { names::READ },
+            data: &[],
+            stats: &self.stats,
+            blocked_by: if write { &blocks_writer } else { &blocks_reader },
+        };
+        Ok(c.acquire(wait).await?.map(LockGuard::from_held))
+    }
+
+    fn must(&self, g: Option<LockGuard>) -> Result<LockGuard> {
+        g.ok_or_else(|| Error::backend(self.session.backend(), "wait ended without a hold"))
+    }
+
+    /// Wait for a shared (read) hold.
+    ///
+    /// # Errors
+    /// The session's end; [`Error::LockLost`] if our queued node was
+    /// deleted; connection and backend errors.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: a dropped attempt's node is deleted.
+    pub async fn read(&self) -> Result<LockGuard> {
+        let g = self.acquire(false, Wait::Forever).await?;
+        self.must(g)
+    }
+
+    /// A read hold only if no earlier writer is queued.
+    ///
+    /// # Errors
+    /// As [`RwLock::read`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn try_read(&self) -> Result<Option<LockGuard>> {
+        self.acquire(false, Wait::No).await
+    }
+
+    /// Wait at most `timeout` for a read hold.
+    ///
+    /// # Errors
+    /// [`Error::Timeout`]; otherwise as [`RwLock::read`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn read_timeout(&self, timeout: Duration) -> Result<LockGuard> {
+        self.acquire(false, Wait::timeout(timeout))
+            .await?
+            .ok_or(Error::Timeout(timeout))
+    }
+
+    /// Wait for the exclusive (write) hold.
+    ///
+    /// # Errors
+    /// As [`RwLock::read`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn write(&self) -> Result<LockGuard> {
+        let g = self.acquire(true, Wait::Forever).await?;
+        self.must(g)
+    }
+
+    /// The write hold only if nobody is queued before us.
+    ///
+    /// # Errors
+    /// As [`RwLock::read`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn try_write(&self) -> Result<Option<LockGuard>> {
+        self.acquire(true, Wait::No).await
+    }
+
+    /// Wait at most `timeout` for the write hold.
+    ///
+    /// # Errors
+    /// [`Error::Timeout`]; otherwise as [`RwLock::read`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn write_timeout(&self, timeout: Duration) -> Result<LockGuard> {
+        self.acquire(true, Wait::timeout(timeout))
+            .await?
+            .ok_or(Error::Timeout(timeout))
+    }
+}

@@ -1,0 +1,381 @@
+//! A counting semaphore with N leases (seed 001, Curator
+//! `InterProcessSemaphoreV2`) and the non-reentrant mutex on top of it
+//! (Curator `InterProcessSemaphoreMutex`).
+
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+use crate::path;
+use crate::primitive::CreateMode;
+use crate::recipes::contend::Wait;
+use crate::recipes::held::HeldNode;
+use crate::recipes::lock::{Lock, LockGuard};
+use crate::recipes::names;
+use crate::recipes::pending::PendingNode;
+use crate::recipes::stats::Stats;
+use crate::session::Session;
+
+/// A distributed semaphore: at most `max_leases` leases are held at once,
+/// across every process.
+///
+/// Layout as Curator's: `<path>/locks` is an internal [`Lock`] that lets one
+/// acquirer at a time take leases, and `<path>/leases` holds one
+/// ephemeral-sequential node per lease (`_c_<uuid>-lease-<seq>`). An
+/// acquirer holding the internal lock creates its lease node, then counts
+/// the leases: at most `max_leases`, it keeps it; otherwise it waits for the
+/// lease directory to change. A holder's leases die with its session.
+///
+/// `acquire(qty, ..)` is all or nothing: on timeout, error or cancel, the
+/// leases taken so far are returned.
+#[derive(Debug, Clone)]
+pub struct Semaphore {
+    session: Session,
+    leases_dir: String,
+    lock: Lock,
+    max_leases: u32,
+    data: Vec<u8>,
+    stats: Stats,
+}
+
+/// One lease of a [`Semaphore`]; return it with [`Lease::release`] (or
+/// [`Semaphore::return_all`]). Dropping it returns it in the background.
+#[must_use = "dropping a lease returns it"]
+#[derive(Debug)]
+pub struct Lease(HeldNode);
+
+impl Lease {
+    /// The lease node's name (its last path segment).
+    pub fn node_name(&self) -> &str {
+        path::name(self.0.path())
+    }
+
+    /// The lease node's full path.
+    pub fn path(&self) -> &str {
+        self.0.path()
+    }
+
+    /// The lease node's stamp (see [`HeldNode::fencing_token`]).
+    pub fn fencing_token(&self) -> u64 {
+        self.0.fencing_token()
+    }
+
+    /// The data stored in the lease node, read from the server.
+    ///
+    /// # Errors
+    /// [`Error::LockLost`] when the lease is gone; session errors.
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn data(&self) -> Result<Vec<u8>> {
+        match self.0.session().get(self.0.path()).await? {
+            Some(n) => Ok(n.data),
+            None => Err(Error::LockLost {
+                path: self.0.path().to_owned(),
+            }),
+        }
+    }
+
+    /// Resolve when the lease is lost; see [`HeldNode::lost`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn lost(&self) -> Error {
+        self.0.lost().await
+    }
+
+    /// Return the lease.
+    ///
+    /// # Errors
+    /// [`Error::LockLost`] when it had already been lost; session errors.
+    ///
+    /// # Cancel safety
+    /// Cancel safe in effect: dropped, it is returned in the background.
+    pub async fn release(self) -> Result<()> {
+        self.0.release().await
+    }
+}
+
+impl Semaphore {
+    /// A semaphore at `path` with `max_leases` leases. Every process using
+    /// the semaphore must agree on `max_leases`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidPath`]; [`Error::InvalidArgument`] for 0 leases.
+    pub fn new(session: &Session, path: &str, max_leases: u32) -> Result<Self> {
+        path::validate_non_root(path)?;
+        if max_leases == 0 {
+            return Err(Error::InvalidArgument(
+                "a semaphore needs at least one lease".into(),
+            ));
+        }
+        let stats = Stats::new();
+        Ok(Semaphore {
+            session: session.clone(),
+            leases_dir: path::join(path, "leases"),
+            lock: Lock::new(session, &path::join(path, "locks"))?.with_stats(stats.clone()),
+            max_leases,
+            data: Vec::new(),
+            stats,
+        })
+    }
+
+    /// Data to store in each lease node (Curator's `setNodeData`).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when larger than [`path::MAX_DATA_LEN`].
+    pub fn with_data(mut self, data: impl Into<Vec<u8>>) -> Result<Self> {
+        let data = data.into();
+        path::validate_data(&data)?;
+        self.data = data;
+        Ok(self)
+    }
+
+    /// Count into shared `stats` (the internal lock counts there too).
+    pub fn with_stats(mut self, stats: Stats) -> Self {
+        self.lock = self.lock.with_stats(stats.clone());
+        self.stats = stats;
+        self
+    }
+
+    /// This handle's counters.
+    pub fn stats(&self) -> &Stats {
+        &self.stats
+    }
+
+    /// The most leases held at once.
+    pub fn max_leases(&self) -> u32 {
+        self.max_leases
+    }
+
+    fn check_qty(&self, qty: u32) -> Result<()> {
+        if qty == 0 || qty > self.max_leases {
+            return Err(Error::InvalidArgument(format!(
+                "cannot acquire {qty} leases of a semaphore with {}",
+                self.max_leases
+            )));
+        }
+        Ok(())
+    }
+
+    async fn take_lock(&self, wait: Wait) -> Result<Option<LockGuard>> {
+        match wait {
+            Wait::No => self.lock.try_acquire().await,
+            Wait::Forever => self.lock.acquire().await.map(Some),
+            Wait::Until(deadline, d) => {
+                let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+                match self.lock.acquire_timeout(left).await {
+                    Ok(g) => Ok(Some(g)),
+                    Err(Error::Timeout(_)) => Err(Error::Timeout(d)),
+                    Err(e) => Err(e),
+                }
+            }
+        }
+    }
+
+    /// One lease while holding the internal lock; `None` when `Wait::No`
+    /// finds no room.
+    async fn one_lease(&self, wait: Wait) -> Result<Option<Lease>> {
+        let Some(guard) = self.take_lock(wait).await? else {
+            return Ok(None);
+        };
+        let prefix = path::join(&self.leases_dir, &names::protected(names::LEASE));
+        let mut pending = PendingNode::spawn(
+            &self.session,
+            prefix,
+            self.data.clone(),
+            CreateMode::EphemeralSequential,
+        );
+        let me = path::name(&pending.created().await?.path).to_owned();
+        let outcome = loop {
+            let (children, changed) = self.session.children_watch(&self.leases_dir).await?;
+            if !children.iter().any(|c| c.name == me) {
+                break Err(Error::LockLost {
+                    path: path::join(&self.leases_dir, &me),
+                });
+            }
+            if children.len() <= self.max_leases as usize {
+                break Ok(true);
+            }
+            let blocked = self.stats.blocked();
+            match wait {
+                Wait::No => break Ok(false),
+                Wait::Forever => changed.await?,
+                Wait::Until(deadline, d) => match tokio::time::timeout_at(deadline, changed).await {
+                    Ok(r) => r?,
+                    Err(_) => break Err(Error::Timeout(d)),
+                },
+            }
+            drop(blocked);
+            self.stats.woke();
+        };
+        let lease = match outcome {
+            Ok(true) => pending
+                .take()
+                .map(|n| Lease(HeldNode::new(self.session.clone(), n))),
+            Ok(false) => {
+                pending.remove().await;
+                None
+            }
+            Err(e) => {
+                pending.remove().await;
+                let _ = guard.release().await;
+                return Err(e);
+            }
+        };
+        guard.release().await?;
+        if lease.is_some() {
+            self.stats.acquired();
+        }
+        Ok(lease)
+    }
+
+    async fn acquire_inner(&self, qty: u32, wait: Wait) -> Result<Option<Vec<Lease>>> {
+        self.check_qty(qty)?;
+        let mut got = Vec::with_capacity(qty as usize);
+        for _ in 0..qty {
+            match self.one_lease(wait).await {
+                Ok(Some(l)) => got.push(l),
+                Ok(None) => {
+                    Self::return_all(got).await?;
+                    return Ok(None);
+                }
+                Err(e) => {
+                    let _ = Self::return_all(got).await;
+                    return Err(e);
+                }
+            }
+        }
+        Ok(Some(got))
+    }
+
+    /// Wait for `qty` leases, all or nothing.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for 0 or more than `max_leases`; the
+    /// session's end; connection and backend errors. On any error the
+    /// leases taken so far are returned.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: dropped at any point, every lease node it made is
+    /// deleted (in the background).
+    pub async fn acquire(&self, qty: u32) -> Result<Vec<Lease>> {
+        self.acquire_inner(qty, Wait::Forever)
+            .await?
+            .ok_or_else(|| Error::backend(self.session.backend(), "wait ended without leases"))
+    }
+
+    /// `qty` leases only if they are free now; `None` otherwise (nothing is
+    /// held then).
+    ///
+    /// # Errors
+    /// As [`Semaphore::acquire`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn try_acquire(&self, qty: u32) -> Result<Option<Vec<Lease>>> {
+        self.acquire_inner(qty, Wait::No).await
+    }
+
+    /// Wait at most `timeout` for `qty` leases, all or nothing.
+    ///
+    /// # Errors
+    /// [`Error::Timeout`] with nothing held; otherwise as
+    /// [`Semaphore::acquire`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn acquire_timeout(&self, qty: u32, timeout: Duration) -> Result<Vec<Lease>> {
+        self.acquire_inner(qty, Wait::timeout(timeout))
+            .await?
+            .ok_or(Error::Timeout(timeout))
+    }
+
+    /// Return every lease given (Curator's `returnAll`). Leases already
+    /// lost are skipped.
+    ///
+    /// # Errors
+    /// The first error other than "already lost"; the rest are still
+    /// returned.
+    ///
+    /// # Cancel safety
+    /// Cancel safe in effect: leases not yet returned are returned in the
+    /// background when dropped.
+    pub async fn return_all(leases: impl IntoIterator<Item = Lease>) -> Result<()> {
+        let mut first = None;
+        for l in leases {
+            if let Err(e) = l.0.discard().await {
+                first.get_or_insert(e);
+            }
+        }
+        first.map_or(Ok(()), Err)
+    }
+}
+
+/// A non-reentrant mutex built on a one-lease [`Semaphore`] (Curator
+/// `InterProcessSemaphoreMutex`): unlike [`Lock`], even the same handle
+/// cannot take it twice.
+#[derive(Debug, Clone)]
+pub struct SemaphoreMutex {
+    sem: Semaphore,
+}
+
+impl SemaphoreMutex {
+    /// A mutex at `path`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidPath`].
+    pub fn new(session: &Session, path: &str) -> Result<Self> {
+        Ok(SemaphoreMutex {
+            sem: Semaphore::new(session, path, 1)?,
+        })
+    }
+
+    /// Count into shared `stats`.
+    pub fn with_stats(mut self, stats: Stats) -> Self {
+        self.sem = self.sem.with_stats(stats);
+        self
+    }
+
+    /// This handle's counters.
+    pub fn stats(&self) -> &Stats {
+        self.sem.stats()
+    }
+
+    fn guard(mut leases: Vec<Lease>) -> Option<LockGuard> {
+        leases.pop().map(|l| LockGuard::from_held(l.0))
+    }
+
+    /// Wait until held.
+    ///
+    /// # Errors
+    /// As [`Semaphore::acquire`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn acquire(&self) -> Result<LockGuard> {
+        Self::guard(self.sem.acquire(1).await?)
+            .ok_or_else(|| Error::backend(self.sem.session.backend(), "no lease granted"))
+    }
+
+    /// Take it only if free now.
+    ///
+    /// # Errors
+    /// As [`Semaphore::acquire`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn try_acquire(&self) -> Result<Option<LockGuard>> {
+        Ok(self.sem.try_acquire(1).await?.and_then(Self::guard))
+    }
+
+    /// Wait at most `timeout`.
+    ///
+    /// # Errors
+    /// [`Error::Timeout`]; otherwise as [`Semaphore::acquire`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn acquire_timeout(&self, timeout: Duration) -> Result<LockGuard> {
+        Self::guard(self.sem.acquire_timeout(1, timeout).await?).ok_or(Error::Timeout(timeout))
+    }
+}

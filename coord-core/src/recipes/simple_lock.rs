@@ -1,0 +1,125 @@
+//! The simple "lock file" lock of the ZooKeeper paper, kept as the baseline
+//! benchmarks compare the herd-free [`crate::recipes::Lock`] against.
+
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+use crate::path;
+use crate::primitive::CreateMode;
+use crate::recipes::contend::Wait;
+use crate::recipes::held::HeldNode;
+use crate::recipes::lock::LockGuard;
+use crate::recipes::pending::PendingNode;
+use crate::recipes::stats::Stats;
+use crate::session::Session;
+
+/// The paper's simple lock: whoever creates the ephemeral node
+/// `<path>/lock` holds the lock; everyone else waits for that node to go
+/// and then races to create it again.
+///
+/// Correct, but with the **herd effect**: every release wakes every waiter
+/// (its [`Stats::wakeups`] grow by the number of waiters per release), and
+/// grants are not FIFO. Use [`crate::recipes::Lock`]; this one exists to be
+/// measured against.
+#[derive(Debug, Clone)]
+pub struct SimpleLock {
+    session: Session,
+    node: String,
+    stats: Stats,
+}
+
+impl SimpleLock {
+    /// A simple lock whose node is `<path>/lock`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidPath`] for a bad path or `/`.
+    pub fn new(session: &Session, path: &str) -> Result<Self> {
+        path::validate_non_root(path)?;
+        Ok(SimpleLock {
+            session: session.clone(),
+            node: path::join(path, "lock"),
+            stats: Stats::new(),
+        })
+    }
+
+    /// Count into shared `stats`.
+    pub fn with_stats(mut self, stats: Stats) -> Self {
+        self.stats = stats;
+        self
+    }
+
+    /// This handle's counters.
+    pub fn stats(&self) -> &Stats {
+        &self.stats
+    }
+
+    async fn acquire_inner(&self, wait: Wait) -> Result<Option<LockGuard>> {
+        loop {
+            let mut pending =
+                PendingNode::spawn(&self.session, self.node.clone(), Vec::new(), CreateMode::Ephemeral);
+            match pending.created().await {
+                Ok(_) => {
+                    let node = pending.take().ok_or_else(|| {
+                        Error::backend(self.session.backend(), "lost track of our own node")
+                    })?;
+                    self.stats.acquired();
+                    return Ok(Some(LockGuard::from_held(HeldNode::new(
+                        self.session.clone(),
+                        node,
+                    ))));
+                }
+                Err(Error::AlreadyExists { .. }) => {}
+                Err(e) => return Err(e),
+            }
+            let blocked = self.stats.blocked();
+            match wait {
+                Wait::No => return Ok(None),
+                Wait::Forever => self.session.wait_gone(&self.node).await?,
+                Wait::Until(deadline, d) => {
+                    tokio::time::timeout_at(deadline, self.session.wait_gone(&self.node))
+                        .await
+                        .map_err(|_| Error::Timeout(d))??
+                }
+            }
+            drop(blocked);
+            self.stats.woke();
+        }
+    }
+
+    /// Wait until the lock is held.
+    ///
+    /// # Errors
+    /// The session's end; connection and backend errors.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: a node created for a dropped attempt is deleted.
+    pub async fn acquire(&self) -> Result<LockGuard> {
+        self.acquire_inner(Wait::Forever)
+            .await?
+            .ok_or_else(|| Error::backend(self.session.backend(), "wait ended without a hold"))
+    }
+
+    /// Take the lock only if it is free now.
+    ///
+    /// # Errors
+    /// As [`SimpleLock::acquire`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn try_acquire(&self) -> Result<Option<LockGuard>> {
+        self.acquire_inner(Wait::No).await
+    }
+
+    /// Wait at most `timeout`.
+    ///
+    /// # Errors
+    /// [`Error::Timeout`]; otherwise as [`SimpleLock::acquire`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn acquire_timeout(&self, timeout: Duration) -> Result<LockGuard> {
+        self.acquire_inner(Wait::timeout(timeout))
+            .await?
+            .ok_or(Error::Timeout(timeout))
+    }
+}
