@@ -1,0 +1,114 @@
+//! # coord-conformance
+//!
+//! One suite of tests that every coord backend runs, identically. A backend
+//! proves itself by implementing [`Harness`] (open a session, expire one) and
+//! calling [`conformance_tests!`] in one short test file:
+//!
+//! ```ignore
+//! // tests/conformance.rs of a backend crate
+//! struct MyHarness { /* connection settings */ }
+//! #[async_trait::async_trait]
+//! impl coord_conformance::Harness for MyHarness { /* open, expire */ }
+//! coord_conformance::conformance_tests!(MyHarness::from_env());
+//! ```
+//!
+//! Every test is a plain `pub async fn(&dyn Harness)` in one of the modules
+//! below, so a backend can also call one by hand. Each works under its own
+//! random root ([`Harness::root`]), so tests never see each other's nodes.
+#![warn(missing_docs)]
+
+use std::future::Future;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use coord_core::{Session, SessionState};
+
+mod conditions;
+pub mod locks;
+pub mod primitives;
+mod support;
+
+pub use conditions::*;
+pub use support::*;
+
+/// What the suite needs from a backend.
+#[async_trait]
+pub trait Harness: Send + Sync {
+    /// The backend's short name, for messages.
+    fn name(&self) -> &'static str;
+
+    /// Open a new session (its own connection where the backend has them).
+    /// Panics if the backend cannot be reached: a test that needs a server
+    /// it cannot reach fails.
+    async fn open(&self) -> Session;
+
+    /// Make the server end `session` now, as if it had missed its timeout
+    /// (ZooKeeper: a second handle on the same session closes it; etcd:
+    /// revoke its lease; Redis: delete its key; memory: the store's hook).
+    /// Returns once the server has ended it; the session's own state may
+    /// learn of it a little later.
+    async fn expire(&self, session: &Session);
+
+    /// A fresh, unique root for one test.
+    fn root(&self, test: &str) -> String {
+        let id = uuid::Uuid::new_v4().simple().to_string();
+        format!("/coord-conformance/{test}-{}", &id[..12])
+    }
+}
+
+/// Longest a single conformance test may run before it is failed as hung.
+pub const TEST_DEADLINE: Duration = Duration::from_secs(120);
+
+#[doc(hidden)]
+pub fn __run<F: Future<Output = ()>>(name: &str, fut: F) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(4)
+        .enable_all()
+        .build()
+        .expect("build a tokio runtime");
+    rt.block_on(async {
+        if tokio::time::timeout(TEST_DEADLINE, fut).await.is_err() {
+            panic!("conformance test {name} did not finish within {TEST_DEADLINE:?}");
+        }
+    });
+}
+
+/// Wait until `session` reports the terminal state `want` (after
+/// [`Harness::expire`] the client learns of it asynchronously).
+pub async fn await_state(session: &Session, want: SessionState) {
+    let mut rx = session.state_watch();
+    let got = tokio::time::timeout(Duration::from_secs(30), rx.wait_for(|s| *s == want)).await;
+    assert!(
+        matches!(got, Ok(Ok(_))),
+        "session {} never reached {want:?} (now {:?})",
+        session.id(),
+        session.state()
+    );
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __conformance_each {
+    ($make:expr; $($module:ident :: $name:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $name() {
+                $crate::__run(stringify!($name), async {
+                    let harness = $make;
+                    $crate::$module::$name(&harness).await;
+                });
+            }
+        )*
+    };
+}
+
+/// Instantiate every conformance test for a backend: one `#[test]` each.
+/// `$make` is an expression that builds the backend's [`Harness`]; it is
+/// evaluated inside each test's own tokio runtime.
+#[macro_export]
+macro_rules! conformance_tests {
+    ($make:expr) => {
+        $crate::__primitives_tests!($make);
+        $crate::__lock_tests!($make);
+    };
+}

@@ -1,0 +1,1448 @@
+//! Conformance of the primitive contract ([`coord_core::PrimitiveSession`]
+//! through [`coord_core::Session`]).
+//!
+//! Each test asserts only what the contract promises, so it holds on every
+//! backend: versions are compared for equality only, sequences and stamps
+//! for order only, a watch may fire for a change that does not matter, and
+//! another session's view is awaited (`wait_gone`, a watch) rather than
+//! read at once where a server may answer it from a lagging replica.
+
+use coord_core::path::{MAX_DATA_LEN, MAX_PATH_LEN};
+use coord_core::{
+    CreateMode, Error, Fence, Op, OpResult, PathErrorKind, Result, Session, SessionState,
+};
+use tokio::task::JoinSet;
+
+use crate::{await_state, within, Harness};
+
+/// Fail unless `$e` is `Err` matching `$p`.
+macro_rules! assert_err {
+    ($e:expr, $p:pat $(,)?) => {
+        match $e {
+            Err($p) => {}
+            other => panic!(
+                "{}: expected Err({}), got {:?}",
+                stringify!($e),
+                stringify!($p),
+                other
+            ),
+        }
+    };
+}
+
+/// One path per rule, each breaking only that rule, all under `root`.
+fn bad_paths(root: &str) -> Vec<(String, PathErrorKind)> {
+    use PathErrorKind::*;
+    let mut v = vec![
+        (String::new(), Empty),
+        (root[1..].to_owned(), NotAbsolute),
+        ("x".to_owned(), NotAbsolute),
+        (format!("{root}//x"), EmptySegment),
+        (format!("{root}/x/"), TrailingSlash),
+        (format!("{root}/./x"), RelativeSegment),
+        (format!("{root}/x/.."), RelativeSegment),
+        (format!("{root}/../x"), RelativeSegment),
+        (format!("{root}/{}", "x".repeat(MAX_PATH_LEN)), TooLong),
+    ];
+    for c in [
+        '\u{0}', '\u{1}', '\n', '\u{1f}', '\u{7f}', '\u{9f}', '\u{e000}', '\u{f8ff}', '\u{fff0}',
+        '\u{ffff}',
+    ] {
+        v.push((format!("{root}/a{c}b"), ForbiddenCharacter));
+    }
+    v
+}
+
+/// Every method that takes a path, called with `bad` in that place and
+/// `good` (a valid path) elsewhere; each result reduced to `Result<()>`.
+async fn with_path_everywhere(
+    s: &Session,
+    bad: &str,
+    good: &str,
+) -> Vec<(&'static str, Result<()>)> {
+    let fence = |path: &str| Fence {
+        path: path.to_owned(),
+        stamp: 1,
+    };
+    let guard_good = fence(good);
+    let data = b"d".to_vec();
+    vec![
+        (
+            "create",
+            s.create(bad, b"", CreateMode::Persistent).await.map(drop),
+        ),
+        (
+            "create ephemeral sequential",
+            s.create(bad, b"", CreateMode::EphemeralSequential)
+                .await
+                .map(drop),
+        ),
+        ("get", s.get(bad).await.map(drop)),
+        ("exists", s.exists(bad).await.map(drop)),
+        ("set", s.set(bad, b"", None).await.map(drop)),
+        ("delete", s.delete(bad, None).await),
+        ("children", s.children(bad).await.map(drop)),
+        ("children_watch", s.children_watch(bad).await.map(drop)),
+        ("wait_gone", s.wait_gone(bad).await),
+        ("ensure_dir", s.ensure_dir(bad).await),
+        (
+            "guarded fence",
+            s.guarded(
+                &fence(bad),
+                Op::Delete {
+                    path: good.to_owned(),
+                    version: None,
+                },
+            )
+            .await
+            .map(drop),
+        ),
+        (
+            "guarded create",
+            s.guarded(
+                &guard_good,
+                Op::Create {
+                    path: bad.to_owned(),
+                    data: data.clone(),
+                    mode: CreateMode::Persistent,
+                },
+            )
+            .await
+            .map(drop),
+        ),
+        (
+            "guarded set",
+            s.guarded(
+                &guard_good,
+                Op::Set {
+                    path: bad.to_owned(),
+                    data,
+                    version: None,
+                },
+            )
+            .await
+            .map(drop),
+        ),
+        (
+            "guarded delete",
+            s.guarded(
+                &guard_good,
+                Op::Delete {
+                    path: bad.to_owned(),
+                    version: None,
+                },
+            )
+            .await
+            .map(drop),
+        ),
+    ]
+}
+
+/// The methods that refuse the root `/`, called with it.
+async fn with_root_everywhere(s: &Session, good: &str) -> Vec<(&'static str, Result<()>)> {
+    let all = with_path_everywhere(s, "/", good).await;
+    let refuse_root = [
+        "create",
+        "create ephemeral sequential",
+        "set",
+        "delete",
+        "wait_gone",
+        "guarded fence",
+        "guarded create",
+        "guarded set",
+        "guarded delete",
+    ];
+    all.into_iter()
+        .filter(|(m, _)| refuse_root.contains(m))
+        .collect()
+}
+
+/// Every write that carries data, with `data`.
+async fn with_data_everywhere(
+    s: &Session,
+    path: &str,
+    data: &[u8],
+) -> Vec<(&'static str, Result<()>)> {
+    let fence = Fence {
+        path: path.to_owned(),
+        stamp: 1,
+    };
+    vec![
+        (
+            "create",
+            s.create(path, data, CreateMode::Persistent).await.map(drop),
+        ),
+        ("set", s.set(path, data, None).await.map(drop)),
+        (
+            "guarded create",
+            s.guarded(
+                &fence,
+                Op::Create {
+                    path: path.to_owned(),
+                    data: data.to_vec(),
+                    mode: CreateMode::Persistent,
+                },
+            )
+            .await
+            .map(drop),
+        ),
+        (
+            "guarded set",
+            s.guarded(
+                &fence,
+                Op::Set {
+                    path: path.to_owned(),
+                    data: data.to_vec(),
+                    version: None,
+                },
+            )
+            .await
+            .map(drop),
+        ),
+    ]
+}
+
+fn assert_invalid_path(results: Vec<(&'static str, Result<()>)>, bad: &str, want: PathErrorKind) {
+    for (method, got) in results {
+        match got {
+            Err(Error::InvalidPath { path, kind }) if kind == want && path == bad => {}
+            other => panic!("{method}({bad:?}): expected InvalidPath {want:?}, got {other:?}"),
+        }
+    }
+}
+
+fn assert_invalid_argument(results: Vec<(&'static str, Result<()>)>) {
+    for (method, got) in results {
+        assert!(
+            matches!(got, Err(Error::InvalidArgument(_))),
+            "{method} with data over MAX_DATA_LEN: expected InvalidArgument, got {got:?}"
+        );
+    }
+}
+
+/// Every path rule, on every method that takes a path, gives
+/// `InvalidPath` with the rule's kind; the root is refused where a node
+/// below it is needed; data over the limit is `InvalidArgument`.
+pub async fn prim_path_rules_typed_errors(h: &dyn Harness) {
+    let root = h.root("prim_path_rules_typed_errors");
+    let s = h.open().await;
+    let good = format!("{root}/good");
+    for (bad, kind) in bad_paths(&root) {
+        let results = within("path checks", with_path_everywhere(&s, &bad, &good)).await;
+        assert_invalid_path(results, &bad, kind);
+    }
+    let results = within("root checks", with_root_everywhere(&s, &good)).await;
+    assert_invalid_path(results, "/", PathErrorKind::Root);
+    // Reading the root and making sure it exists are fine.
+    s.get("/").await.expect("get(/)");
+    s.ensure_dir("/").await.expect("ensure_dir(/)");
+
+    let too_big = vec![7u8; MAX_DATA_LEN + 1];
+    assert_invalid_argument(with_data_everywhere(&s, &good, &too_big).await);
+    assert!(
+        !s.exists(&good).await.expect("exists"),
+        "a refused write left a node behind"
+    );
+    s.close().await.expect("close");
+}
+
+/// Checks come before any I/O: on a closed session, an invalid path is
+/// still `InvalidPath` and oversized data `InvalidArgument`, never
+/// `SessionClosed`.
+pub async fn prim_path_rules_checked_before_io(h: &dyn Harness) {
+    let root = h.root("prim_path_rules_checked_before_io");
+    let s = h.open().await;
+    s.close().await.expect("close");
+    let good = format!("{root}/good");
+    assert_err!(s.get(&good).await, Error::SessionClosed);
+    for (bad, kind) in bad_paths(&root) {
+        assert_invalid_path(with_path_everywhere(&s, &bad, &good).await, &bad, kind);
+    }
+    assert_invalid_path(
+        with_root_everywhere(&s, &good).await,
+        "/",
+        PathErrorKind::Root,
+    );
+    let too_big = vec![7u8; MAX_DATA_LEN + 1];
+    assert_invalid_argument(with_data_everywhere(&s, &good, &too_big).await);
+}
+
+/// What the rules allow is accepted: names with dots, spaces and non-ASCII,
+/// a path of exactly `MAX_PATH_LEN` bytes, data of exactly `MAX_DATA_LEN`.
+pub async fn prim_path_limits_accepted(h: &dyn Harness) {
+    let root = h.root("prim_path_limits_accepted");
+    let s = h.open().await;
+    for name in ["a.b", "..x", "x..", "...", ".x", "a b", "é-ü", "-_:@"] {
+        let p = format!("{root}/{name}");
+        let c = s
+            .create(&p, name.as_bytes(), CreateMode::Persistent)
+            .await
+            .unwrap_or_else(|e| panic!("create {p:?}: {e}"));
+        assert_eq!(c.path, p);
+        let node = s.get(&p).await.expect("get").expect("the node exists");
+        assert_eq!(node.data, name.as_bytes());
+    }
+    let prefix = format!("{root}/long-");
+    let longest = format!("{prefix}{}", "y".repeat(MAX_PATH_LEN - prefix.len()));
+    assert_eq!(longest.len(), MAX_PATH_LEN);
+    s.create(&longest, b"", CreateMode::Persistent)
+        .await
+        .expect("a path of MAX_PATH_LEN bytes");
+    assert!(s.exists(&longest).await.expect("exists"));
+
+    let biggest = vec![0x5a; MAX_DATA_LEN];
+    let p = format!("{root}/big");
+    s.create(&p, &biggest, CreateMode::Persistent)
+        .await
+        .expect("data of MAX_DATA_LEN bytes");
+    let node = s.get(&p).await.expect("get").expect("the node exists");
+    assert_eq!(node.data.len(), MAX_DATA_LEN);
+    assert!(node.data == biggest, "the data came back changed");
+    s.close().await.expect("close");
+}
+
+/// Create makes missing parents (persistent), answers with the path asked
+/// for, a first version that `get` agrees with, and refuses a taken path.
+pub async fn prim_create_get_basics(h: &dyn Harness) {
+    let root = h.root("prim_create_get_basics");
+    let s = h.open().await;
+    let leaf = format!("{root}/a/b/c");
+    let c = s
+        .create(&leaf, b"hello", CreateMode::Persistent)
+        .await
+        .expect("create with missing parents");
+    assert_eq!(c.path, leaf);
+    assert_eq!(c.sequence, None, "a non-sequential create has no sequence");
+    for dir in [root.clone(), format!("{root}/a"), format!("{root}/a/b")] {
+        let node = s.get(&dir).await.expect("get").expect("parent was made");
+        assert!(!node.stat.ephemeral, "parents are persistent");
+    }
+    let node = s.get(&leaf).await.expect("get").expect("the node exists");
+    assert_eq!(node.data, b"hello");
+    assert_eq!(node.stat.version, c.version);
+    assert_eq!(node.stat.stamp, c.stamp);
+    assert!(!node.stat.ephemeral);
+
+    assert_err!(
+        s.create(&leaf, b"again", CreateMode::Persistent).await,
+        Error::AlreadyExists { .. }
+    );
+    assert_err!(
+        s.create(&leaf, b"again", CreateMode::Ephemeral).await,
+        Error::AlreadyExists { .. }
+    );
+    let node = s.get(&leaf).await.expect("get").expect("still there");
+    assert_eq!(node.data, b"hello", "a refused create changed the node");
+
+    // Another session sees it too, and gets the same refusal.
+    let t = h.open().await;
+    assert_err!(
+        t.create(&leaf, b"", CreateMode::Persistent).await,
+        Error::AlreadyExists { .. }
+    );
+    assert!(t.exists(&leaf).await.expect("exists"));
+    s.close().await.expect("close");
+    t.close().await.expect("close");
+}
+
+/// Reading, writing and deleting what is not there.
+pub async fn prim_missing_nodes(h: &dyn Harness) {
+    let root = h.root("prim_missing_nodes");
+    let s = h.open().await;
+    s.ensure_dir(&root).await.expect("ensure_dir");
+    let missing = format!("{root}/missing");
+    assert!(s.get(&missing).await.expect("get").is_none());
+    assert!(!s.exists(&missing).await.expect("exists"));
+    assert_err!(s.set(&missing, b"x", None).await, Error::NotFound { .. });
+    assert_err!(s.set(&missing, b"x", Some(0)).await, Error::NotFound { .. });
+    assert_err!(s.delete(&missing, None).await, Error::NotFound { .. });
+    assert_err!(s.delete(&missing, Some(0)).await, Error::NotFound { .. });
+    assert_err!(s.children(&missing).await, Error::NotFound { .. });
+    assert_err!(s.children_watch(&missing).await, Error::NotFound { .. });
+    assert!(
+        s.get(&missing).await.expect("get").is_none(),
+        "no node made"
+    );
+    s.close().await.expect("close");
+}
+
+/// A node with children cannot be deleted; once they are gone it can.
+pub async fn prim_delete_not_empty(h: &dyn Harness) {
+    let root = h.root("prim_delete_not_empty");
+    let s = h.open().await;
+    let dir = format!("{root}/dir");
+    let child = format!("{dir}/child");
+    s.create(&child, b"", CreateMode::Persistent)
+        .await
+        .expect("create");
+    assert_err!(s.delete(&dir, None).await, Error::NotEmpty { .. });
+    let v = s.get(&dir).await.expect("get").expect("dir").stat.version;
+    assert_err!(s.delete(&dir, Some(v)).await, Error::NotEmpty { .. });
+    assert!(s.exists(&child).await.expect("exists"), "child survived");
+
+    // An ephemeral child counts the same.
+    let eph = format!("{root}/eph-dir/e");
+    s.create(&eph, b"", CreateMode::Ephemeral)
+        .await
+        .expect("create");
+    assert_err!(
+        s.delete(&format!("{root}/eph-dir"), None).await,
+        Error::NotEmpty { .. }
+    );
+
+    s.delete(&child, None).await.expect("delete child");
+    s.delete(&dir, None).await.expect("delete the emptied dir");
+    assert!(!s.exists(&dir).await.expect("exists"));
+    s.close().await.expect("close");
+}
+
+/// Compare-and-set and compare-and-delete: a stale version is a typed
+/// `VersionMismatch` and changes nothing; the current one works and the
+/// version changes.
+pub async fn prim_cas_versions(h: &dyn Harness) {
+    let root = h.root("prim_cas_versions");
+    let s = h.open().await;
+    let p = format!("{root}/node");
+    let c = s
+        .create(&p, b"v0", CreateMode::Persistent)
+        .await
+        .expect("create");
+    let v0 = c.version;
+    assert_eq!(
+        s.get(&p).await.expect("get").expect("node").stat.version,
+        v0
+    );
+
+    let st1 = s.set(&p, b"v1", Some(v0)).await.expect("set at v0");
+    let v1 = st1.version;
+    assert_ne!(v1, v0, "a set changes the version");
+    assert_eq!(st1.stamp, c.stamp, "a set keeps the stamp");
+    let node = s.get(&p).await.expect("get").expect("node");
+    assert_eq!(node.data, b"v1");
+    assert_eq!(node.stat.version, v1);
+
+    match s.set(&p, b"stale", Some(v0)).await {
+        Err(Error::VersionMismatch { path, expected }) => {
+            assert_eq!(path, p);
+            assert_eq!(expected, v0);
+        }
+        other => panic!("set at a stale version: expected VersionMismatch, got {other:?}"),
+    }
+    let node = s.get(&p).await.expect("get").expect("node");
+    assert_eq!(node.data, b"v1", "a refused set changed the data");
+    assert_eq!(node.stat.version, v1);
+
+    // An unconditional set works whatever the version and changes it.
+    let v2 = s.set(&p, b"v2", None).await.expect("set").version;
+    assert_ne!(v2, v1);
+
+    // Another session's CAS sees the same versions.
+    let t = h.open().await;
+    assert_err!(
+        t.set(&p, b"stale", Some(v1)).await,
+        Error::VersionMismatch { .. }
+    );
+    let v3 = t.set(&p, b"v3", Some(v2)).await.expect("set at v2").version;
+    assert_ne!(v3, v2);
+
+    match s.delete(&p, Some(v2)).await {
+        Err(Error::VersionMismatch { path, expected }) => {
+            assert_eq!(path, p);
+            assert_eq!(expected, v2);
+        }
+        other => panic!("delete at a stale version: expected VersionMismatch, got {other:?}"),
+    }
+    assert!(
+        s.exists(&p).await.expect("exists"),
+        "a refused delete deleted"
+    );
+    s.delete(&p, Some(v3)).await.expect("delete at v3");
+    assert!(!s.exists(&p).await.expect("exists"));
+    s.close().await.expect("close");
+    t.close().await.expect("close");
+}
+
+/// Sequential creates: the path starts with the prefix asked for, every
+/// sibling gets a sequence, and sequences strictly increase in creation
+/// order — across sessions, across modes, and after deletes.
+pub async fn prim_sequences_increase(h: &dyn Harness) {
+    let root = h.root("prim_sequences_increase");
+    let a = h.open().await;
+    let b = h.open().await;
+    let dir = format!("{root}/q");
+    let prefix = format!("{dir}/item-");
+    let mut made = Vec::new();
+    for i in 0..12 {
+        let (s, mode) = match i % 4 {
+            0 => (&a, CreateMode::PersistentSequential),
+            1 => (&b, CreateMode::EphemeralSequential),
+            2 => (&b, CreateMode::PersistentSequential),
+            _ => (&a, CreateMode::EphemeralSequential),
+        };
+        let c = s.create(&prefix, b"", mode).await.expect("create");
+        assert!(
+            c.path.starts_with(&prefix) && c.path.len() > prefix.len(),
+            "{} does not extend the prefix {prefix}",
+            c.path
+        );
+        let seq = c.sequence.expect("a sequential create has a sequence");
+        made.push((c.path, seq));
+    }
+    for w in made.windows(2) {
+        assert!(w[0].1 < w[1].1, "sequences must strictly increase: {w:?}");
+    }
+    let mut paths: Vec<_> = made.iter().map(|(p, _)| p.clone()).collect();
+    paths.sort();
+    paths.dedup();
+    assert_eq!(paths.len(), made.len(), "sequential paths must be unique");
+
+    // Deleting the newest does not let its sequence come back.
+    let (last_path, last_seq) = made.last().cloned().expect("made some");
+    a.delete(&last_path, None).await.expect("delete");
+    let c = b
+        .create(&prefix, b"", CreateMode::PersistentSequential)
+        .await
+        .expect("create");
+    let seq = c.sequence.expect("sequence");
+    assert!(seq > last_seq, "sequence {seq} after a deleted {last_seq}");
+    assert_ne!(c.path, last_path, "a sequential name was reused");
+
+    // A different prefix in the same dir still orders by creation.
+    let other = b
+        .create(
+            &format!("{dir}/other-"),
+            b"",
+            CreateMode::EphemeralSequential,
+        )
+        .await
+        .expect("create");
+    assert!(other.sequence.expect("sequence") > seq);
+    a.close().await.expect("close");
+    b.close().await.expect("close");
+}
+
+/// Stamps increase with every create anywhere in the store: across dirs,
+/// sessions and modes; a node made again at the same path gets a larger
+/// stamp; `get` reports the stamp the create gave.
+pub async fn prim_stamps_increase(h: &dyn Harness) {
+    let root = h.root("prim_stamps_increase");
+    let a = h.open().await;
+    let b = h.open().await;
+    let modes = [
+        CreateMode::Persistent,
+        CreateMode::Ephemeral,
+        CreateMode::PersistentSequential,
+        CreateMode::EphemeralSequential,
+    ];
+    let mut last = 0u64;
+    let mut first = true;
+    for i in 0..16 {
+        let s = if i % 2 == 0 { &a } else { &b };
+        let path = format!("{root}/dir-{}/n-{i}", i % 3);
+        let c = s.create(&path, b"", modes[i % 4]).await.expect("create");
+        assert!(
+            first || c.stamp > last,
+            "stamp {} after {last} (create {i})",
+            c.stamp
+        );
+        first = false;
+        last = c.stamp;
+        let got = a.get(&c.path).await.expect("get").expect("node");
+        assert_eq!(got.stat.stamp, c.stamp, "get reports the create's stamp");
+        assert_eq!(got.stat.ephemeral, modes[i % 4].is_ephemeral());
+    }
+    // Deleted and made again at one path: a new, larger stamp.
+    let p = format!("{root}/again");
+    let before = a
+        .create(&p, b"", CreateMode::Persistent)
+        .await
+        .expect("create");
+    a.delete(&p, None).await.expect("delete");
+    let second = b
+        .create(&p, b"", CreateMode::Persistent)
+        .await
+        .expect("create again");
+    assert!(second.stamp > before.stamp);
+    assert!(before.stamp > last);
+    // Sets do not change a stamp.
+    let st = a.set(&p, b"x", None).await.expect("set");
+    assert_eq!(st.stamp, second.stamp);
+    a.close().await.expect("close");
+    b.close().await.expect("close");
+}
+
+/// Children are listed in creation order (by sequence), with the
+/// sequences the creates gave; unsequenced children are listed too.
+pub async fn prim_children_in_creation_order(h: &dyn Harness) {
+    let root = h.root("prim_children_in_creation_order");
+    let a = h.open().await;
+    let b = h.open().await;
+    let dir = format!("{root}/dir");
+    a.ensure_dir(&dir).await.expect("ensure_dir");
+    assert!(a.children(&dir).await.expect("children").is_empty());
+    let mut made = Vec::new();
+    // Prefixes that sort against creation order by name.
+    for (i, prefix) in ["z-", "m-", "a-", "z-", "b-", "a-"].iter().enumerate() {
+        let s = if i % 2 == 0 { &a } else { &b };
+        let mode = if i % 3 == 0 {
+            CreateMode::EphemeralSequential
+        } else {
+            CreateMode::PersistentSequential
+        };
+        let c = s
+            .create(&format!("{dir}/{prefix}"), b"", mode)
+            .await
+            .expect("create");
+        made.push(c);
+    }
+    a.create(&format!("{dir}/plain"), b"", CreateMode::Persistent)
+        .await
+        .expect("create");
+    let kids = b.children(&dir).await.expect("children");
+    assert_eq!(kids.len(), made.len() + 1, "{kids:?}");
+    let sequenced: Vec<_> = kids
+        .iter()
+        .filter(|k| k.name != "plain")
+        .map(|k| (format!("{dir}/{}", k.name), k.sequence))
+        .collect();
+    let expected: Vec<_> = made.iter().map(|c| (c.path.clone(), c.sequence)).collect();
+    assert_eq!(sequenced, expected, "sequential children in creation order");
+    assert!(
+        kids.iter().any(|k| k.name == "plain"),
+        "the plain child is listed"
+    );
+    // Those with a sequence come first.
+    let first_plain = kids.iter().position(|k| k.sequence.is_none());
+    if let Some(i) = first_plain {
+        assert!(
+            kids[i..].iter().all(|k| k.sequence.is_none()),
+            "children with a sequence come first: {kids:?}"
+        );
+    }
+    a.close().await.expect("close");
+    b.close().await.expect("close");
+}
+
+/// The children watch fires at a child's create and at a child's delete,
+/// made by another session.
+pub async fn prim_children_watch_fires(h: &dyn Harness) {
+    let root = h.root("prim_children_watch_fires");
+    let a = h.open().await;
+    let b = h.open().await;
+    let dir = format!("{root}/dir");
+    a.ensure_dir(&dir).await.expect("ensure_dir");
+    let (kids, watch) = b.children_watch(&dir).await.expect("children_watch");
+    assert!(kids.is_empty());
+    let child = format!("{dir}/child");
+    a.create(&child, b"", CreateMode::Persistent)
+        .await
+        .expect("create");
+    within("children watch on create", watch)
+        .await
+        .expect("the watch fires Ok");
+    let (kids, watch) = within("child listed", async {
+        loop {
+            let (kids, watch) = b.children_watch(&dir).await.expect("children_watch");
+            if !kids.is_empty() {
+                return (kids, watch);
+            }
+            within("children watch", watch).await.expect("watch");
+        }
+    })
+    .await;
+    assert_eq!(kids.len(), 1);
+    assert_eq!(kids[0].name, "child");
+
+    a.delete(&child, None).await.expect("delete");
+    within("children watch on delete", watch)
+        .await
+        .expect("the watch fires Ok");
+    let kids = within("child gone", async {
+        loop {
+            let (kids, watch) = b.children_watch(&dir).await.expect("children_watch");
+            if kids.is_empty() {
+                return kids;
+            }
+            within("children watch", watch).await.expect("watch");
+        }
+    })
+    .await;
+    assert!(kids.is_empty());
+    a.close().await.expect("close");
+    b.close().await.expect("close");
+}
+
+/// The children watch fires when a child goes because its session
+/// expired, and because its session closed.
+pub async fn prim_children_watch_fires_on_session_end(h: &dyn Harness) {
+    let root = h.root("prim_children_watch_fires_on_session_end");
+    let watcher = h.open().await;
+    let dir = format!("{root}/members");
+    watcher.ensure_dir(&dir).await.expect("ensure_dir");
+    for expire in [true, false] {
+        let member = h.open().await;
+        let c = member
+            .create(&format!("{dir}/m-"), b"", CreateMode::EphemeralSequential)
+            .await
+            .expect("create");
+        let name = c.path.rsplit('/').next().expect("a name").to_owned();
+        // Wait until the watcher sees the member, holding a watch set after.
+        let (_, watch) = within("member listed", async {
+            loop {
+                let (kids, watch) = watcher.children_watch(&dir).await.expect("children_watch");
+                if kids.iter().any(|k| k.name == name) {
+                    return (kids, watch);
+                }
+                within("children watch", watch).await.expect("watch");
+            }
+        })
+        .await;
+        if expire {
+            h.expire(&member).await;
+        } else {
+            member.close().await.expect("close");
+        }
+        within("children watch on session end", watch)
+            .await
+            .expect("the watch fires Ok");
+        within("member gone", async {
+            loop {
+                let (kids, watch) = watcher.children_watch(&dir).await.expect("children_watch");
+                if !kids.iter().any(|k| k.name == name) {
+                    return;
+                }
+                within("children watch", watch).await.expect("watch");
+            }
+        })
+        .await;
+    }
+    watcher.close().await.expect("close");
+}
+
+/// A children watch never misses a change that races it: a watcher that
+/// re-lists after each firing sees every one of many children another
+/// session creates while it watches. A missed change hangs it.
+pub async fn prim_children_watch_never_misses(h: &dyn Harness) {
+    const N: usize = 40;
+    let root = h.root("prim_children_watch_never_misses");
+    let a = h.open().await;
+    let b = h.open().await;
+    let dir = format!("{root}/dir");
+    a.ensure_dir(&dir).await.expect("ensure_dir");
+    let creator = {
+        let a = a.clone();
+        let dir = dir.clone();
+        tokio::spawn(async move {
+            for i in 0..N {
+                a.create(&format!("{dir}/c-{i:03}"), b"", CreateMode::Persistent)
+                    .await
+                    .expect("create");
+                if i % 3 == 0 {
+                    tokio::task::yield_now().await;
+                }
+            }
+        })
+    };
+    within("watcher sees every child", async {
+        loop {
+            let (kids, watch) = b.children_watch(&dir).await.expect("children_watch");
+            if kids.len() == N {
+                break;
+            }
+            watch.await.expect("the watch fires Ok");
+        }
+    })
+    .await;
+    within("creator", creator).await.expect("creator task");
+
+    // And the same for deletes.
+    let deleter = {
+        let a = a.clone();
+        let dir = dir.clone();
+        tokio::spawn(async move {
+            for i in 0..N {
+                a.delete(&format!("{dir}/c-{i:03}"), None)
+                    .await
+                    .expect("delete");
+            }
+        })
+    };
+    within("watcher sees every delete", async {
+        loop {
+            let (kids, watch) = b.children_watch(&dir).await.expect("children_watch");
+            if kids.is_empty() {
+                break;
+            }
+            watch.await.expect("the watch fires Ok");
+        }
+    })
+    .await;
+    within("deleter", deleter).await.expect("deleter task");
+    a.close().await.expect("close");
+    b.close().await.expect("close");
+}
+
+/// A children watch never misses a change that races its read: many
+/// watches are set at the same moment one child is created (then deleted);
+/// each either lists the change or fires. A missed change hangs one.
+pub async fn prim_children_watch_races_change(h: &dyn Harness) {
+    const ROUNDS: usize = 16;
+    const WATCHERS: usize = 8;
+    let root = h.root("prim_children_watch_races_change");
+    let writer = h.open().await;
+    let readers = [h.open().await, h.open().await];
+    let dir = format!("{root}/dir");
+    writer.ensure_dir(&dir).await.expect("ensure_dir");
+    for round in 0..ROUNDS {
+        let child = format!("{dir}/c-{round}");
+        for create in [true, false] {
+            let mut tasks = JoinSet::new();
+            for i in 0..WATCHERS {
+                let s = readers[i % readers.len()].clone();
+                let (dir, name) = (dir.clone(), format!("c-{round}"));
+                tasks.spawn(async move {
+                    let (kids, watch) = s.children_watch(&dir).await.expect("children_watch");
+                    let listed = kids.iter().any(|k| k.name == name);
+                    // The change is either in the listing or fires the watch.
+                    if listed != create {
+                        watch.await.expect("the watch fires Ok");
+                    }
+                });
+                if i == WATCHERS / 2 {
+                    let (w, child) = (writer.clone(), child.clone());
+                    tasks.spawn(async move {
+                        if create {
+                            w.create(&child, b"", CreateMode::Persistent)
+                                .await
+                                .expect("create");
+                        } else {
+                            w.delete(&child, None).await.expect("delete");
+                        }
+                    });
+                }
+            }
+            within("every children watch racing a change", async {
+                while let Some(r) = tasks.join_next().await {
+                    r.expect("task");
+                }
+            })
+            .await;
+        }
+    }
+    writer.close().await.expect("close");
+    for r in readers {
+        r.close().await.expect("close");
+    }
+}
+
+/// `wait_gone` resolves at once for a node that does not exist (nor its
+/// parent), and when the node is deleted.
+pub async fn prim_wait_gone_basics(h: &dyn Harness) {
+    let root = h.root("prim_wait_gone_basics");
+    let a = h.open().await;
+    let b = h.open().await;
+    within(
+        "wait_gone on a missing node",
+        a.wait_gone(&format!("{root}/none/x")),
+    )
+    .await
+    .expect("resolves Ok");
+    let p = format!("{root}/node");
+    a.create(&p, b"", CreateMode::Persistent)
+        .await
+        .expect("create");
+    let waiter = {
+        let b = b.clone();
+        let p = p.clone();
+        tokio::spawn(async move { b.wait_gone(&p).await })
+    };
+    a.delete(&p, None).await.expect("delete");
+    within("wait_gone after delete", waiter)
+        .await
+        .expect("waiter task")
+        .expect("resolves Ok");
+    // Once gone, at once again.
+    within("wait_gone on a deleted node", b.wait_gone(&p))
+        .await
+        .expect("resolves Ok");
+    a.close().await.expect("close");
+    b.close().await.expect("close");
+}
+
+/// `wait_gone` never misses a delete racing its check: many waits on many
+/// nodes, each started together with the node's delete, all resolve.
+pub async fn prim_wait_gone_races_delete(h: &dyn Harness) {
+    const NODES: usize = 24;
+    const WAITERS: usize = 3;
+    let root = h.root("prim_wait_gone_races_delete");
+    let deleter = h.open().await;
+    let waiters: Vec<Session> = {
+        let mut v = Vec::new();
+        for _ in 0..WAITERS {
+            v.push(h.open().await);
+        }
+        v
+    };
+    let mut paths = Vec::new();
+    for i in 0..NODES {
+        let p = format!("{root}/n-{i}");
+        deleter
+            .create(&p, b"", CreateMode::Persistent)
+            .await
+            .expect("create");
+        paths.push(p);
+    }
+    let mut tasks = JoinSet::new();
+    for (i, p) in paths.iter().enumerate() {
+        // Waiters before and after the delete is started, interleaved.
+        for (j, w) in waiters.iter().enumerate() {
+            if (i + j) % 2 == 0 {
+                let (w, p) = (w.clone(), p.clone());
+                tasks.spawn(async move { w.wait_gone(&p).await });
+            }
+        }
+        let (d, dp) = (deleter.clone(), p.clone());
+        tasks.spawn(async move { d.delete(&dp, None).await });
+        for (j, w) in waiters.iter().enumerate() {
+            if (i + j) % 2 == 1 {
+                let (w, p) = (w.clone(), p.clone());
+                tasks.spawn(async move { w.wait_gone(&p).await });
+            }
+        }
+    }
+    let mut done = 0;
+    within("every wait_gone racing a delete", async {
+        while let Some(r) = tasks.join_next().await {
+            r.expect("task").expect("wait_gone / delete Ok");
+            done += 1;
+        }
+    })
+    .await;
+    assert_eq!(done, NODES * (WAITERS + 1));
+    for s in waiters.iter().chain([&deleter]) {
+        s.close().await.expect("close");
+    }
+}
+
+/// Ephemeral nodes vanish when their session expires, as another session
+/// sees; `wait_gone` on them resolves. The expired session reports
+/// `Expired` and every operation on it fails with `SessionExpired`; its
+/// persistent nodes stay.
+pub async fn prim_ephemeral_gone_on_expire(h: &dyn Harness) {
+    let root = h.root("prim_ephemeral_gone_on_expire");
+    let owner = h.open().await;
+    let other = h.open().await;
+    let eph = format!("{root}/eph");
+    let kept = format!("{root}/kept");
+    owner
+        .create(&eph, b"", CreateMode::Ephemeral)
+        .await
+        .expect("create");
+    let seq = owner
+        .create(
+            &format!("{root}/seq-"),
+            b"",
+            CreateMode::EphemeralSequential,
+        )
+        .await
+        .expect("create")
+        .path;
+    owner
+        .create(&kept, b"", CreateMode::Persistent)
+        .await
+        .expect("create");
+    let node = other.get(&eph).await.expect("get").expect("visible");
+    assert!(node.stat.ephemeral);
+
+    let waiters: Vec<_> = [eph.clone(), seq.clone()]
+        .into_iter()
+        .map(|p| {
+            let other = other.clone();
+            tokio::spawn(async move { other.wait_gone(&p).await })
+        })
+        .collect();
+    h.expire(&owner).await;
+    for w in waiters {
+        within("wait_gone on an expired session's node", w)
+            .await
+            .expect("task")
+            .expect("resolves Ok");
+    }
+    assert!(other.get(&eph).await.expect("get").is_none());
+    assert!(other.get(&seq).await.expect("get").is_none());
+    assert!(
+        other.exists(&kept).await.expect("exists"),
+        "persistent nodes outlive their session"
+    );
+
+    await_state(&owner, SessionState::Expired).await;
+    assert_ended(&owner, &root, &kept, |e| matches!(e, Error::SessionExpired)).await;
+    owner
+        .close()
+        .await
+        .expect("closing an expired session is Ok");
+    assert_eq!(owner.state(), SessionState::Expired, "Expired is final");
+    other.close().await.expect("close");
+}
+
+/// Ephemeral nodes vanish when their session closes, as another session
+/// sees. The closed session reports `Closed`, its operations fail with
+/// `SessionClosed`, and closing it again is `Ok`.
+pub async fn prim_ephemeral_gone_on_close(h: &dyn Harness) {
+    let root = h.root("prim_ephemeral_gone_on_close");
+    let owner = h.open().await;
+    let other = h.open().await;
+    let eph = format!("{root}/eph");
+    let kept = format!("{root}/kept");
+    owner
+        .create(&eph, b"", CreateMode::Ephemeral)
+        .await
+        .expect("create");
+    owner
+        .create(&kept, b"", CreateMode::Persistent)
+        .await
+        .expect("create");
+    assert!(other.exists(&eph).await.expect("exists"));
+    let waiter = {
+        let other = other.clone();
+        let eph = eph.clone();
+        tokio::spawn(async move { other.wait_gone(&eph).await })
+    };
+    owner.close().await.expect("close");
+    assert_eq!(owner.state(), SessionState::Closed);
+    within("wait_gone on a closed session's node", waiter)
+        .await
+        .expect("task")
+        .expect("resolves Ok");
+    assert!(other.get(&eph).await.expect("get").is_none());
+    assert!(other.exists(&kept).await.expect("exists"));
+    assert_ended(&owner, &root, &kept, |e| matches!(e, Error::SessionClosed)).await;
+    owner.close().await.expect("closing again is Ok");
+    assert_eq!(owner.state(), SessionState::Closed);
+    other.close().await.expect("close");
+}
+
+/// Every operation of an ended session fails with its end.
+async fn assert_ended(s: &Session, root: &str, existing: &str, is_end: fn(&Error) -> bool) {
+    let fresh = format!("{root}/after-end");
+    let fence = Fence {
+        path: existing.to_owned(),
+        stamp: 1,
+    };
+    let results: Vec<(&str, Result<()>)> = vec![
+        (
+            "create",
+            s.create(&fresh, b"", CreateMode::Persistent)
+                .await
+                .map(drop),
+        ),
+        ("get", s.get(existing).await.map(drop)),
+        ("set", s.set(existing, b"", None).await.map(drop)),
+        ("delete", s.delete(existing, None).await),
+        ("children", s.children(root).await.map(drop)),
+        ("children_watch", s.children_watch(root).await.map(drop)),
+        ("wait_gone", s.wait_gone(existing).await),
+        (
+            "guarded",
+            s.guarded(
+                &fence,
+                Op::Delete {
+                    path: existing.to_owned(),
+                    version: None,
+                },
+            )
+            .await
+            .map(drop),
+        ),
+    ];
+    for (method, r) in results {
+        match r {
+            Err(e) if is_end(&e) => {}
+            other => panic!("{method} on an ended session: got {other:?}"),
+        }
+    }
+}
+
+/// A `wait_gone` or children watch pending when its own session ends
+/// resolves with that end, not `Ok` and not never.
+pub async fn prim_pending_waits_end_with_session(h: &dyn Harness) {
+    let root = h.root("prim_pending_waits_end_with_session");
+    let keeper = h.open().await;
+    let node = format!("{root}/stays");
+    keeper
+        .create(&node, b"", CreateMode::Persistent)
+        .await
+        .expect("create");
+    for expire in [true, false] {
+        let s = h.open().await;
+        let gone = {
+            let s = s.clone();
+            let node = node.clone();
+            tokio::spawn(async move { s.wait_gone(&node).await })
+        };
+        let (_, watch) = s.children_watch(&root).await.expect("children_watch");
+        if expire {
+            h.expire(&s).await;
+        } else {
+            s.close().await.expect("close");
+        }
+        let want_end = |r: Result<()>| match (expire, r) {
+            (true, Err(Error::SessionExpired)) | (false, Err(Error::SessionClosed)) => {}
+            (_, other) => panic!("a wait pending at the session's end: got {other:?}"),
+        };
+        want_end(
+            within("wait_gone ends with the session", gone)
+                .await
+                .expect("task"),
+        );
+        // The watch may have fired for a change (none was made here); if it
+        // resolves, it is with the session's end.
+        match within("children watch ends with the session", watch).await {
+            Ok(()) => {}
+            r => want_end(r),
+        }
+    }
+    assert!(keeper.exists(&node).await.expect("exists"));
+    keeper.close().await.expect("close");
+}
+
+/// A child under an ephemeral node is either refused with `NotSupported`
+/// or made; nothing else.
+pub async fn prim_child_of_ephemeral(h: &dyn Harness) {
+    let root = h.root("prim_child_of_ephemeral");
+    let s = h.open().await;
+    let eph = format!("{root}/eph");
+    s.create(&eph, b"", CreateMode::Ephemeral)
+        .await
+        .expect("create");
+    match s
+        .create(&format!("{eph}/child"), b"", CreateMode::Persistent)
+        .await
+    {
+        Ok(_) | Err(Error::NotSupported { .. }) => {}
+        other => panic!("child of an ephemeral node: got {other:?}"),
+    }
+    s.close().await.expect("close");
+}
+
+fn fence_of(path: &str, stamp: u64) -> Fence {
+    Fence {
+        path: path.to_owned(),
+        stamp,
+    }
+}
+
+/// A guarded create, set and delete happen while the fence holds, with the
+/// answers and errors of the plain operations.
+pub async fn prim_guarded_while_fence_holds(h: &dyn Harness) {
+    let root = h.root("prim_guarded_while_fence_holds");
+    let holder = h.open().await;
+    let fence_path = format!("{root}/lock/holder-");
+    let held = holder
+        .create(&fence_path, b"", CreateMode::EphemeralSequential)
+        .await
+        .expect("create fence");
+    let fence = fence_of(&held.path, held.stamp);
+    let target = format!("{root}/data/value");
+
+    let created = match holder
+        .guarded(
+            &fence,
+            Op::Create {
+                path: target.clone(),
+                data: b"one".to_vec(),
+                mode: CreateMode::Persistent,
+            },
+        )
+        .await
+        .expect("guarded create")
+    {
+        OpResult::Created(c) => c,
+        other => panic!("guarded create answered {other:?}"),
+    };
+    assert_eq!(created.path, target);
+    assert!(created.stamp > held.stamp);
+    let node = holder.get(&target).await.expect("get").expect("made");
+    assert_eq!(node.data, b"one");
+
+    let stat = match holder
+        .guarded(
+            &fence,
+            Op::Set {
+                path: target.clone(),
+                data: b"two".to_vec(),
+                version: Some(created.version),
+            },
+        )
+        .await
+        .expect("guarded set")
+    {
+        OpResult::Set(st) => st,
+        other => panic!("guarded set answered {other:?}"),
+    };
+    assert_ne!(stat.version, created.version);
+    assert_eq!(
+        holder.get(&target).await.expect("get").expect("node").data,
+        b"two"
+    );
+
+    // The op's own errors come through when the fence holds.
+    assert_err!(
+        holder
+            .guarded(
+                &fence,
+                Op::Set {
+                    path: target.clone(),
+                    data: b"stale".to_vec(),
+                    version: Some(created.version),
+                },
+            )
+            .await,
+        Error::VersionMismatch { .. }
+    );
+    assert_err!(
+        holder
+            .guarded(
+                &fence,
+                Op::Create {
+                    path: target.clone(),
+                    data: Vec::new(),
+                    mode: CreateMode::Persistent,
+                },
+            )
+            .await,
+        Error::AlreadyExists { .. }
+    );
+    assert_err!(
+        holder
+            .guarded(
+                &fence,
+                Op::Delete {
+                    path: format!("{root}/data/missing"),
+                    version: None,
+                },
+            )
+            .await,
+        Error::NotFound { .. }
+    );
+
+    // A guarded sequential create answers with a sequence.
+    match holder
+        .guarded(
+            &fence,
+            Op::Create {
+                path: format!("{root}/data/seq-"),
+                data: Vec::new(),
+                mode: CreateMode::PersistentSequential,
+            },
+        )
+        .await
+        .expect("guarded sequential create")
+    {
+        OpResult::Created(c) => assert!(c.sequence.is_some()),
+        other => panic!("guarded create answered {other:?}"),
+    }
+
+    // Anyone may write under the fence, not just its owner.
+    let other = h.open().await;
+    match other
+        .guarded(
+            &fence,
+            Op::Delete {
+                path: target.clone(),
+                version: Some(stat.version),
+            },
+        )
+        .await
+        .expect("guarded delete")
+    {
+        OpResult::Deleted => {}
+        other => panic!("guarded delete answered {other:?}"),
+    }
+    assert!(!holder.exists(&target).await.expect("exists"));
+    holder.close().await.expect("close");
+    other.close().await.expect("close");
+}
+
+/// Every guarded op under `fence` fails with `LockLost` (before the op's
+/// own errors) and changes nothing.
+async fn assert_guarded_lost(s: &Session, fence: &Fence, root: &str) {
+    let existing = format!("{root}/data/existing");
+    let fresh = format!("{root}/data/fresh");
+    let ops = [
+        Op::Create {
+            path: fresh.clone(),
+            data: b"x".to_vec(),
+            mode: CreateMode::Persistent,
+        },
+        Op::Create {
+            path: format!("{root}/data/seq-"),
+            data: Vec::new(),
+            mode: CreateMode::EphemeralSequential,
+        },
+        Op::Set {
+            path: existing.clone(),
+            data: b"changed".to_vec(),
+            version: None,
+        },
+        Op::Delete {
+            path: existing.clone(),
+            version: None,
+        },
+        // Ops that would fail on their own still report the lost fence.
+        Op::Set {
+            path: format!("{root}/data/missing"),
+            data: Vec::new(),
+            version: None,
+        },
+        Op::Delete {
+            path: format!("{root}/data/missing"),
+            version: Some(12345),
+        },
+        Op::Create {
+            path: existing.clone(),
+            data: Vec::new(),
+            mode: CreateMode::Persistent,
+        },
+    ];
+    for op in ops {
+        match s.guarded(fence, op.clone()).await {
+            Err(Error::LockLost { path }) => assert_eq!(path, fence.path),
+            other => panic!("guarded {op:?} under a lost fence: got {other:?}"),
+        }
+    }
+    assert!(
+        !s.exists(&fresh).await.expect("exists"),
+        "a refused create made a node"
+    );
+    let node = s.get(&existing).await.expect("get").expect("still there");
+    assert_eq!(node.data, b"original", "a refused write changed a node");
+    assert!(
+        s.children(&format!("{root}/data"))
+            .await
+            .expect("children")
+            .iter()
+            .all(|c| !c.name.starts_with("seq-")),
+        "a refused sequential create made a node"
+    );
+}
+
+/// Once the fence node is deleted, every guarded write fails with
+/// `LockLost` and changes nothing.
+pub async fn prim_guarded_lost_when_fence_deleted(h: &dyn Harness) {
+    let root = h.root("prim_guarded_lost_when_fence_deleted");
+    let s = h.open().await;
+    s.create(
+        &format!("{root}/data/existing"),
+        b"original",
+        CreateMode::Persistent,
+    )
+    .await
+    .expect("create");
+    let held = s
+        .create(
+            &format!("{root}/lock/holder-"),
+            b"",
+            CreateMode::EphemeralSequential,
+        )
+        .await
+        .expect("create fence");
+    let fence = fence_of(&held.path, held.stamp);
+    s.delete(&held.path, None).await.expect("delete fence");
+    assert_guarded_lost(&s, &fence, &root).await;
+
+    // The same when the fence went with its session.
+    let holder = h.open().await;
+    let held = holder
+        .create(
+            &format!("{root}/lock/holder-"),
+            b"",
+            CreateMode::EphemeralSequential,
+        )
+        .await
+        .expect("create fence");
+    let fence = fence_of(&held.path, held.stamp);
+    h.expire(&holder).await;
+    within("fence gone with its session", s.wait_gone(&held.path))
+        .await
+        .expect("wait_gone");
+    assert_guarded_lost(&s, &fence, &root).await;
+    s.close().await.expect("close");
+}
+
+/// A fence with the wrong stamp fails even though a node exists at its
+/// path: deleted and made again, the old stamp is refused and the new one
+/// works.
+pub async fn prim_guarded_lost_with_wrong_stamp(h: &dyn Harness) {
+    let root = h.root("prim_guarded_lost_with_wrong_stamp");
+    let s = h.open().await;
+    s.create(
+        &format!("{root}/data/existing"),
+        b"original",
+        CreateMode::Persistent,
+    )
+    .await
+    .expect("create");
+    let fence_path = format!("{root}/lock/holder");
+    let old = s
+        .create(&fence_path, b"", CreateMode::Ephemeral)
+        .await
+        .expect("create fence");
+    s.delete(&fence_path, None).await.expect("delete fence");
+    let new = s
+        .create(&fence_path, b"", CreateMode::Ephemeral)
+        .await
+        .expect("make the fence again");
+    assert!(new.stamp > old.stamp);
+    assert_guarded_lost(&s, &fence_of(&fence_path, old.stamp), &root).await;
+    // A stamp the node never had.
+    assert_guarded_lost(&s, &fence_of(&fence_path, new.stamp + 1), &root).await;
+
+    match s
+        .guarded(
+            &fence_of(&fence_path, new.stamp),
+            Op::Set {
+                path: format!("{root}/data/existing"),
+                data: b"by the new holder".to_vec(),
+                version: None,
+            },
+        )
+        .await
+    {
+        Ok(OpResult::Set(_)) => {}
+        other => panic!("guarded set under the current fence: got {other:?}"),
+    }
+    s.close().await.expect("close");
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __primitives_tests {
+    ($make:expr) => {
+        $crate::__conformance_each!($make;
+            primitives::prim_path_rules_typed_errors,
+            primitives::prim_path_rules_checked_before_io,
+            primitives::prim_path_limits_accepted,
+            primitives::prim_create_get_basics,
+            primitives::prim_missing_nodes,
+            primitives::prim_delete_not_empty,
+            primitives::prim_cas_versions,
+            primitives::prim_sequences_increase,
+            primitives::prim_stamps_increase,
+            primitives::prim_children_in_creation_order,
+            primitives::prim_children_watch_fires,
+            primitives::prim_children_watch_fires_on_session_end,
+            primitives::prim_children_watch_never_misses,
+            primitives::prim_children_watch_races_change,
+            primitives::prim_wait_gone_basics,
+            primitives::prim_wait_gone_races_delete,
+            primitives::prim_ephemeral_gone_on_expire,
+            primitives::prim_ephemeral_gone_on_close,
+            primitives::prim_pending_waits_end_with_session,
+            primitives::prim_child_of_ephemeral,
+            primitives::prim_guarded_while_fence_holds,
+            primitives::prim_guarded_lost_when_fence_deleted,
+            primitives::prim_guarded_lost_with_wrong_stamp,
+        );
+    };
+}

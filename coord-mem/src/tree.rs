@@ -1,0 +1,336 @@
+//! The node tree of a [`crate::MemStore`] and the watchers on it: plain data,
+//! changed only under the store's one lock, never awaited on.
+
+use std::collections::{BTreeSet, HashMap};
+
+use coord_core::{path, Child, CreateMode, Created, Error, Node, Result, Stat};
+use tokio::sync::oneshot;
+
+/// The backend name in errors.
+pub(crate) const BACKEND: &str = "mem";
+
+/// A session's key inside one store.
+pub(crate) type SessionKey = u64;
+
+/// How many watcher registrations between two sweeps of the whole watcher
+/// table for watchers whose futures were dropped.
+pub(crate) const SWEEP_EVERY: u64 = 1024;
+
+/// One node.
+struct Entry {
+    data: Vec<u8>,
+    version: u64,
+    stamp: u64,
+    /// The session an ephemeral node belongs to.
+    owner: Option<SessionKey>,
+    /// Set for a node created sequential.
+    sequence: Option<u64>,
+    /// Names of the direct children.
+    children: BTreeSet<String>,
+    /// The next sequence handed to a sequential child (ZooKeeper's
+    /// `cversion`): never goes back while this node lives.
+    next_sequence: u64,
+}
+
+impl Entry {
+    fn new(data: Vec<u8>, stamp: u64, owner: Option<SessionKey>, sequence: Option<u64>) -> Self {
+        Entry {
+            data,
+            version: 0,
+            stamp,
+            owner,
+            sequence,
+            children: BTreeSet::new(),
+            next_sequence: 0,
+        }
+    }
+
+    fn stat(&self) -> Stat {
+        Stat {
+            version: self.version,
+            stamp: self.stamp,
+            ephemeral: self.owner.is_some(),
+        }
+    }
+}
+
+type Waiters = HashMap<String, Vec<oneshot::Sender<()>>>;
+
+/// The tree: nodes by full path, the stamp counter, each session's
+/// ephemeral nodes, and the one-shot watchers.
+pub(crate) struct Tree {
+    nodes: HashMap<String, Entry>,
+    /// The last stamp handed out; the root has stamp 0.
+    last_stamp: u64,
+    ephemerals: HashMap<SessionKey, BTreeSet<String>>,
+    /// Fired at a change to a node's set of children (or its deletion).
+    children_waiters: Waiters,
+    /// Fired at a node's deletion.
+    gone_waiters: Waiters,
+    registrations: u64,
+}
+
+impl Tree {
+    pub(crate) fn new() -> Self {
+        let mut nodes = HashMap::new();
+        nodes.insert("/".to_owned(), Entry::new(Vec::new(), 0, None, None));
+        Tree {
+            nodes,
+            last_stamp: 0,
+            ephemerals: HashMap::new(),
+            children_waiters: HashMap::new(),
+            gone_waiters: HashMap::new(),
+            registrations: 0,
+        }
+    }
+
+    pub(crate) fn exists(&self, path: &str) -> bool {
+        self.nodes.contains_key(path)
+    }
+
+    /// The stamp of the node at `path`, if there is one.
+    pub(crate) fn stamp(&self, path: &str) -> Option<u64> {
+        self.nodes.get(path).map(|e| e.stamp)
+    }
+
+    pub(crate) fn get(&self, path: &str) -> Option<Node> {
+        self.nodes.get(path).map(|e| Node {
+            data: e.data.clone(),
+            stat: e.stat(),
+        })
+    }
+
+    /// Create a node (and its missing parents, persistent). All checks come
+    /// before the first change, so a refused create changes nothing.
+    pub(crate) fn create(
+        &mut self,
+        path: &str,
+        data: &[u8],
+        mode: CreateMode,
+        owner: SessionKey,
+    ) -> Result<Created> {
+        path::validate_non_root(path)?;
+        let parent = path::parent(path);
+        // Ephemeral nodes have no children (as on ZooKeeper). Only an
+        // existing node can be ephemeral, and then none below it exists.
+        if let Some(ephemeral) =
+            path::ancestors(path).find(|a| self.nodes.get(*a).is_some_and(|e| e.owner.is_some()))
+        {
+            tracing::debug!(
+                path,
+                parent = ephemeral,
+                "refused a child of an ephemeral node"
+            );
+            return Err(Error::NotSupported {
+                operation: "children of an ephemeral node",
+                backend: BACKEND,
+            });
+        }
+        let (path, sequence) = if mode.is_sequential() {
+            let mut next = self.nodes.get(parent).map_or(0, |e| e.next_sequence);
+            // A node made by hand may already carry the next name: skip it.
+            let mut name = format!("{path}{next:010}");
+            while self.nodes.contains_key(&name) {
+                next += 1;
+                name = format!("{path}{next:010}");
+            }
+            (name, Some(next))
+        } else {
+            if self.nodes.contains_key(path) {
+                return Err(Error::AlreadyExists {
+                    path: path.to_owned(),
+                });
+            }
+            (path.to_owned(), None)
+        };
+
+        let missing: Vec<String> = path::ancestors(&path)
+            .filter(|a| !self.nodes.contains_key(*a))
+            .map(str::to_owned)
+            .collect();
+        for dir in missing {
+            self.insert(dir, Vec::new(), None, None);
+        }
+        if let (Some(seq), Some(p)) = (sequence, self.nodes.get_mut(parent)) {
+            p.next_sequence = seq + 1;
+        }
+        let owner = mode.is_ephemeral().then_some(owner);
+        let stamp = self.insert(path.clone(), data.to_vec(), owner, sequence);
+        if let Some(owner) = owner {
+            self.ephemerals
+                .entry(owner)
+                .or_default()
+                .insert(path.clone());
+        }
+        Ok(Created {
+            path,
+            sequence,
+            stamp,
+            version: 0,
+        })
+    }
+
+    /// Insert a node whose parent exists; returns its stamp.
+    fn insert(
+        &mut self,
+        path: String,
+        data: Vec<u8>,
+        owner: Option<SessionKey>,
+        sequence: Option<u64>,
+    ) -> u64 {
+        self.last_stamp += 1;
+        let stamp = self.last_stamp;
+        let parent = path::parent(&path).to_owned();
+        if let Some(p) = self.nodes.get_mut(&parent) {
+            p.children.insert(path::name(&path).to_owned());
+        }
+        self.nodes
+            .insert(path, Entry::new(data, stamp, owner, sequence));
+        fire(&mut self.children_waiters, &parent);
+        stamp
+    }
+
+    pub(crate) fn set(&mut self, path: &str, data: &[u8], version: Option<u64>) -> Result<Stat> {
+        path::validate_non_root(path)?;
+        let entry = self.nodes.get_mut(path).ok_or_else(|| Error::NotFound {
+            path: path.to_owned(),
+        })?;
+        check_version(path, entry, version)?;
+        entry.data = data.to_vec();
+        entry.version += 1;
+        Ok(entry.stat())
+    }
+
+    pub(crate) fn delete(&mut self, path: &str, version: Option<u64>) -> Result<()> {
+        path::validate_non_root(path)?;
+        let entry = self.nodes.get(path).ok_or_else(|| Error::NotFound {
+            path: path.to_owned(),
+        })?;
+        // The version first, then the children, as ZooKeeper checks them.
+        check_version(path, entry, version)?;
+        if !entry.children.is_empty() {
+            return Err(Error::NotEmpty {
+                path: path.to_owned(),
+            });
+        }
+        self.remove(path);
+        Ok(())
+    }
+
+    /// Remove a childless node and fire everything waiting on it.
+    fn remove(&mut self, path: &str) {
+        let Some(entry) = self.nodes.remove(path) else {
+            return;
+        };
+        debug_assert!(entry.children.is_empty());
+        if let Some(owner) = entry.owner {
+            if let Some(set) = self.ephemerals.get_mut(&owner) {
+                set.remove(path);
+                if set.is_empty() {
+                    self.ephemerals.remove(&owner);
+                }
+            }
+        }
+        let parent = path::parent(path);
+        if let Some(p) = self.nodes.get_mut(parent) {
+            p.children.remove(path::name(path));
+        }
+        fire(&mut self.gone_waiters, path);
+        fire(&mut self.children_waiters, path);
+        fire(&mut self.children_waiters, parent);
+    }
+
+    /// Delete every ephemeral node of `owner` (its session ended).
+    pub(crate) fn remove_ephemerals(&mut self, owner: SessionKey) -> usize {
+        let paths = self.ephemerals.remove(&owner).unwrap_or_default();
+        for p in &paths {
+            self.remove(p);
+        }
+        paths.len()
+    }
+
+    /// The children of `dir`: sequential ones by sequence, then the rest by
+    /// name.
+    pub(crate) fn children(&self, dir: &str) -> Result<Vec<Child>> {
+        let entry = self.nodes.get(dir).ok_or_else(|| Error::NotFound {
+            path: dir.to_owned(),
+        })?;
+        let mut out: Vec<Child> = entry
+            .children
+            .iter()
+            .map(|name| Child {
+                sequence: self
+                    .nodes
+                    .get(&path::join(dir, name))
+                    .and_then(|c| c.sequence),
+                name: name.clone(),
+            })
+            .collect();
+        // `children` is a BTreeSet, so the names are already sorted and a
+        // stable sort keeps them so among the unsequenced.
+        out.sort_by_key(|c| (c.sequence.is_none(), c.sequence));
+        Ok(out)
+    }
+
+    /// A receiver fired at the next change to `dir`'s children.
+    pub(crate) fn watch_children(&mut self, dir: &str) -> oneshot::Receiver<()> {
+        self.register(dir, true)
+    }
+
+    /// A receiver fired when the node at `path` is deleted.
+    pub(crate) fn watch_gone(&mut self, path: &str) -> oneshot::Receiver<()> {
+        self.register(path, false)
+    }
+
+    fn register(&mut self, path: &str, children: bool) -> oneshot::Receiver<()> {
+        self.registrations += 1;
+        if self.registrations % SWEEP_EVERY == 0 {
+            sweep(&mut self.children_waiters);
+            sweep(&mut self.gone_waiters);
+        }
+        let waiters = if children {
+            &mut self.children_waiters
+        } else {
+            &mut self.gone_waiters
+        };
+        let (tx, rx) = oneshot::channel();
+        let list = waiters.entry(path.to_owned()).or_default();
+        // Watches whose futures were dropped leave closed senders: drop them.
+        list.retain(|w| !w.is_closed());
+        list.push(tx);
+        rx
+    }
+
+    /// Registered watchers, awaited or dropped but not yet cleaned up.
+    pub(crate) fn registered_watches(&self) -> usize {
+        self.children_waiters
+            .values()
+            .chain(self.gone_waiters.values())
+            .map(Vec::len)
+            .sum()
+    }
+}
+
+fn check_version(path: &str, entry: &Entry, version: Option<u64>) -> Result<()> {
+    match version {
+        Some(v) if v != entry.version => Err(Error::VersionMismatch {
+            path: path.to_owned(),
+            expected: v,
+        }),
+        _ => Ok(()),
+    }
+}
+
+fn fire(waiters: &mut Waiters, path: &str) {
+    for w in waiters.remove(path).unwrap_or_default() {
+        // A receiver that is gone no longer cares.
+        let _ = w.send(());
+    }
+}
+
+fn sweep(waiters: &mut Waiters) {
+    waiters.retain(|_, list| {
+        list.retain(|w| !w.is_closed());
+        !list.is_empty()
+    });
+}
