@@ -23,9 +23,14 @@ use std::time::Duration;
 use async_trait::async_trait;
 use coord_core::{Session, SessionState};
 
+pub mod barrier;
 mod conditions;
+pub mod election;
 pub mod locks;
+pub mod membership;
 pub mod primitives;
+pub mod queue;
+pub mod run_once;
 mod support;
 
 pub use conditions::*;
@@ -110,5 +115,10 @@ macro_rules! conformance_tests {
     ($make:expr) => {
         $crate::__primitives_tests!($make);
         $crate::__lock_tests!($make);
+        $crate::__election_tests!($make);
+        $crate::__queue_tests!($make);
+        $crate::__membership_tests!($make);
+        $crate::__barrier_tests!($make);
+        $crate::__run_once_tests!($make);
     };
 }

@@ -15,6 +15,7 @@ struct Counters {
     wakeups: AtomicU64,
     acquisitions: AtomicU64,
     waiting: AtomicI64,
+    listings: AtomicU64,
 }
 
 impl Stats {
@@ -43,6 +44,17 @@ impl Stats {
     pub(crate) fn blocked(&self) -> Blocked {
         self.inner.waiting.fetch_add(1, Ordering::Relaxed);
         Blocked(self.clone())
+    }
+
+    /// How many times a directory was listed to find work (a queue
+    /// consumer's refills), so a test can check that draining N items
+    /// costs O(N) round trips, not O(N²).
+    pub fn listings(&self) -> u64 {
+        self.inner.listings.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn listed(&self) {
+        self.inner.listings.fetch_add(1, Ordering::Relaxed);
     }
 
     pub(crate) fn woke(&self) {

@@ -1,0 +1,341 @@
+//! The seed's `LeaderElectionSupport` as a task with an event stream.
+
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio::task::JoinHandle;
+
+use crate::error::{Error, Result};
+use crate::primitive::Fence;
+use crate::recipes::election::Election;
+use crate::recipes::pending::delete_if_present;
+
+/// An event of a [`Participant`], as the seed's `LeaderElectionSupport`
+/// dispatches them, delivered in order.
+///
+/// A participant that wins at once sees `Start, OfferStart, OfferComplete,
+/// DetermineStart, DetermineComplete, ElectedStart, ElectedComplete`; one
+/// that has to wait sees `… DetermineComplete, ReadyStart, ReadyComplete`
+/// and, each time its predecessor goes, `DetermineStart, DetermineComplete`
+/// again, then either `Ready*` or `Elected*`. [`Participant::stop`] adds
+/// `StopStart, StopComplete`; an error (the session's end, a lost offer)
+/// gives `Failed`. (`ReadyStart`/`ReadyComplete` are sent when the
+/// participant starts watching its predecessor; the seed skips them when
+/// the predecessor is already gone, here the watch then fires at once and
+/// determination follows.)
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ElectionEvent {
+    /// The participant started.
+    Start,
+    /// Making the offer (creating the node).
+    OfferStart,
+    /// The offer node exists.
+    OfferComplete,
+    /// Listing the offers to find our place.
+    DetermineStart,
+    /// Our place is known.
+    DetermineComplete,
+    /// Ours is the first offer: becoming leader.
+    ElectedStart,
+    /// Leader ([`Participant::is_leader`] is now true).
+    ElectedComplete,
+    /// Not first: about to watch the offer just before ours.
+    ReadyStart,
+    /// Watching the predecessor.
+    ReadyComplete,
+    /// An error ended the participation (see [`Participant::stop`]).
+    Failed,
+    /// Stopping: leadership (if held) ends before the offer is deleted.
+    StopStart,
+    /// The offer is withdrawn.
+    StopComplete,
+}
+
+/// The state of a [`Participant`] (the seed's `State`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ElectionState {
+    /// Started.
+    Start,
+    /// Making the offer.
+    Offer,
+    /// Finding its place.
+    Determine,
+    /// Leader.
+    Elected,
+    /// Waiting behind a predecessor.
+    Ready,
+    /// Ended by an error.
+    Failed,
+    /// Stopped (or stopping).
+    Stop,
+}
+
+/// A snapshot of a [`Participant`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParticipantStatus {
+    /// The state.
+    pub state: ElectionState,
+    /// The offer node once made.
+    pub node: Option<String>,
+    /// The fencing token (the offer's stamp) while leader.
+    pub leader_token: Option<u64>,
+}
+
+/// A participant in an [`Election`], running the seed's state machine in a
+/// task of its own; made by [`Election::participate`].
+///
+/// Read its events in order with [`Participant::next_event`], or its
+/// current status with [`Participant::status`]. Stop it with
+/// [`Participant::stop`]; dropping it stops it in the background.
+#[must_use = "dropping a participant withdraws it from the election"]
+#[derive(Debug)]
+pub struct Participant {
+    events: mpsc::UnboundedReceiver<ElectionEvent>,
+    status: watch::Receiver<ParticipantStatus>,
+    stop: Option<oneshot::Sender<()>>,
+    task: Option<JoinHandle<Result<()>>>,
+}
+
+struct Emitter {
+    events: mpsc::UnboundedSender<ElectionEvent>,
+    status: watch::Sender<ParticipantStatus>,
+}
+
+impl Emitter {
+    fn emit(&self, ev: ElectionEvent) {
+        let state = match ev {
+            ElectionEvent::Start => Some(ElectionState::Start),
+            ElectionEvent::OfferStart => Some(ElectionState::Offer),
+            ElectionEvent::DetermineStart => Some(ElectionState::Determine),
+            ElectionEvent::ReadyStart => Some(ElectionState::Ready),
+            ElectionEvent::ElectedComplete => Some(ElectionState::Elected),
+            ElectionEvent::Failed => Some(ElectionState::Failed),
+            ElectionEvent::StopStart => Some(ElectionState::Stop),
+            _ => None,
+        };
+        if let Some(state) = state {
+            self.status.send_modify(|s| {
+                s.state = state;
+                if state != ElectionState::Elected {
+                    s.leader_token = None;
+                }
+            });
+        }
+        let _ = self.events.send(ev);
+    }
+}
+
+impl Participant {
+    pub(crate) fn start(election: Election, value: Vec<u8>) -> Self {
+        let (etx, erx) = mpsc::unbounded_channel();
+        let (stx, srx) = watch::channel(ParticipantStatus {
+            state: ElectionState::Start,
+            node: None,
+            leader_token: None,
+        });
+        let (stop_tx, stop_rx) = oneshot::channel();
+        let emitter = Emitter {
+            events: etx,
+            status: stx,
+        };
+        let task = tokio::spawn(run(election, value, emitter, stop_rx));
+        Participant {
+            events: erx,
+            status: srx,
+            stop: Some(stop_tx),
+            task: Some(task),
+        }
+    }
+
+    /// The next event, in order; `None` once the participant's task is over
+    /// and every event has been read.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: no event is lost if the future is dropped.
+    pub async fn next_event(&mut self) -> Option<ElectionEvent> {
+        self.events.recv().await
+    }
+
+    /// The next event if one is waiting.
+    pub fn try_next_event(&mut self) -> Option<ElectionEvent> {
+        self.events.try_recv().ok()
+    }
+
+    /// The current status.
+    pub fn status(&self) -> ParticipantStatus {
+        self.status.borrow().clone()
+    }
+
+    /// The current state.
+    pub fn state(&self) -> ElectionState {
+        self.status.borrow().state
+    }
+
+    /// Whether this participant is leader now. It stops being leader
+    /// (`StopStart`) before its offer is deleted, so two participants of
+    /// live sessions never both say `true`; a leader whose session expires
+    /// says `true` until it learns of it (`Failed`): fence your writes.
+    pub fn is_leader(&self) -> bool {
+        self.status.borrow().state == ElectionState::Elected
+    }
+
+    /// The fencing token while leader.
+    pub fn fencing_token(&self) -> Option<u64> {
+        self.status.borrow().leader_token
+    }
+
+    /// The fence for guarded writes while leader.
+    pub fn fence(&self) -> Option<Fence> {
+        let s = self.status.borrow();
+        match (&s.node, s.leader_token) {
+            (Some(path), Some(stamp)) => Some(Fence {
+                path: path.clone(),
+                stamp,
+            }),
+            _ => None,
+        }
+    }
+
+    /// Wait until this participant leads, and return its fencing token.
+    ///
+    /// # Errors
+    /// [`Error::LockLost`] if it failed or was stopped before leading.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only watches.
+    pub async fn wait_elected(&mut self) -> Result<u64> {
+        let r = self
+            .status
+            .wait_for(|s| {
+                matches!(
+                    s.state,
+                    ElectionState::Elected | ElectionState::Failed | ElectionState::Stop
+                )
+            })
+            .await;
+        match r {
+            Ok(s) if s.state == ElectionState::Elected => s.leader_token.ok_or(Error::LockLost {
+                path: s.node.clone().unwrap_or_default(),
+            }),
+            Ok(s) => Err(Error::LockLost {
+                path: s.node.clone().unwrap_or_default(),
+            }),
+            Err(_) => Err(Error::LockLost {
+                path: String::new(),
+            }),
+        }
+    }
+
+    /// Stop: leave leadership (if held), withdraw the offer, and wait for
+    /// `StopComplete`. Events stay readable afterwards.
+    ///
+    /// # Errors
+    /// The error that made the participant fail, if it did; the error of
+    /// deleting the offer otherwise.
+    ///
+    /// # Cancel safety
+    /// Cancel safe in effect: once called, the stop goes on in the task
+    /// even if this future is dropped.
+    pub async fn stop(&mut self) -> Result<()> {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+        match self.task.take() {
+            Some(task) => match task.await {
+                Ok(r) => r,
+                Err(e) => Err(Error::backend("coord", e)),
+            },
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for Participant {
+    fn drop(&mut self) {
+        // The task sees the stop (or the closed channel) and withdraws.
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+    }
+}
+
+async fn run(
+    election: Election,
+    value: Vec<u8>,
+    out: Emitter,
+    mut stop: oneshot::Receiver<()>,
+) -> Result<()> {
+    out.emit(ElectionEvent::Start);
+    let slot = Arc::new(Mutex::new(None::<String>));
+    let result = {
+        let out_ref = &out;
+        let mut emit = |ev: ElectionEvent| {
+            if ev == ElectionEvent::OfferComplete {
+                if let Ok(s) = slot.lock() {
+                    let node = s.clone();
+                    out_ref.status.send_modify(|st| st.node = node);
+                }
+            }
+            out_ref.emit(ev);
+        };
+        let campaign = election.campaign_inner(&value, &mut emit, &slot);
+        tokio::select! {
+            r = campaign => Some(r),
+            _ = &mut stop => None,
+        }
+    };
+    let held = match result {
+        None => {
+            // Stopped before leading: the campaign's future is dropped (its
+            // offer deleted in the background); delete it now if known.
+            out.emit(ElectionEvent::StopStart);
+            let node = slot.lock().ok().and_then(|s| s.clone());
+            let r = match node {
+                Some(p) => delete_if_present(election.session(), &p).await,
+                None => Ok(()),
+            };
+            out.emit(ElectionEvent::StopComplete);
+            return r;
+        }
+        Some(Err(e)) => {
+            tracing::warn!(election = election.path(), error = %e, "election participant failed");
+            out.emit(ElectionEvent::Failed);
+            let _ = stop.await;
+            out.emit(ElectionEvent::StopStart);
+            out.emit(ElectionEvent::StopComplete);
+            return Err(e);
+        }
+        Some(Ok(held)) => held,
+    };
+    election.stats().acquired();
+    out.status.send_modify(|s| {
+        s.node = Some(held.path().to_owned());
+        s.leader_token = Some(held.fencing_token());
+    });
+    // `ElectedComplete` sets the state after the token is in place.
+    out.emit(ElectionEvent::ElectedComplete);
+    let lost = tokio::select! {
+        e = held.lost() => Some(e),
+        _ = &mut stop => None,
+    };
+    match lost {
+        Some(e) => {
+            tracing::warn!(election = election.path(), error = %e, "leadership lost");
+            out.emit(ElectionEvent::Failed);
+            drop(held);
+            let _ = stop.await;
+            out.emit(ElectionEvent::StopStart);
+            out.emit(ElectionEvent::StopComplete);
+            Err(e)
+        }
+        None => {
+            // Not leader any more before the node goes: no overlap.
+            out.emit(ElectionEvent::StopStart);
+            let r = held.release().await;
+            out.emit(ElectionEvent::StopComplete);
+            r
+        }
+    }
+}

@@ -1,0 +1,311 @@
+//! Group membership (the ZooKeeper paper §2.4): each member is an ephemeral
+//! child of the group's directory, so a member whose process dies (its
+//! session ends) leaves the group by itself, and everyone watching sees it
+//! go.
+
+use std::collections::BTreeMap;
+
+use tokio::task::JoinSet;
+
+use crate::error::{Error, Result};
+use crate::path;
+use crate::primitive::{CreateMode, Watch};
+use crate::recipes::held::HeldNode;
+use crate::recipes::names;
+use crate::recipes::pending::PendingNode;
+use crate::recipes::retry::{backoff, list_retrying, list_watch_retrying};
+use crate::session::Session;
+
+/// The marker of a member node joined without a name:
+/// `_c_<uuid>-member-<seq>`.
+pub const MEMBER_MARKER: &str = "member-";
+
+/// A process group at a directory path.
+///
+/// ```
+/// # async fn demo(session: coord_core::Session) -> coord_core::Result<()> {
+/// use coord_core::recipes::Group;
+/// let group = Group::new(&session, "/groups/workers")?;
+/// let me = group.join_as("worker-7", b"10.0.0.7:8080").await?;
+/// for m in group.members().await? {
+///     println!("{} at {}", m.name, String::from_utf8_lossy(&m.data));
+/// }
+/// me.leave().await?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct Group {
+    session: Session,
+    dir: String,
+}
+
+/// One member as read from the server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Member {
+    /// The member node's name (its last path segment).
+    pub name: String,
+    /// The data it joined with.
+    pub data: Vec<u8>,
+}
+
+/// A change seen by a [`GroupWatcher`]: the whole group after it, and who
+/// joined and left since the previous one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupChange {
+    /// Every member now, by node name.
+    pub members: Vec<Member>,
+    /// Names that joined since the previous change (all of them, the first
+    /// time).
+    pub joined: Vec<String>,
+    /// Names that left since the previous change.
+    pub left: Vec<String>,
+}
+
+impl Group {
+    /// A group at `path` (a directory; made on first use).
+    ///
+    /// # Errors
+    /// [`Error::InvalidPath`] for a bad path or `/`.
+    pub fn new(session: &Session, path: &str) -> Result<Self> {
+        path::validate_non_root(path)?;
+        Ok(Group {
+            session: session.clone(),
+            dir: path.to_owned(),
+        })
+    }
+
+    /// The group's directory.
+    pub fn path(&self) -> &str {
+        &self.dir
+    }
+
+    /// Join with `data` under a unique generated name
+    /// (`_c_<uuid>-member-<seq>`, the paper's SEQUENTIAL flag).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for data over the limit; session errors.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: dropped, no member node is left behind.
+    pub async fn join(&self, data: &[u8]) -> Result<Membership> {
+        path::validate_data(data)?;
+        let prefix = path::join(&self.dir, &names::protected(MEMBER_MARKER));
+        self.join_at(prefix, data, CreateMode::EphemeralSequential)
+            .await
+    }
+
+    /// Join with `data` under `name`, when each process has a unique name.
+    ///
+    /// # Errors
+    /// [`Error::AlreadyExists`] when a live member has that name;
+    /// [`Error::InvalidPath`] for a name with a `/` or otherwise bad;
+    /// [`Error::InvalidArgument`] for data over the limit; session errors.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: dropped, no member node is left behind.
+    pub async fn join_as(&self, name: &str, data: &[u8]) -> Result<Membership> {
+        path::validate_data(data)?;
+        let node = path::join(&self.dir, name);
+        path::validate_non_root(&node)?;
+        if path::parent(&node) != self.dir {
+            return Err(Error::InvalidPath {
+                path: node,
+                kind: crate::PathErrorKind::EmptySegment,
+            });
+        }
+        self.join_at(node, data, CreateMode::Ephemeral).await
+    }
+
+    async fn join_at(&self, node: String, data: &[u8], mode: CreateMode) -> Result<Membership> {
+        let mut pending = PendingNode::spawn(&self.session, node, data.to_vec(), mode);
+        pending.created().await?;
+        let created = pending.take().ok_or_else(|| {
+            Error::backend(self.session.backend(), "lost track of our member node")
+        })?;
+        Ok(Membership {
+            held: HeldNode::new(self.session.clone(), created),
+        })
+    }
+
+    /// Every member now, with its data.
+    ///
+    /// # Errors
+    /// Session errors.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only reads.
+    pub async fn members(&self) -> Result<Vec<Member>> {
+        let children = list_retrying(&self.session, &self.dir).await?;
+        self.read_members(children.into_iter().map(|c| c.name).collect())
+            .await
+    }
+
+    /// Member names now, without their data (one round trip).
+    ///
+    /// # Errors
+    /// Session errors.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only reads.
+    pub async fn member_names(&self) -> Result<Vec<String>> {
+        let children = list_retrying(&self.session, &self.dir).await?;
+        Ok(children.into_iter().map(|c| c.name).collect())
+    }
+
+    /// Read the data of `names` concurrently; those gone meanwhile are left
+    /// out. Kept in the order given.
+    async fn read_members(&self, names: Vec<String>) -> Result<Vec<Member>> {
+        let mut reads = JoinSet::new();
+        for (i, name) in names.into_iter().enumerate() {
+            let session = self.session.clone();
+            let node = path::join(&self.dir, &name);
+            reads.spawn(async move {
+                let mut attempt = 0;
+                loop {
+                    match session.get(&node).await {
+                        Ok(n) => return Ok((i, name, n)),
+                        Err(e) if e.is_retryable() => backoff(&mut attempt).await,
+                        Err(e) => return Err(e),
+                    }
+                }
+            });
+        }
+        let mut found = BTreeMap::new();
+        while let Some(r) = reads.join_next().await {
+            let (i, name, node) = r.map_err(|e| Error::backend(self.session.backend(), e))??;
+            if let Some(n) = node {
+                found.insert(i, Member { name, data: n.data });
+            }
+        }
+        Ok(found.into_values().collect())
+    }
+
+    /// Follow membership changes; see [`GroupWatcher`].
+    pub fn watch(&self) -> GroupWatcher {
+        GroupWatcher {
+            group: self.clone(),
+            last: None,
+            watch: None,
+        }
+    }
+}
+
+/// Follows a group: the first [`GroupWatcher::next`] returns the group as
+/// it is, each later one waits for the set of members to change. It
+/// watches the directory, so it never misses that a member left or joined
+/// — though a member that joins and leaves between two reads is not seen.
+#[derive(Debug)]
+pub struct GroupWatcher {
+    group: Group,
+    last: Option<Vec<String>>,
+    watch: Option<Watch>,
+}
+
+impl GroupWatcher {
+    /// The next change of the set of members.
+    ///
+    /// # Errors
+    /// The session's end; backend errors. Connection drops are retried.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: dropped, nothing is consumed; the next call compares
+    /// with the last change returned.
+    pub async fn next(&mut self) -> Result<GroupChange> {
+        let session = self.group.session.clone();
+        let mut attempt = 0;
+        loop {
+            if let Some(w) = self.watch.as_mut() {
+                let r = w.await;
+                self.watch = None;
+                match r {
+                    Ok(()) => {}
+                    Err(e) if e.is_retryable() => backoff(&mut attempt).await,
+                    Err(e) => return Err(e),
+                }
+            }
+            let (children, w) = list_watch_retrying(&session, &self.group.dir).await?;
+            self.watch = Some(w);
+            let names: Vec<String> = children.into_iter().map(|c| c.name).collect();
+            if self.last.as_ref() == Some(&names) {
+                continue;
+            }
+            let before = self.last.take().unwrap_or_default();
+            let joined = names
+                .iter()
+                .filter(|n| !before.contains(n))
+                .cloned()
+                .collect();
+            let left = before
+                .iter()
+                .filter(|n| !names.contains(n))
+                .cloned()
+                .collect();
+            let members = self.group.read_members(names.clone()).await?;
+            self.last = Some(names);
+            return Ok(GroupChange {
+                members,
+                joined,
+                left,
+            });
+        }
+    }
+}
+
+/// This process's membership in a [`Group`]. [`Membership::leave`] leaves;
+/// dropping it leaves in the background; the session's end leaves too.
+#[must_use = "dropping a membership leaves the group"]
+#[derive(Debug)]
+pub struct Membership {
+    held: HeldNode,
+}
+
+impl Membership {
+    /// The member node's name.
+    pub fn name(&self) -> &str {
+        path::name(self.held.path())
+    }
+
+    /// The member node's full path.
+    pub fn path(&self) -> &str {
+        self.held.path()
+    }
+
+    /// Replace this member's data.
+    ///
+    /// # Errors
+    /// [`Error::LockLost`] when no longer a member; session errors.
+    ///
+    /// # Cancel safety
+    /// Not cancel safe: the write may land after the drop.
+    pub async fn set_data(&self, data: &[u8]) -> Result<()> {
+        path::validate_data(data)?;
+        self.held
+            .write(crate::primitive::Op::Set {
+                path: self.held.path().to_owned(),
+                data: data.to_vec(),
+                version: None,
+            })
+            .await?;
+        Ok(())
+    }
+
+    /// Resolve when membership is lost (the session ended, or the node was
+    /// deleted). Returns why.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only watches.
+    pub async fn lost(&self) -> Error {
+        self.held.lost().await
+    }
+
+    /// Leave the group.
+    ///
+    /// # Errors
+    /// [`Error::LockLost`] when already out of it; session errors.
+    ///
+    /// # Cancel safety
+    /// Cancel safe in effect: dropped, the leave finishes in the background.
+    pub async fn leave(self) -> Result<()> {
+        self.held.release().await
+    }
+}

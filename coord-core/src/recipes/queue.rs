@@ -1,0 +1,227 @@
+//! A distributed FIFO queue (seed 000 `DistributedQueue`), with a reliable
+//! mode where a taken item is leased to its consumer until acknowledged.
+//!
+//! Layout under the queue's directory:
+//! - `items/_c_<uuid>-item-<seq>`: one persistent-sequential node per item,
+//!   the item as its data; FIFO by sequence;
+//! - `claims/<item name>`: reliable mode only, an ephemeral node that leases
+//!   the item to the consumer whose session made it.
+//!
+//! A consumer keeps the ordered names of one listing and lists again only
+//! when they run out, so draining N items costs O(N) round trips, not
+//! O(N²) as when re-listing per item (the seed does); [`Stats::listings`]
+//! counts the listings. A plain consumer also reads the data of the next
+//! items ahead, concurrently, so that a take costs one delete.
+//!
+//! # Delivery
+//! - Plain mode: an item is removed on the server before it is returned,
+//!   so a consumer that dies after a take loses that item (use the
+//!   reliable mode when that matters). A take dropped after the removal
+//!   loses nothing: the handle keeps the item for its next take (and puts
+//!   it back at the tail if the handle is dropped first). If the connection
+//!   drops during a removal and the item is found gone on retry, it is
+//!   delivered anyway: possibly twice, never lost.
+//! - Reliable mode ([`Queue::reliable`]): see [`Delivery`]. An item is
+//!   delivered again until acknowledged; an acknowledged item never is.
+//!
+//! # Order
+//! Items are taken (removed, or in reliable mode claimed) in sequence
+//! order: an item is taken only after every item offered before it was
+//! taken. So the items one producer offers one after another are taken in
+//! the order offered, and each consumer receives any one producer's items
+//! in that order. In reliable mode an item whose lease is lost is delivered
+//! again after later ones may have been.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::error::{Error, Result};
+use crate::path;
+use crate::primitive::CreateMode;
+use crate::recipes::names;
+use crate::recipes::queue_engine::{Cache, Got, Inner, Wait};
+use crate::recipes::stats::Stats;
+use crate::session::Session;
+
+pub use crate::recipes::queue_reliable::{Delivery, ReliableQueue};
+
+/// The marker of an item node: `_c_<uuid>-item-<seq>`.
+pub const ITEM_MARKER: &str = "item-";
+
+/// A distributed FIFO queue at a directory path. Clones share the
+/// consumer's listing cache.
+///
+/// ```
+/// # async fn demo(session: coord_core::Session) -> coord_core::Result<()> {
+/// use coord_core::recipes::Queue;
+/// let queue = Queue::new(&session, "/queues/jobs")?;
+/// queue.offer(b"job 1").await?;
+/// assert_eq!(queue.take().await?, b"job 1".to_vec());
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Queue {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Queue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Queue")
+            .field("items", &self.inner.items)
+            .field("reliable", &self.inner.reliable)
+            .finish()
+    }
+}
+
+impl Queue {
+    pub(crate) fn build(session: &Session, path: &str, reliable: bool) -> Result<Arc<Inner>> {
+        path::validate_non_root(path)?;
+        Ok(Arc::new(Inner {
+            session: session.clone(),
+            items: path::join(path, "items"),
+            claims: path::join(path, "claims"),
+            reliable,
+            stats: Stats::new(),
+            cache: Arc::new(tokio::sync::Mutex::new(Cache::default())),
+            stash: Mutex::new(VecDeque::new()),
+        }))
+    }
+
+    /// A queue at `path` (a directory; made on first use). A take removes
+    /// the item at once; an item whose taker dies before using it is lost
+    /// to the queue — use [`Queue::reliable`] when that matters.
+    ///
+    /// # Errors
+    /// [`Error::InvalidPath`] for a bad path or `/`.
+    pub fn new(session: &Session, path: &str) -> Result<Self> {
+        Ok(Queue {
+            inner: Self::build(session, path, false)?,
+        })
+    }
+
+    /// The reliable form of the queue at `path`. Do not mix plain and
+    /// reliable consumers on one queue: plain takes ignore leases.
+    ///
+    /// # Errors
+    /// [`Error::InvalidPath`] for a bad path or `/`.
+    pub fn reliable(session: &Session, path: &str) -> Result<ReliableQueue> {
+        Ok(ReliableQueue {
+            queue: Queue {
+                inner: Self::build(session, path, true)?,
+            },
+        })
+    }
+
+    /// This handle's counters: `listings` counts listings of the queue's
+    /// directories, `wakeups` waits that ended with a change,
+    /// `acquisitions` items taken.
+    pub fn stats(&self) -> &Stats {
+        &self.inner.stats
+    }
+
+    /// Add an item at the tail.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for data over the limit; session errors.
+    ///
+    /// # Cancel safety
+    /// Not cancel safe: dropped, the item may or may not have been added.
+    pub async fn offer(&self, data: &[u8]) -> Result<()> {
+        path::validate_data(data)?;
+        let prefix = path::join(&self.inner.items, &names::protected(ITEM_MARKER));
+        self.inner
+            .session
+            .create(&prefix, data, CreateMode::PersistentSequential)
+            .await?;
+        Ok(())
+    }
+
+    /// The item at the head, without taking it; `None` when empty.
+    ///
+    /// # Errors
+    /// Session errors.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only reads.
+    pub async fn peek(&self) -> Result<Option<Vec<u8>>> {
+        let inner = &self.inner;
+        loop {
+            let names = self.available().await?;
+            if names.is_empty() {
+                return Ok(None);
+            }
+            for name in names {
+                if let Some(n) = inner.session.get(&path::join(&inner.items, &name)).await? {
+                    return Ok(Some(n.data));
+                }
+            }
+        }
+    }
+
+    /// Take the head item if there is one, without waiting.
+    ///
+    /// # Errors
+    /// Session errors.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: an item removed for a dropped `poll` is kept by this
+    /// handle and returned by its next take (or put back at the tail when
+    /// the last clone of the handle is dropped).
+    pub async fn poll(&self) -> Result<Option<Vec<u8>>> {
+        Ok(self.take_inner(Wait::No).await?.and_then(Got::plain))
+    }
+
+    /// Take the head item, waiting for one.
+    ///
+    /// # Errors
+    /// The session's end; backend errors.
+    ///
+    /// # Cancel safety
+    /// Cancel safe, as [`Queue::poll`]: a dropped take loses no item.
+    pub async fn take(&self) -> Result<Vec<u8>> {
+        self.take_inner(Wait::Forever)
+            .await?
+            .and_then(Got::plain)
+            .ok_or_else(|| Error::backend(self.inner.session.backend(), "take ended empty"))
+    }
+
+    /// [`Queue::take`], giving up after `timeout`.
+    ///
+    /// # Errors
+    /// [`Error::Timeout`]; otherwise as [`Queue::take`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe, as [`Queue::poll`].
+    pub async fn take_timeout(&self, timeout: Duration) -> Result<Vec<u8>> {
+        self.take_inner(Wait::Until(Instant::now() + timeout, timeout))
+            .await?
+            .and_then(Got::plain)
+            .ok_or(Error::Timeout(timeout))
+    }
+
+    /// How many items are in the queue (in reliable mode including leased
+    /// ones not yet acknowledged).
+    ///
+    /// # Errors
+    /// Session errors.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only reads.
+    pub async fn len(&self) -> Result<usize> {
+        Ok(self.list(&self.inner.items).await?.len())
+    }
+
+    /// Whether [`Queue::len`] is 0.
+    ///
+    /// # Errors
+    /// As [`Queue::len`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn is_empty(&self) -> Result<bool> {
+        Ok(self.len().await? == 0)
+    }
+}

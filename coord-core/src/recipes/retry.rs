@@ -1,0 +1,54 @@
+//! Reads that recipes retry while the connection is down, and the small
+//! helpers around them.
+
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+use crate::primitive::{Child, Watch};
+use crate::session::Session;
+
+/// Backoff between retries of a read that failed with a retryable error.
+pub(crate) async fn backoff(attempt: &mut u32) {
+    let ms = 20u64 << (*attempt).min(5);
+    *attempt += 1;
+    tokio::time::sleep(Duration::from_millis(ms.min(1000))).await;
+}
+
+/// The session's end as an error, if it has ended.
+pub(crate) fn session_end(session: &Session) -> Option<Error> {
+    match session.state() {
+        crate::SessionState::Expired => Some(Error::SessionExpired),
+        crate::SessionState::Closed => Some(Error::SessionClosed),
+        _ => None,
+    }
+}
+
+/// List `dir`, retrying retryable errors; a missing directory is empty.
+pub(crate) async fn list_retrying(session: &Session, dir: &str) -> Result<Vec<Child>> {
+    let mut attempt = 0;
+    loop {
+        match session.children(dir).await {
+            Ok(c) => return Ok(c),
+            Err(Error::NotFound { .. }) => return Ok(Vec::new()),
+            Err(e) if e.is_retryable() => backoff(&mut attempt).await,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// List `dir` with a watch, making the directory if it is missing and
+/// retrying retryable errors.
+pub(crate) async fn list_watch_retrying(
+    session: &Session,
+    dir: &str,
+) -> Result<(Vec<Child>, Watch)> {
+    let mut attempt = 0;
+    loop {
+        match session.children_watch(dir).await {
+            Ok(r) => return Ok(r),
+            Err(Error::NotFound { .. }) => session.ensure_dir(dir).await?,
+            Err(e) if e.is_retryable() => backoff(&mut attempt).await,
+            Err(e) => return Err(e),
+        }
+    }
+}
