@@ -1,0 +1,171 @@
+//! # coord-zk
+//!
+//! The ZooKeeper backend of coord: [`connect`] opens a ZooKeeper session as a
+//! [`coord_core::Session`], on which every coord recipe runs.
+//!
+//! ## Pointing coord at an ensemble
+//!
+//! Give the ensemble's connect string, as the Java client takes it: the hosts,
+//! comma-separated, optionally followed by a chroot under which every path of
+//! the session lives (made at connect time if it is missing):
+//!
+//! ```no_run
+//! # async fn demo() -> coord_core::Result<()> {
+//! use std::time::Duration;
+//! use coord_zk::ZkOptions;
+//!
+//! let options = ZkOptions::new("zk1:2181,zk2:2181,zk3:2181/myapp")?
+//!     .session_timeout(Duration::from_secs(10));
+//! let session = coord_zk::connect(&options).await?;
+//! // `/locks/job` is `/myapp/locks/job` on the server.
+//! session.ensure_dir("/locks/job").await?;
+//! session.close().await?;
+//! # Ok(()) }
+//! ```
+//!
+//! The session runs on the tokio runtime [`connect`] is called on (the
+//! client keeps a task there that holds the connection): that runtime must
+//! outlive the session.
+//!
+//! The session timeout is how long the ensemble keeps the session (and its
+//! ephemeral nodes: lock holds, leases, leadership) after the client stops
+//! answering; the server clamps it to its `minSessionTimeout` ..
+//! `maxSessionTimeout` (by default 2 to 20 ticks of `tickTime`).
+//!
+//! ## How the contract maps onto ZooKeeper
+//!
+//! | contract | ZooKeeper |
+//! |---|---|
+//! | session state | client state: SyncConnected → `Connected`, Disconnected → `Suspended`, Expired → `Expired`, closed by us → `Closed` |
+//! | ephemeral / sequential | the EPHEMERAL / SEQUENTIAL create modes |
+//! | missing parents | made as CONTAINER nodes: the server deletes them once emptied |
+//! | sequence | the 10-digit suffix; any child whose name ends in ten digits has one, so Curator's and kazoo's nodes count |
+//! | stamp | `czxid` (from `create2`'s stat) |
+//! | version | `stat.version` |
+//! | wait gone | `getData` with a watch (no watch is left on a missing node, unlike `exists`) |
+//! | children watch | `getChildren` with a watch |
+//! | guarded write | read the fence's czxid, then `multi(check(fence, version), op)` (see below) |
+//! | children of an ephemeral | refused by ZooKeeper: `Error::NotSupported` |
+//!
+//! **Guarded writes.** ZooKeeper's multi can check a node's data version, not
+//! its czxid. The fence is therefore read first: missing or with another
+//! czxid is `LockLost`; then the write is a `multi(check(fence, version
+//! read), op)`, which fails if the fence was deleted or changed in between.
+//! A fence deleted and made again at the same path with the same version in
+//! that window would pass; lock nodes are sequential, so their paths never
+//! repeat and a lock holder's fence has no such window.
+//!
+//! **Connection loss.** While the connection is down the session is
+//! `Suspended`: a write then fails at once with
+//! [`coord_core::Error::ConnectionLost`]; a read is retried, with backoff,
+//! for up to twice the session timeout while the session lives (the client
+//! sends it on the next connection). A sequential create whose
+//! name starts with a protected prefix `_c_<uuid>-` (as coord's recipes and
+//! Curator's protected mode name their nodes) is looked for by that prefix
+//! after a lost answer, before any retry (the seed's
+//! `findPrefixInChildren`), so it is never made twice. A sequential create
+//! without one cannot be told apart from a stranger's node, so a lost
+//! answer there is returned as [`coord_core::Error::ConnectionLost`] (made
+//! or not), as are other writes whose answer was lost; a non-sequential
+//! ephemeral create is retried and recognised by its owner.
+//! An expired session is final: every operation then fails with
+//! [`coord_core::Error::SessionExpired`].
+//!
+//! **Round trips.** Every request is sent when its future is first polled,
+//! and ZooKeeper answers one session's requests in order (FIFO client
+//! order). So a `children` polled right after a `create` (before awaiting
+//! the create, e.g. in `tokio::join!`) is sent behind it and sees it: an
+//! uncontended lock acquire and release cost create + getChildren + delete,
+//! with the first two in one round trip.
+#![warn(missing_docs)]
+
+use std::sync::Arc;
+
+mod error;
+mod names;
+mod options;
+mod primitive;
+mod session;
+mod state;
+
+pub use options::{ZkOptions, DEFAULT_SESSION_TIMEOUT};
+pub use session::{SessionCredentials, ZkSession};
+
+/// The backend's short name.
+pub const BACKEND: &str = "zk";
+
+/// Open a ZooKeeper session as a [`coord_core::Session`].
+///
+/// # Errors
+/// As [`ZkSession::connect`].
+///
+/// # Cancel safety
+/// Cancel safe: dropped before it returns, the session being opened is
+/// closed.
+pub async fn connect(options: &ZkOptions) -> coord_core::Result<coord_core::Session> {
+    let session = ZkSession::connect(options).await?;
+    Ok(coord_core::Session::new(Arc::new(session)))
+}
+
+/// Hooks for tests: expiring a session from outside.
+#[doc(hidden)]
+pub mod testing {
+    use std::time::Duration;
+
+    use coord_core::{Error, Result};
+    use zookeeper_client as zk;
+
+    use crate::{SessionCredentials, ZkOptions};
+
+    /// Make the server end the session `credentials` name, as if it had
+    /// missed its timeout: a second client takes the session over (the
+    /// server drops the first one's connection) and closes it. The first
+    /// client learns of it when it reconnects and is told the session has
+    /// expired, as after a real expiry.
+    ///
+    /// The first client reconnects at once and may take the session back
+    /// before the close lands; so this repeats until a takeover is refused
+    /// because the session is gone. Returns once the server has ended it.
+    ///
+    /// # Errors
+    /// [`Error::ConnectionLost`] when that does not happen within 60 s.
+    ///
+    /// # Cancel safety
+    /// Cancel safe; the session may or may not be ended.
+    pub async fn expire(options: &ZkOptions, credentials: &SessionCredentials) -> Result<()> {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+        let mut last = String::from("never tried");
+        while tokio::time::Instant::now() < deadline {
+            let connected = options
+                .connector()
+                .with_connection_timeout(Duration::from_millis(500))
+                .with_session(credentials.0.clone())
+                .connect(options.hosts())
+                .await;
+            let client = match connected {
+                Err(zk::Error::SessionExpired) => return Ok(()),
+                Err(e) => {
+                    // Most likely the first client took the session back
+                    // mid-handshake: try again.
+                    last = e.to_string();
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+                Ok(client) => client,
+            };
+            let mut watcher = client.state_watcher();
+            // Dropping the only handle sends CloseSession.
+            drop(client);
+            let _ = tokio::time::timeout(Duration::from_secs(5), async {
+                let mut state = watcher.peek_state();
+                while !state.is_terminated() {
+                    state = watcher.changed().await;
+                }
+            })
+            .await;
+        }
+        Err(Error::ConnectionLost(format!(
+            "expire: the session is still alive after 60 s (last error: {last})"
+        )))
+    }
+}

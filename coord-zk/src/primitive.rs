@@ -1,0 +1,519 @@
+//! The primitive contract on ZooKeeper: [`PrimitiveSession`] for
+//! [`ZkSession`].
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use coord_core::path::{name, parent};
+use coord_core::{
+    Child, CreateMode, Created, Error, Fence, Node, Op, OpResult, PrimitiveSession, Result,
+    SessionId, SessionState, Stat, Watch,
+};
+use tokio::sync::watch;
+use zookeeper_client as zk;
+
+use crate::error::{is_connection_error, Target};
+use crate::names;
+use crate::session::{created, stamp_of, stat_of, ZkSession, MAX_PARENT_ROUNDS};
+use crate::state::Shared;
+use crate::BACKEND;
+
+/// How often a guarded write re-reads its fence when the fence node's data
+/// changed between the read and the multi.
+const MAX_FENCE_ROUNDS: usize = 16;
+
+fn zk_mode(mode: CreateMode) -> zk::CreateMode {
+    match mode {
+        CreateMode::Persistent => zk::CreateMode::Persistent,
+        CreateMode::PersistentSequential => zk::CreateMode::PersistentSequential,
+        CreateMode::Ephemeral => zk::CreateMode::Ephemeral,
+        CreateMode::EphemeralSequential => zk::CreateMode::EphemeralSequential,
+    }
+}
+
+/// A version coord passes in, as ZooKeeper's `i32`; one that does not fit
+/// can never match.
+fn zk_version(path: &str, version: Option<u64>) -> Result<Option<i32>> {
+    match version {
+        None => Ok(None),
+        Some(v) => i32::try_from(v)
+            .map(Some)
+            .map_err(|_| Error::VersionMismatch {
+                path: path.to_owned(),
+                expected: v,
+            }),
+    }
+}
+
+/// What a create asks the server for, and how to find it after a lost
+/// answer.
+struct CreateTarget {
+    path: String,
+    sequential: bool,
+    /// For a sequential create with a protected name (`_c_<uuid>-…`): the
+    /// name prefix that finds it again.
+    findable: Option<String>,
+}
+
+impl CreateTarget {
+    fn new(path: &str, mode: CreateMode) -> Self {
+        let sequential = mode.is_sequential();
+        let findable = (sequential && names::protected_id(name(path)).is_some())
+            .then(|| name(path).to_owned());
+        CreateTarget {
+            path: path.to_owned(),
+            sequential,
+            findable,
+        }
+    }
+
+    fn dir(&self) -> &str {
+        parent(&self.path)
+    }
+
+    /// The full path and sequence of what the server made, from its answer.
+    fn made(
+        &self,
+        server_path: Option<&str>,
+        sequence: Option<zk::CreateSequence>,
+    ) -> (String, Option<u64>) {
+        if !self.sequential {
+            return (self.path.clone(), None);
+        }
+        let path = match (server_path, sequence) {
+            (Some(path), _) => path.to_owned(),
+            (None, Some(seq)) => format!("{}{seq}", self.path),
+            (None, None) => self.path.clone(),
+        };
+        let sequence = names::sequence_of(name(&path));
+        (path, sequence)
+    }
+}
+
+/// The error for a sequential create without a protected name whose answer
+/// was lost: it cannot be found again, so it is not retried either.
+fn unfindable(path: &str, err: &zk::Error) -> Error {
+    Error::ConnectionLost(format!(
+        "{err}: the answer to the sequential create {path} was lost, and without a \
+         protected name (`_c_<uuid>-…`) the node it may have made cannot be found"
+    ))
+}
+
+/// Resolve a one-shot watch: `Ok` on any node event, the session's end
+/// otherwise.
+fn watch_of(shared: Arc<Shared>, watcher: zk::OneshotWatcher) -> Watch {
+    Watch::new(async move {
+        let event = watcher.changed().await;
+        session_event_result(&shared, &event)
+    })
+}
+
+fn session_event_result(shared: &Shared, event: &zk::WatchedEvent) -> Result<()> {
+    if event.event_type == zk::EventType::Session {
+        let state = shared.map_state(event.session_state);
+        shared.set(state);
+        return Err(match state {
+            SessionState::Closed => Error::SessionClosed,
+            _ => Error::SessionExpired,
+        });
+    }
+    Ok(())
+}
+
+impl ZkSession {
+    /// A non-sequential create's node exists after an attempt whose answer
+    /// was lost: ours if it is an ephemeral of this session.
+    async fn claim_existing(&self, path: &str, mode: CreateMode) -> Result<Created> {
+        let found = self.read(|c| async move { c.get_data(path).await }).await;
+        match found {
+            Ok((_, stat))
+                if mode.is_ephemeral() && stat.ephemeral_owner == self.raw_session_id() =>
+            {
+                Ok(created(path.to_owned(), None, &stat))
+            }
+            Ok((_, stat)) if !mode.is_ephemeral() && stat.ephemeral_owner == 0 => {
+                Err(Error::ConnectionLost(format!(
+                    "the answer to creating {path} was lost and a node is there now; \
+                     it may be the one this create made"
+                )))
+            }
+            Ok(_) => Err(Error::AlreadyExists {
+                path: path.to_owned(),
+            }),
+            // Gone again: say what the server said last.
+            Err(zk::Error::NoNode) => Err(Error::AlreadyExists {
+                path: path.to_owned(),
+            }),
+            Err(e) => Err(self.map(e, Target::path(path))),
+        }
+    }
+
+    /// A stat the server left out (multi-create on some servers): read it.
+    async fn complete(
+        &self,
+        path: String,
+        sequence: Option<u64>,
+        stat: zk::Stat,
+    ) -> Result<Created> {
+        if !stat.is_invalid() {
+            return Ok(created(path, sequence, &stat));
+        }
+        let read = self
+            .read(|c| {
+                let path = path.as_str();
+                async move { c.get_data(path).await }
+            })
+            .await;
+        match read {
+            Ok((_, stat)) => Ok(created(path, sequence, &stat)),
+            Err(e) => Err(self.map(e, Target::path(&path))),
+        }
+    }
+
+    /// One attempt at a guarded write: read the fence, then
+    /// `multi(check(fence, version read), op)`.
+    async fn guarded_once(
+        &self,
+        fence: &Fence,
+        op: &Op,
+        target: Option<&CreateTarget>,
+    ) -> std::result::Result<OpResult, GuardedFailure> {
+        let fence_path = fence.path.as_str();
+        let read = self
+            .read(|c| async move { c.check_stat(fence_path).await })
+            .await;
+        let stat = match read {
+            Ok(Some(stat)) if stamp_of(&stat) == fence.stamp => stat,
+            Ok(_) => return Err(GuardedFailure::Done(lock_lost(fence))),
+            Err(e) => return Err(GuardedFailure::Done(self.map(e, Target::path(fence_path)))),
+        };
+        let client = self
+            .writer(Target::path(fence_path))
+            .map_err(GuardedFailure::Done)?;
+        let mut writer = client.new_multi_writer();
+        let added = writer
+            .add_check_version(fence_path, stat.version)
+            .and_then(|()| match (op, target) {
+                (Op::Create { data, mode, .. }, Some(target)) => writer.add_create(
+                    &target.path,
+                    data,
+                    &zk_mode(*mode).with_acls(zk::Acls::anyone_all()),
+                ),
+                (
+                    Op::Set {
+                        path,
+                        data,
+                        version,
+                    },
+                    _,
+                ) => writer.add_set_data(
+                    path,
+                    data,
+                    zk_version(path, *version).map_err(|_| zk::Error::BadVersion)?,
+                ),
+                (Op::Delete { path, version }, _) => writer.add_delete(
+                    path,
+                    zk_version(path, *version).map_err(|_| zk::Error::BadVersion)?,
+                ),
+                (Op::Create { .. }, None) => Err(zk::Error::UnexpectedError(
+                    "guarded create without a target".into(),
+                )),
+            });
+        let op_target = op_target(op);
+        if let Err(e) = added {
+            return Err(GuardedFailure::Done(self.map(e, op_target)));
+        }
+        let mut results = match writer.commit().await {
+            Ok(results) => results,
+            Err(zk::MultiWriteError::OperationFailed { index: 0, source }) => {
+                return Err(match source {
+                    // The fence's data changed since the read: read again.
+                    zk::Error::BadVersion => GuardedFailure::FenceMoved,
+                    zk::Error::NoNode => GuardedFailure::Done(lock_lost(fence)),
+                    e => GuardedFailure::Done(self.map(e, Target::path(fence_path))),
+                });
+            }
+            Err(zk::MultiWriteError::OperationFailed { source, .. }) => {
+                return Err(match source {
+                    zk::Error::NoNode if matches!(op, Op::Create { .. }) => {
+                        GuardedFailure::NoParent
+                    }
+                    e => GuardedFailure::Done(self.map(e, op_target)),
+                });
+            }
+            Err(zk::MultiWriteError::RequestFailed { source }) if is_connection_error(&source) => {
+                return Err(GuardedFailure::Lost(source));
+            }
+            Err(zk::MultiWriteError::RequestFailed { source }) => {
+                return Err(GuardedFailure::Done(self.map(source, op_target)));
+            }
+        };
+        let unexpected = |what: &str| {
+            GuardedFailure::Done(Error::backend(
+                BACKEND,
+                zk::Error::UnexpectedError(format!("multi answered {what}")),
+            ))
+        };
+        if results.len() != 2 {
+            return Err(unexpected("with the wrong number of results"));
+        }
+        match (results.pop(), op, target) {
+            (Some(zk::MultiWriteResult::Create { path, stat }), Op::Create { .. }, Some(t)) => {
+                let (path, sequence) = t.made(Some(&path), None);
+                self.complete(path, sequence, stat)
+                    .await
+                    .map(OpResult::Created)
+                    .map_err(GuardedFailure::Done)
+            }
+            (Some(zk::MultiWriteResult::SetData { stat }), Op::Set { .. }, _) => {
+                Ok(OpResult::Set(stat_of(&stat)))
+            }
+            (Some(zk::MultiWriteResult::Delete), Op::Delete { .. }, _) => Ok(OpResult::Deleted),
+            _ => Err(unexpected("a result of another kind")),
+        }
+    }
+}
+
+/// Why one attempt at a guarded write did not finish.
+enum GuardedFailure {
+    /// The answer: return it.
+    Done(Error),
+    /// The fence node's data version moved between the read and the multi.
+    FenceMoved,
+    /// A create's parent is missing.
+    NoParent,
+    /// The connection dropped: the multi may or may not have happened.
+    Lost(zk::Error),
+}
+
+fn lock_lost(fence: &Fence) -> Error {
+    Error::LockLost {
+        path: fence.path.clone(),
+    }
+}
+
+fn op_target(op: &Op) -> Target<'_> {
+    match op {
+        Op::Create { path, .. } => Target::path(path),
+        Op::Set { path, version, .. } | Op::Delete { path, version } => {
+            Target::versioned(path, *version)
+        }
+    }
+}
+
+#[async_trait]
+impl PrimitiveSession for ZkSession {
+    fn backend(&self) -> &'static str {
+        BACKEND
+    }
+
+    fn id(&self) -> SessionId {
+        ZkSession::id(self)
+    }
+
+    fn state(&self) -> watch::Receiver<SessionState> {
+        self.shared.subscribe()
+    }
+
+    /// Missing parents are made as CONTAINER nodes. A sequential create
+    /// whose name starts `_c_<uuid>-` is, after a lost answer, found again
+    /// by that prefix before any retry. The request is sent when the future
+    /// is first polled.
+    async fn create(&self, path: &str, data: &[u8], mode: CreateMode) -> Result<Created> {
+        let target = CreateTarget::new(path, mode);
+        let options = zk_mode(mode).with_acls(zk::Acls::anyone_all());
+        let mut retry = self.retry_clock();
+        let mut lost = false;
+        let mut parent_rounds = 0;
+        loop {
+            if lost {
+                if let Some(prefix) = &target.findable {
+                    if let Some(found) = self.find_created(target.dir(), prefix).await? {
+                        return Ok(found);
+                    }
+                }
+            }
+            let client = if lost || parent_rounds > 0 {
+                self.client().map_err(|e| self.map(e, Target::path(path)))?
+            } else {
+                self.writer(Target::path(path))?
+            };
+            let result = client.create(&target.path, data, &options).await;
+            match result {
+                Ok((stat, sequence)) => {
+                    let (made, sequence) = target.made(None, Some(sequence));
+                    return self.complete(made, sequence, stat).await;
+                }
+                Err(zk::Error::NoNode) if parent_rounds < MAX_PARENT_ROUNDS => {
+                    parent_rounds += 1;
+                    self.make_parents(target.dir()).await?;
+                }
+                Err(zk::Error::NodeExists) if lost && !target.sequential => {
+                    return self.claim_existing(&target.path, mode).await;
+                }
+                Err(e)
+                    if is_connection_error(&e)
+                        && target.sequential
+                        && target.findable.is_none() =>
+                {
+                    return Err(unfindable(path, &e));
+                }
+                Err(e) if is_connection_error(&e) && self.pause(&mut retry).await => {
+                    tracing::debug!(%path, error = %e, "zk create's answer lost; looking for it");
+                    lost = true;
+                }
+                Err(e) => return Err(self.map(e, Target::path(path))),
+            }
+        }
+    }
+
+    async fn get(&self, path: &str) -> Result<Option<Node>> {
+        match self.read(|c| async move { c.get_data(path).await }).await {
+            Ok((data, stat)) => Ok(Some(Node {
+                data,
+                stat: stat_of(&stat),
+            })),
+            Err(zk::Error::NoNode) => Ok(None),
+            Err(e) => Err(self.map(e, Target::path(path))),
+        }
+    }
+
+    async fn set(&self, path: &str, data: &[u8], version: Option<u64>) -> Result<Stat> {
+        let expected = zk_version(path, version)?;
+        let target = Target::versioned(path, version);
+        let client = self.writer(target)?;
+        match client.set_data(path, data, expected).await {
+            Ok(stat) => Ok(stat_of(&stat)),
+            Err(e) => Err(self.map(e, target)),
+        }
+    }
+
+    async fn delete(&self, path: &str, version: Option<u64>) -> Result<()> {
+        let expected = zk_version(path, version)?;
+        let target = Target::versioned(path, version);
+        let client = self.writer(target)?;
+        client
+            .delete(path, expected)
+            .await
+            .map_err(|e| self.map(e, target))
+    }
+
+    /// One getChildren. Sent when first polled: polled right after a
+    /// `create` (before awaiting it), it sees that create.
+    async fn children(&self, dir: &str) -> Result<Vec<Child>> {
+        self.read(|c| async move { c.list_children(dir).await })
+            .await
+            .map(names::into_children)
+            .map_err(|e| self.map(e, Target::path(dir)))
+    }
+
+    /// getChildren with a watch: the server sets the watch with the read, so
+    /// no change between them is missed.
+    async fn children_watch(&self, dir: &str) -> Result<(Vec<Child>, Watch)> {
+        let (names, watcher) = self
+            .read(|c| async move {
+                let (names, watcher) = c.list_and_watch_children(dir).await?;
+                Ok((names, watcher))
+            })
+            .await
+            .map_err(|e| self.map(e, Target::path(dir)))?;
+        Ok((
+            names::into_children(names),
+            watch_of(self.shared.clone(), watcher),
+        ))
+    }
+
+    /// getData with a watch, as Curator does: on a missing node getData
+    /// fails with NoNode and leaves no watch (exists would leave one).
+    async fn wait_gone(&self, path: &str) -> Result<()> {
+        loop {
+            let read = self
+                .read(|c| async move {
+                    let (_, _, watcher) = c.get_and_watch_data(path).await?;
+                    Ok(watcher)
+                })
+                .await;
+            let watcher = match read {
+                Ok(watcher) => watcher,
+                Err(zk::Error::NoNode) => return Ok(()),
+                Err(e) => return Err(self.map(e, Target::path(path))),
+            };
+            let event = watcher.changed().await;
+            session_event_result(&self.shared, &event)?;
+            if event.event_type == zk::EventType::NodeDeleted {
+                return Ok(());
+            }
+            // A data change: the node is still there; watch again.
+        }
+    }
+
+    /// ZooKeeper's multi can check a node's data version, not its czxid. So
+    /// the fence is read first (`exists`): missing, or a czxid other than
+    /// the fence's stamp, is `LockLost`. Then `multi(check(fence, version
+    /// read), op)`: the check fails if the fence node was deleted or its
+    /// data changed meanwhile (a changed version is read again).
+    ///
+    /// The one gap: a fence node deleted and re-made at the same path with
+    /// the same data version between the read and the multi passes the
+    /// check. Lock nodes are sequential, their paths never repeat, so a lock
+    /// holder's fence has no such gap.
+    async fn guarded(&self, fence: &Fence, op: Op) -> Result<OpResult> {
+        let target = match &op {
+            Op::Create { path, mode, .. } => Some(CreateTarget::new(path, *mode)),
+            _ => None,
+        };
+        let mut retry = self.retry_clock();
+        let mut fence_rounds = 0;
+        let mut parent_rounds = 0;
+        let mut lost = false;
+        loop {
+            if lost {
+                // Only a sequential create gets here: find what it made.
+                if let Some(t) = &target {
+                    if let Some(prefix) = &t.findable {
+                        if let Some(found) = self.find_created(t.dir(), prefix).await? {
+                            return Ok(OpResult::Created(found));
+                        }
+                    }
+                }
+            }
+            match self.guarded_once(fence, &op, target.as_ref()).await {
+                Ok(result) => return Ok(result),
+                Err(GuardedFailure::Done(e)) => return Err(e),
+                Err(GuardedFailure::FenceMoved) if fence_rounds < MAX_FENCE_ROUNDS => {
+                    fence_rounds += 1;
+                }
+                Err(GuardedFailure::FenceMoved) => {
+                    return Err(Error::ConnectionLost(format!(
+                        "the fence {} kept changing under a guarded write",
+                        fence.path
+                    )))
+                }
+                Err(GuardedFailure::NoParent) if parent_rounds < MAX_PARENT_ROUNDS => {
+                    parent_rounds += 1;
+                    if let Some(t) = &target {
+                        self.make_parents(t.dir()).await?;
+                    }
+                }
+                Err(GuardedFailure::NoParent) => {
+                    return Err(Error::NotFound {
+                        path: target
+                            .map(|t| parent(&t.path).to_owned())
+                            .unwrap_or_default(),
+                    })
+                }
+                Err(GuardedFailure::Lost(e)) => {
+                    let findable = target.as_ref().is_some_and(|t| t.findable.is_some());
+                    if !findable || !self.pause(&mut retry).await {
+                        return Err(self.map(e, op_target(&op)));
+                    }
+                    lost = true;
+                }
+            }
+        }
+    }
+
+    async fn close(&self) -> Result<()> {
+        self.close_session().await
+    }
+}

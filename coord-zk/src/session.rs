@@ -1,0 +1,394 @@
+//! [`ZkSession`]: one ZooKeeper session, its connection, and the helpers the
+//! primitive operations share (retries, parents, finding a lost create).
+
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use coord_core::{Created, Error, Result, SessionId, SessionState};
+use tokio::time::Instant;
+use zookeeper_client as zk;
+
+use crate::error::{is_connection_error, map_error, Target};
+use crate::names;
+use crate::options::ZkOptions;
+use crate::state::{self, Shared};
+
+/// The first pause before a retry after a connection loss; it doubles up to
+/// [`MAX_BACKOFF`].
+const FIRST_BACKOFF: Duration = Duration::from_millis(20);
+const MAX_BACKOFF: Duration = Duration::from_secs(1);
+
+/// How many times parents are made again for one create (a container parent
+/// can be deleted by the server between our mkdir and our create).
+pub(crate) const MAX_PARENT_ROUNDS: usize = 8;
+
+/// One ZooKeeper session: coord's [`coord_core::PrimitiveSession`] on
+/// ZooKeeper. Usually held as a [`coord_core::Session`] (see
+/// [`crate::connect`]).
+///
+/// Dropping it closes the session (the server deletes its ephemeral nodes);
+/// [`coord_core::Session::close`] does the same and waits for the server.
+pub struct ZkSession {
+    /// `None` once closed: dropping the last `Client` clone is how the
+    /// client library closes a session.
+    client: RwLock<Option<zk::Client>>,
+    pub(crate) shared: Arc<Shared>,
+    id: SessionId,
+    credentials: zk::SessionInfo,
+    session_timeout: Duration,
+    /// How long reads keep retrying through a connection loss.
+    retry_budget: Duration,
+    requests: AtomicU64,
+}
+
+impl std::fmt::Debug for ZkSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ZkSession")
+            .field("id", &self.id)
+            .field("state", &self.shared.get())
+            .field("session_timeout", &self.session_timeout)
+            .finish()
+    }
+}
+
+/// A session's id and password: what a second client needs to take the
+/// session over (tests use it to expire a session). Treat as a secret.
+#[derive(Clone)]
+pub struct SessionCredentials(pub(crate) zk::SessionInfo);
+
+impl std::fmt::Debug for SessionCredentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The password stays out of logs.
+        write!(f, "SessionCredentials({})", self.0.id())
+    }
+}
+
+impl ZkSession {
+    /// Open a session on the ensemble `options` names, making the chroot
+    /// first if it is missing (see [`ZkOptions::create_chroot`]).
+    ///
+    /// # Errors
+    /// [`Error::ConnectionLost`] when no host answered within about the
+    /// session timeout; [`Error::SessionExpired`] when the server refused the
+    /// session; [`Error::Backend`] for anything else the server says.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: dropped before it returns, the half-made session is
+    /// closed, or left to expire if the handshake was under way.
+    pub async fn connect(options: &ZkOptions) -> Result<ZkSession> {
+        let client = options
+            .connector()
+            .connect(options.hosts())
+            .await
+            .map_err(|e| connect_error(options, e))?;
+        let client = match options.chroot() {
+            None => client,
+            Some(chroot) => {
+                if options.creates_chroot() {
+                    let persistent = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
+                    client
+                        .mkdir(chroot, &persistent)
+                        .await
+                        .map_err(|e| map_error(e, Target::path(chroot)))?;
+                }
+                client.chroot(chroot.to_owned()).map_err(|_| {
+                    Error::InvalidArgument(format!("zookeeper refuses chroot {chroot:?}"))
+                })?
+            }
+        };
+        let shared = Shared::new();
+        state::follow(shared.clone(), client.state_watcher());
+        let session_timeout = client.session_timeout();
+        let credentials = client.session().clone();
+        let id = SessionId(client.session_id().to_string());
+        tracing::debug!(session = %id, ?session_timeout, "zk session open");
+        Ok(ZkSession {
+            client: RwLock::new(Some(client)),
+            shared,
+            id,
+            credentials,
+            session_timeout,
+            retry_budget: session_timeout * 2,
+            requests: AtomicU64::new(0),
+        })
+    }
+
+    /// The session's id and password, for a second client to take the
+    /// session over (see [`crate::testing::expire`]).
+    pub fn session_credentials(&self) -> SessionCredentials {
+        SessionCredentials(self.credentials.clone())
+    }
+
+    /// The session timeout the server granted.
+    pub fn session_timeout(&self) -> Duration {
+        self.session_timeout
+    }
+
+    /// How many requests this session has sent to the server so far (reads,
+    /// writes and multis; not pings): a way to count round trips.
+    pub fn requests_sent(&self) -> u64 {
+        self.requests.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn id(&self) -> SessionId {
+        self.id.clone()
+    }
+
+    pub(crate) fn raw_session_id(&self) -> i64 {
+        self.credentials.id().0
+    }
+
+    /// A handle on the client for one request, counted as sent.
+    pub(crate) fn client(&self) -> Result<zk::Client, zk::Error> {
+        let guard = self.client.read().unwrap_or_else(|e| e.into_inner());
+        match guard.as_ref() {
+            Some(client) => {
+                self.requests.fetch_add(1, Ordering::Relaxed);
+                Ok(client.clone())
+            }
+            None => Err(zk::Error::ClientClosed),
+        }
+    }
+
+    /// A handle for a write: while the connection is down, writes fail at
+    /// once with `ConnectionLost` (as the contract says of a suspended
+    /// session) rather than wait in the client for the next connection.
+    pub(crate) fn writer(&self, target: Target<'_>) -> Result<zk::Client> {
+        let client = self.client().map_err(|e| self.map(e, target))?;
+        if client.state() == zk::SessionState::Disconnected {
+            return Err(Error::ConnectionLost(format!(
+                "session {} is suspended: no connection to ZooKeeper",
+                self.id
+            )));
+        }
+        Ok(client)
+    }
+
+    /// Map a ZooKeeper error; the session's own end wins over what the
+    /// request saw (a closed client after an expiry is `SessionExpired`).
+    pub(crate) fn map(&self, err: zk::Error, target: Target<'_>) -> Error {
+        match map_error(err, target) {
+            e if e.is_session_end() => self.shared.ended_error(),
+            e => e,
+        }
+    }
+
+    /// A retry clock for one operation.
+    pub(crate) fn retry_clock(&self) -> Retry {
+        Retry {
+            deadline: Instant::now() + self.retry_budget,
+            backoff: FIRST_BACKOFF,
+        }
+    }
+
+    /// Wait before retrying after a connection loss: `false` when the budget
+    /// is spent or the session is over (then the error stands).
+    pub(crate) async fn pause(&self, retry: &mut Retry) -> bool {
+        if self.shared.get().is_terminal() || Instant::now() >= retry.deadline {
+            return false;
+        }
+        let wake = (Instant::now() + retry.backoff).min(retry.deadline);
+        retry.backoff = (retry.backoff * 2).min(MAX_BACKOFF);
+        // Requests sent while disconnected wait in the client for the next
+        // connection, so a plain pause is enough; stop early if the session
+        // ends meanwhile.
+        let mut rx = self.shared.subscribe();
+        let _ = tokio::time::timeout_at(wake, rx.wait_for(|s| s.is_terminal())).await;
+        !self.shared.get().is_terminal()
+    }
+
+    /// Run a read, retried (bounded, with backoff) through connection losses
+    /// while the session lives. `op` gets a fresh client each attempt and
+    /// sends its request when first polled, so a read issued right after a
+    /// write (before awaiting either) is ordered after it.
+    pub(crate) async fn read<T, F, Fut>(&self, mut op: F) -> Result<T, zk::Error>
+    where
+        F: FnMut(zk::Client) -> Fut,
+        Fut: Future<Output = Result<T, zk::Error>>,
+    {
+        let mut retry = self.retry_clock();
+        loop {
+            let result = op(self.client()?).await;
+            match result {
+                Err(e) if is_connection_error(&e) && self.pause(&mut retry).await => {
+                    tracing::debug!(error = %e, "zk read retried after a connection loss");
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// Make `dir` and its missing ancestors as container nodes (ZooKeeper
+    /// deletes a container once its last child is gone, so emptied lock and
+    /// queue directories do not pile up). Concurrent makers are fine: an
+    /// existing node counts as made.
+    pub(crate) async fn make_parents(&self, dir: &str) -> Result<()> {
+        if dir == "/" {
+            return Ok(());
+        }
+        let container = zk::CreateMode::Container.with_acls(zk::Acls::anyone_all());
+        let mut todo = vec![dir.to_owned()];
+        let mut retry = self.retry_clock();
+        let mut steps = 0;
+        while let Some(path) = todo.last() {
+            steps += 1;
+            if steps > 4 * MAX_PARENT_ROUNDS + 64 {
+                return Err(Error::ConnectionLost(format!(
+                    "could not make the parents of {dir}: they keep vanishing"
+                )));
+            }
+            let result = self
+                .client()
+                .map_err(|e| self.map(e, Target::path(path)))?
+                .create(path, &[], &container)
+                .await;
+            match result {
+                Ok(_) | Err(zk::Error::NodeExists) => {
+                    todo.pop();
+                }
+                Err(zk::Error::NoNode) => {
+                    let parent = coord_core::path::parent(path);
+                    if parent == "/" {
+                        // Only a missing chroot gets here.
+                        return Err(Error::NotFound { path: "/".into() });
+                    }
+                    let parent = parent.to_owned();
+                    todo.push(parent);
+                }
+                Err(e) if is_connection_error(&e) && self.pause(&mut retry).await => {}
+                Err(e) => return Err(self.map(e, Target::path(path))),
+            }
+        }
+        Ok(())
+    }
+
+    /// Look for the node a sequential create made under `dir` whose answer
+    /// was lost: the child whose name starts with `name_prefix` (which holds
+    /// a unique protected id). The seed's `findPrefixInChildren`.
+    pub(crate) async fn find_created(
+        &self,
+        dir: &str,
+        name_prefix: &str,
+    ) -> Result<Option<Created>> {
+        let names = match self
+            .read(|c| async move { c.list_children(dir).await })
+            .await
+        {
+            Ok(names) => names,
+            Err(zk::Error::NoNode) => return Ok(None),
+            Err(e) => return Err(self.map(e, Target::path(dir))),
+        };
+        let Some(name) = names
+            .into_iter()
+            .find(|n| n.starts_with(name_prefix) && names::sequence_of(n).is_some())
+        else {
+            return Ok(None);
+        };
+        let path = coord_core::path::join(dir, &name);
+        let found = self
+            .read(|c| {
+                let path = path.as_str();
+                async move { c.get_data(path).await }
+            })
+            .await;
+        match found {
+            Ok((_, stat)) => {
+                tracing::debug!(%path, "found the node of a create whose answer was lost");
+                Ok(Some(created(
+                    path.clone(),
+                    names::sequence_of(&name),
+                    &stat,
+                )))
+            }
+            // Made, then deleted already: report what it was would need its
+            // stat; treat it as never found (a fresh create follows).
+            Err(zk::Error::NoNode) => Ok(None),
+            Err(e) => Err(self.map(e, Target::path(&path))),
+        }
+    }
+
+    /// Close the session and wait (up to the session timeout) for the server
+    /// to confirm.
+    pub(crate) async fn close_session(&self) -> Result<()> {
+        self.shared.mark_closing();
+        let client = self
+            .client
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        let Some(client) = client else {
+            return Ok(());
+        };
+        let mut watcher = client.state_watcher();
+        // Dropping the last clone makes the client send CloseSession.
+        drop(client);
+        let confirmed = tokio::time::timeout(self.session_timeout, async {
+            let mut state = watcher.peek_state();
+            while !state.is_terminated() {
+                state = watcher.changed().await;
+            }
+            state
+        })
+        .await;
+        self.shared.set(SessionState::Closed);
+        match confirmed {
+            Ok(state) => {
+                tracing::debug!(session = %self.id, ?state, "zk session closed");
+                Ok(())
+            }
+            Err(_) => Err(Error::ConnectionLost(format!(
+                "could not tell the server to close session {}; it ends when its {:?} timeout runs out",
+                self.id, self.session_timeout
+            ))),
+        }
+    }
+}
+
+/// A running retry budget: a deadline and the next pause.
+#[derive(Debug)]
+pub(crate) struct Retry {
+    deadline: Instant,
+    backoff: Duration,
+}
+
+/// The [`Created`] for a node at `path` with `stat`.
+pub(crate) fn created(path: String, sequence: Option<u64>, stat: &zk::Stat) -> Created {
+    Created {
+        path,
+        sequence,
+        stamp: stamp_of(stat),
+        version: version_of(stat),
+    }
+}
+
+/// The stamp: czxid, which increases with every create in the ensemble.
+pub(crate) fn stamp_of(stat: &zk::Stat) -> u64 {
+    u64::try_from(stat.czxid).unwrap_or(0)
+}
+
+/// The data version.
+pub(crate) fn version_of(stat: &zk::Stat) -> u64 {
+    u64::try_from(stat.version).unwrap_or(0)
+}
+
+/// coord's stat of a ZooKeeper stat.
+pub(crate) fn stat_of(stat: &zk::Stat) -> coord_core::Stat {
+    coord_core::Stat {
+        version: version_of(stat),
+        stamp: stamp_of(stat),
+        ephemeral: stat.ephemeral_owner != 0,
+    }
+}
+
+fn connect_error(options: &ZkOptions, err: zk::Error) -> Error {
+    match err {
+        zk::Error::Timeout | zk::Error::NoHosts => Error::ConnectionLost(format!(
+            "no ZooKeeper server at {} answered within the session timeout ({:?})",
+            options.hosts(),
+            options.requested_session_timeout()
+        )),
+        other => map_error(other, Target::path("/")),
+    }
+}
