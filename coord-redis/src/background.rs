@@ -1,0 +1,111 @@
+//! A session's background tasks: the heartbeat, and the pub/sub dispatcher.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use coord_core::SessionState;
+use futures_util::StreamExt;
+use redis::aio::PubSubStream;
+
+use crate::core::Core;
+use crate::error;
+use crate::scripts;
+
+/// Keep the session key alive; notice its end. Also sweeps sessions whose
+/// end notice nobody heard, every third beat.
+pub(crate) async fn heartbeat(core: Arc<Core>) {
+    let period = core.ttl / 3;
+    let ttl_ms = u64::try_from(core.ttl.as_millis()).unwrap_or(u64::MAX);
+    let key = core.session_key();
+    let mut beats: u64 = 0;
+    loop {
+        let suspended = *core.state.borrow() == SessionState::Suspended;
+        let pause = if suspended {
+            period.min(Duration::from_millis(250))
+        } else {
+            period
+        };
+        tokio::time::sleep(pause).await;
+        if core.state.borrow().is_terminal() || core.crashed.load(Ordering::SeqCst) {
+            return;
+        }
+        let mut conn = core.conn.clone();
+        let mut pexpire = redis::cmd("PEXPIRE");
+        pexpire.arg(&key).arg(ttl_ms);
+        match tokio::time::timeout(period, pexpire.query_async::<i64>(&mut conn)).await {
+            Ok(Ok(1)) => core.mark_connected(),
+            Ok(Ok(_)) => {
+                // The key is gone: the session is over on the server.
+                core.session_gone(&core.sid.clone(), false);
+                return;
+            }
+            Ok(Err(e)) if !error::is_transport(&e) => {
+                tracing::warn!(session = %core.sid, error = %e, "redis heartbeat failed");
+            }
+            Ok(Err(_)) | Err(_) => core.mark_suspended(),
+        }
+        beats += 1;
+        if beats % 3 == 0 {
+            if let Err(e) = core.maintain(&scripts::SWEEP, "").await {
+                tracing::debug!(error = %e, "redis sweep failed");
+            }
+        }
+    }
+}
+
+/// Deliver pub/sub notices; reconnect the pub/sub link when it drops.
+pub(crate) async fn notice_loop(core: Arc<Core>, mut stream: PubSubStream) {
+    let keyspace_prefix = core
+        .hub
+        .keyspace_pattern
+        .strip_suffix('*')
+        .unwrap_or_default()
+        .to_owned();
+    let mut state = core.state.subscribe();
+    loop {
+        loop {
+            let msg = tokio::select! {
+                msg = stream.next() => msg,
+                // Over: drop the connection; waiters end through the state.
+                _ = state.wait_for(|s| s.is_terminal()) => return,
+            };
+            let Some(msg) = msg else { break };
+            let channel = msg.get_channel_name();
+            if channel == core.hub.ended_channel {
+                if let Ok(sid) = msg.get_payload::<String>() {
+                    core.session_gone(&sid, true);
+                }
+            } else if let Some(sid) = channel.strip_prefix(&keyspace_prefix) {
+                if msg.get_payload_bytes() == b"expired" {
+                    core.session_gone(sid, false);
+                }
+            } else {
+                core.hub.fire(channel, msg.get_payload_bytes());
+            }
+        }
+        core.hub.disconnected().await;
+        tracing::warn!(session = %core.sid, "redis pub/sub connection lost; reconnecting");
+        let mut pause = Duration::from_millis(50);
+        loop {
+            if core.state.borrow().is_terminal() {
+                return;
+            }
+            tokio::time::sleep(pause).await;
+            match core.hub.connect().await {
+                Ok(s) => {
+                    stream = s;
+                    break;
+                }
+                Err(e) => {
+                    tracing::debug!(error = %e, "redis pub/sub reconnect failed");
+                    pause = (pause * 2).min(Duration::from_secs(1));
+                }
+            }
+        }
+        // Notices sent while it was down are lost: catch up on sessions.
+        if let Err(e) = core.maintain(&scripts::SWEEP, "").await {
+            tracing::debug!(error = %e, "redis sweep failed");
+        }
+    }
+}

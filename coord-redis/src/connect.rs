@@ -1,0 +1,168 @@
+//! [`connect`]: open a session.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use coord_core::{Error, Result, Session};
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::Value;
+
+use crate::background::{heartbeat, notice_loop};
+use crate::core::Core;
+use crate::error::{self, KeyspaceEventsError, BACKEND};
+use crate::notices::Hub;
+use crate::options::{KeyspaceEvents, Options};
+use crate::scripts;
+use crate::session::RedisSession;
+
+/// Open a session on the Redis server `options` names (a URL converts):
+/// its own command connection (multiplexed, reconnecting) and its own
+/// pub/sub connection, a session key with the TTL, and the heartbeat that
+/// keeps it.
+///
+/// ```no_run
+/// # async fn demo() -> coord_core::Result<()> {
+/// let session = coord_redis::connect("redis://127.0.0.1:6379").await?;
+/// session.ensure_dir("/jobs").await?;
+/// session.close().await?;
+/// # Ok(())
+/// # }
+/// ```
+///
+/// # Errors
+/// [`Error::InvalidArgument`] for a bad URL, namespace or TTL;
+/// [`Error::ConnectionLost`] when the server cannot be reached;
+/// [`Error::Backend`] when it refuses (authentication, ACL), or with a
+/// [`KeyspaceEventsError`] when keyspace notifications for expired keys are
+/// off and may not be turned on (see [`KeyspaceEvents`]).
+///
+/// # Cancel safety
+/// Cancel safe: dropped before it returns, no session is left behind but
+/// (at worst) a session key that expires after the TTL.
+pub async fn connect(options: impl Into<Options>) -> Result<Session> {
+    let (session, _core) = open(options.into()).await?;
+    Ok(session)
+}
+
+pub(crate) async fn open(options: Options) -> Result<(Session, Arc<Core>)> {
+    options.validate()?;
+    let client = redis::Client::open(options.url.as_str())
+        .map_err(|e| Error::InvalidArgument(format!("redis URL: {e}")))?;
+    let db = client.get_connection_info().redis_settings().db();
+    let ttl = options.session_ttl;
+    let config = ConnectionManagerConfig::new()
+        .set_number_of_retries(3)
+        .set_max_delay(Duration::from_millis(500))
+        .set_connection_timeout(Some(ttl.max(Duration::from_secs(1))))
+        .set_response_timeout(Some(ttl.max(Duration::from_secs(1))));
+    let mut conn = ConnectionManager::new_with_config(client.clone(), config)
+        .await
+        .map_err(|e| error::map(e, None))?;
+    ensure_keyspace_events(&mut conn, options.keyspace_events).await?;
+
+    let prefix = options.key_prefix();
+    let sid = uuid::Uuid::new_v4().simple().to_string();
+    let hub = Hub::new(
+        client,
+        format!("__keyspace@{db}__:{prefix}s:*"),
+        format!("{prefix}ended"),
+        ttl.max(Duration::from_secs(1)),
+    );
+    // Listening before the session exists: no notice of its end is missed.
+    let stream = hub.connect().await?;
+    let core = Arc::new(Core::new(sid.clone(), prefix, ttl, conn, hub));
+    let ttl_ms = u64::try_from(ttl.as_millis())
+        .unwrap_or(u64::MAX)
+        .to_string();
+    match core.maintain(&scripts::OPEN, &ttl_ms).await {
+        Ok(Value::Int(1)) => {}
+        Ok(other) => return Err(error::unexpected("open", &other)),
+        Err(e) => return Err(error::map(e, None)),
+    }
+    let tasks = vec![
+        tokio::spawn(heartbeat(Arc::clone(&core))),
+        tokio::spawn(notice_loop(Arc::clone(&core), stream)),
+    ];
+    // Sessions that died while nobody listened: reap them now.
+    let sweeper = Arc::clone(&core);
+    tokio::spawn(async move {
+        if let Err(e) = sweeper.maintain(&scripts::SWEEP, "").await {
+            tracing::debug!(error = %e, "redis sweep failed");
+        }
+    });
+    tracing::debug!(session = %sid, "redis session open");
+    let session = Session::new(Arc::new(RedisSession {
+        core: Arc::clone(&core),
+        tasks,
+    }));
+    Ok((session, core))
+}
+
+fn has_expired_events(flags: &str) -> bool {
+    flags.contains('K') && (flags.contains('x') || flags.contains('A'))
+}
+
+async fn ensure_keyspace_events(conn: &mut ConnectionManager, mode: KeyspaceEvents) -> Result<()> {
+    if mode == KeyspaceEvents::Assume {
+        return Ok(());
+    }
+    let current = redis::cmd("CONFIG")
+        .arg("GET")
+        .arg("notify-keyspace-events")
+        .query_async::<Vec<String>>(conn)
+        .await;
+    let current = match current {
+        Ok(pair) => pair.get(1).cloned().unwrap_or_default(),
+        Err(e) if error::is_transport(&e) => return Err(error::map(e, None)),
+        Err(e) => {
+            return Err(Error::backend(
+                BACKEND,
+                KeyspaceEventsError {
+                    current: None,
+                    wanted: "Kx".into(),
+                    reason: Some(format!("CONFIG GET failed: {e}")),
+                },
+            ))
+        }
+    };
+    if has_expired_events(&current) {
+        return Ok(());
+    }
+    let mut wanted = current.clone();
+    for f in ['K', 'x'] {
+        if !wanted.contains(f) {
+            wanted.push(f);
+        }
+    }
+    if mode == KeyspaceEvents::Require {
+        return Err(Error::backend(
+            BACKEND,
+            KeyspaceEventsError {
+                current: Some(current),
+                wanted,
+                reason: None,
+            },
+        ));
+    }
+    let set = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("notify-keyspace-events")
+        .arg(&wanted)
+        .query_async::<()>(conn)
+        .await;
+    match set {
+        Ok(()) => {
+            tracing::info!(%wanted, "enabled redis keyspace notifications (notify-keyspace-events)");
+            Ok(())
+        }
+        Err(e) if error::is_transport(&e) => Err(error::map(e, None)),
+        Err(e) => Err(Error::backend(
+            BACKEND,
+            KeyspaceEventsError {
+                current: Some(current),
+                wanted,
+                reason: Some(format!("CONFIG SET failed: {e}")),
+            },
+        )),
+    }
+}

@@ -1,0 +1,117 @@
+//! # coord-redis
+//!
+//! The Redis backend of coord: every recipe of `coord_core::recipes` (locks,
+//! elections, queues, …) on a Redis 7 server, through
+//! [`coord_core::PrimitiveSession`].
+//!
+//! ```no_run
+//! # async fn demo() -> coord_core::Result<()> {
+//! use std::time::Duration;
+//! let options = coord_redis::Options::new("redis://app:secret@127.0.0.1:6379/0")
+//!     .namespace("billing")
+//!     .session_ttl(Duration::from_secs(10));
+//! let session = coord_redis::connect(options).await?;
+//! // … build recipes on `session` …
+//! session.close().await?;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! ## How the contract maps onto Redis
+//!
+//! - **Session**: a key `{ns}:s:<id>` with a `PX` TTL (default 10 s), kept
+//!   alive by a heartbeat every third of the TTL. It is over once the key is
+//!   gone: the heartbeat's `PEXPIRE` answers 0, a keyspace notice says the
+//!   key expired, or a script run by the session finds it missing. `close`
+//!   deletes it. Each session has its own command connection (multiplexed,
+//!   reconnecting) and its own pub/sub connection.
+//! - **Tree**: a hash per node (`{ns}:n:<path>`: data, version, stamp, owner,
+//!   sequence) and a sorted set of children per node (`{ns}:c:<path>`, scored
+//!   by sequence; children without one score `inf` and so sort by name). All
+//!   of a store's keys start with `{ns}:` (a hash tag). The root `/` always
+//!   exists.
+//! - **Atomicity**: every operation is one Lua script (EVALSHA, falling back
+//!   to EVAL), so each create, set, delete and guarded write is atomic, and
+//!   each publishes its change notice in the same step: `{ns}:w:<path>` when
+//!   a node is deleted, `{ns}:cw:<dir>` when a directory's children change.
+//! - **Sequence**: an `INCR` per directory; the name gets it as a ten-digit,
+//!   zero-padded suffix. **Stamp** (the fencing token): one store-wide
+//!   `INCR`, never reset. Versions come from the same counter, so a version
+//!   is never reused, even by a node deleted and made again.
+//! - **Ephemeral nodes** belong to their session, which lists them in
+//!   `{ns}:e:<id>`. They are reaped (deleted, with their notices) when the
+//!   session key expires — every client listens for that through keyspace
+//!   notifications, which [`connect`] enables (see [`KeyspaceEvents`]) — and
+//!   lazily by every read: a script that meets an ephemeral node whose
+//!   session key is gone reaps that session before it answers. A crashed
+//!   client's nodes therefore never block a lock for longer than its TTL.
+//!   A node cannot have children under an ephemeral node here
+//!   ([`coord_core::Error::NotSupported`]), as on ZooKeeper.
+//! - **Watches**: `wait_gone` and `children_watch` subscribe (and wait for
+//!   the server's confirmation) before they read, so a change between the
+//!   read and the watch is never missed. A dropped waiter unsubscribes.
+//! - **Lost answers**: a sequential create whose name is protected
+//!   (`_c_<uuid>-…`, as recipes name theirs) that loses its answer to a
+//!   dropped connection is retried by a script that first looks for a child
+//!   with that prefix made by this session, so it is never made twice.
+//!
+//! Redis Cluster is not supported: the scripts compute their keys.
+//!
+//! ## What Redis does not guarantee, and why the fencing token still holds
+//!
+//! ZooKeeper and etcd replicate every write to a quorum and fsync it before
+//! they answer. Redis does neither by default:
+//! - **One server** holds the truth. If it dies, coordination stops until it
+//!   is back; if it comes back without its data, every lock is free.
+//! - **No fsync by default**: with RDB snapshots or `appendfsync everysec`, a
+//!   crash loses the last writes the server had already acknowledged.
+//! - **A failover can lose acknowledged writes**: replication is
+//!   asynchronous, so a replica promoted by Sentinel (or an operator) may
+//!   not have the node a client was just told it created. Two clients can
+//!   then both believe they hold the same lock. `WAIT` narrows that window
+//!   but does not close it.
+//! - **Redlock** (locking on several independent masters) does not fix this
+//!   either: as Martin Kleppmann argued, it relies on bounded clock drift,
+//!   network delay and process pauses; a GC pause or a stalled process can
+//!   outlive its lease while it still believes it holds the lock. coord
+//!   does not implement Redlock.
+//!
+//! So a lock on Redis is best-effort *mutual exclusion*: fine for efficiency
+//! (not doing the same work twice), not by itself for correctness. What
+//! protects a resource is the **fencing token**: every hold carries its
+//! node's stamp, which comes from one counter that only grows. A holder
+//! writes under it — with [`coord_core::Session::guarded`], which refuses the
+//! write atomically unless the holder's node still exists with exactly that
+//! stamp, or at an external store that remembers the largest token it has
+//! seen and refuses older ones. A paused holder that lost its lock then
+//! cannot overwrite the work of the next one: its token is older. (After a
+//! failover that lost writes, the counter itself may go back; a store that
+//! keeps the largest token it accepted still refuses the stale holder, as
+//! long as the new holders' tokens are larger — a reason to run Redis with
+//! `appendfsync always` and to fail over only deliberately if that matters.)
+//!
+//! ## Server settings
+//!
+//! Keyspace notifications for expired keys: `notify-keyspace-events` must
+//! include `K` and `x` (or `A`). [`connect`] adds them with `CONFIG SET`
+//! unless told otherwise ([`KeyspaceEvents`]), and fails with a
+//! [`KeyspaceEventsError`] saying what to set where it may not.
+#![warn(missing_docs)]
+
+mod background;
+mod connect;
+mod core;
+mod error;
+mod notices;
+mod options;
+mod reply;
+mod scripts;
+mod session;
+#[doc(hidden)]
+pub mod testing;
+
+pub use connect::connect;
+pub use error::KeyspaceEventsError;
+pub use options::{
+    KeyspaceEvents, Options, DEFAULT_NAMESPACE, DEFAULT_SESSION_TTL, MIN_SESSION_TTL,
+};

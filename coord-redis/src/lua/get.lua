@@ -1,0 +1,10 @@
+-- ARGV[3] path. Returns nil, or {data, version, stamp, ephemeral 1/0}.
+local e = check_session()
+if e then return e end
+local p = ARGV[3]
+if p == '/' then return { '', 0, 0, 0 } end
+if not live(p) then return false end
+local f = redis.call('HMGET', nkey(p), 'd', 'v', 's', 'o')
+local eph = 0
+if f[4] ~= '' then eph = 1 end
+return { f[1], tonumber(f[2]), tonumber(f[3]), eph }

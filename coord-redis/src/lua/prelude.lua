@@ -1,0 +1,209 @@
+-- Shared by every coord-redis script (prepended to each body).
+--
+-- ARGV[1] is the store's key prefix ("{ns}:"), ARGV[2] the calling session's
+-- id; a script's own arguments start at ARGV[3]. Keys are computed here from
+-- paths, so scripts declare none: coord-redis needs one primary that holds
+-- the whole namespace (the "{ns}" hash tag keeps it in one slot).
+--
+-- Layout, every key under the prefix:
+--   n:<path>   hash of a node: d data, v version, s stamp, o owner session
+--              ('' unless ephemeral), c creating session, q sequence ('' if none)
+--   c:<path>   sorted set of a node's children: score = sequence, or inf
+--              for children without one (ties order by name)
+--   q:<path>   counter of the sequential children of a directory
+--   s:<sid>    a session: exists while it lives (PX TTL, kept by heartbeats)
+--   e:<sid>    set of the paths of a session's ephemeral nodes
+--   sessions   set of the ids of sessions not yet reaped
+--   stamp      the store-wide counter behind stamps and versions; never reset
+-- Channels: w:<path> (the node was deleted; message = its stamp), cw:<dir> (its children changed),
+-- ended (a session was reaped; message = its id).
+--
+-- Failures are returned (never raised: Redis does not roll a script back)
+-- as error replies "<CODE> <path>" ("NODEEXISTS <stamp> <path>"), before the script has written anything.
+
+local NS = ARGV[1]
+local SID = ARGV[2]
+
+local function nkey(p) return NS .. 'n:' .. p end
+local function ckey(p) return NS .. 'c:' .. p end
+local function qkey(p) return NS .. 'q:' .. p end
+local function skey(s) return NS .. 's:' .. s end
+local function ekey(s) return NS .. 'e:' .. s end
+
+local function num(n) return string.format('%d', n) end
+
+local function parent(p)
+  local i = string.find(p, '/[^/]*$')
+  if i == nil or i == 1 then return '/' end
+  return string.sub(p, 1, i - 1)
+end
+
+local function base(p) return string.match(p, '[^/]*$') end
+
+local function join(d, n)
+  if d == '/' then return '/' .. n end
+  return d .. '/' .. n
+end
+
+local function fail(code, p) return { err = code .. ' ' .. p } end
+
+local function notify_children(d) redis.call('PUBLISH', NS .. 'cw:' .. d, 'c') end
+-- The message is the deleted node's stamp, so a waiter can tell the
+-- deletion of the node it saw from that of an earlier one at that path.
+local function notify_gone(p, stamp) redis.call('PUBLISH', NS .. 'w:' .. p, stamp) end
+
+-- Remove an existing node that has no live children, with its notices.
+local function unlink(p)
+  local f = redis.call('HMGET', nkey(p), 'o', 's')
+  redis.call('DEL', nkey(p), ckey(p), qkey(p))
+  local d = parent(p)
+  redis.call('ZREM', ckey(d), base(p))
+  if f[1] and f[1] ~= '' then redis.call('SREM', ekey(f[1]), p) end
+  notify_gone(p, f[2] or '0')
+  notify_children(d)
+end
+
+-- End what is left of session s once its key is gone: delete its ephemeral
+-- nodes (each with its notices) and announce it on `ended`. Idempotent; does
+-- nothing while the session's key exists.
+local function reap(s)
+  if redis.call('EXISTS', skey(s)) == 1 then return -1 end
+  local paths = redis.call('SMEMBERS', ekey(s))
+  local n = 0
+  for _, p in ipairs(paths) do
+    if redis.call('HGET', nkey(p), 'o') == s then
+      unlink(p)
+      n = n + 1
+    end
+  end
+  redis.call('DEL', ekey(s))
+  if redis.call('SREM', NS .. 'sessions', s) == 1 then
+    redis.call('PUBLISH', NS .. 'ended', s)
+  end
+  return n
+end
+
+-- Whether a node exists at p, after reaping it (and the rest of its owner's
+-- nodes) if it is an ephemeral whose session is gone. The root always exists.
+local function live(p)
+  if p == '/' then return true end
+  local o = redis.call('HGET', nkey(p), 'o')
+  if not o then return false end
+  if o ~= '' and redis.call('EXISTS', skey(o)) == 0 then
+    reap(o)
+    return false
+  end
+  return true
+end
+
+-- nil when the calling session lives, else the error to return.
+local function check_session()
+  if redis.call('EXISTS', skey(SID)) == 1 then return nil end
+  reap(SID)
+  return fail('SESSIONEXPIRED', SID)
+end
+
+local function is_ephemeral(p)
+  return p ~= '/' and redis.call('HGET', nkey(p), 'o') ~= ''
+end
+
+-- Create a node: path (a prefix when seq == '1'), data, eph/seq '1' or '0'.
+-- With recover == '1' (a retry after a lost answer), first return the node
+-- this session already made under that prefix, if any.
+-- Returns {path, sequence or -1, stamp, version}.
+local function do_create(path, data, eph, seq, recover)
+  local d = parent(path)
+  local chain = {}
+  local a = d
+  while a ~= '/' do
+    table.insert(chain, 1, a)
+    a = parent(a)
+  end
+  local missing = {}
+  for _, x in ipairs(chain) do
+    if #missing > 0 then
+      table.insert(missing, x)
+    elseif live(x) then
+      if is_ephemeral(x) then return fail('NOTSUPPORTED', x) end
+    else
+      table.insert(missing, x)
+    end
+  end
+  local name = base(path)
+  if recover == '1' and seq == '1' and #missing == 0 then
+    local kids = redis.call('ZRANGE', ckey(d), 0, -1)
+    for _, k in ipairs(kids) do
+      if string.len(k) == string.len(name) + 10 and string.sub(k, 1, string.len(name)) == name then
+        local p = join(d, k)
+        if live(p) and redis.call('HGET', nkey(p), 'c') == SID then
+          local f = redis.call('HMGET', nkey(p), 's', 'v', 'q')
+          return { p, tonumber(f[3]), tonumber(f[1]), tonumber(f[2]) }
+        end
+      end
+    end
+  end
+  if seq ~= '1' and live(path) then
+    -- The stamp of the node in the way, so a wait for it can tell it from
+    -- a successor.
+    return fail('NODEEXISTS', redis.call('HGET', nkey(path), 's') .. ' ' .. path)
+  end
+  -- Checks are done: from here on the script writes.
+  for _, x in ipairs(missing) do
+    local st = num(redis.call('INCR', NS .. 'stamp'))
+    redis.call('HSET', nkey(x), 'd', '', 'v', st, 's', st, 'o', '', 'c', SID, 'q', '')
+    redis.call('ZADD', ckey(parent(x)), 'inf', base(x))
+    notify_children(parent(x))
+  end
+  local sq = ''
+  local score = 'inf'
+  if seq == '1' then
+    repeat
+      sq = num(redis.call('INCR', qkey(d)))
+      path = join(d, name .. string.format('%010d', tonumber(sq)))
+    until not live(path)
+    score = sq
+  end
+  local st = num(redis.call('INCR', NS .. 'stamp'))
+  local owner = ''
+  if eph == '1' then
+    owner = SID
+    redis.call('SADD', ekey(SID), path)
+  end
+  redis.call('HSET', nkey(path), 'd', data, 'v', st, 's', st, 'o', owner, 'c', SID, 'q', sq)
+  redis.call('ZADD', ckey(d), score, base(path))
+  notify_children(d)
+  local rsq = -1
+  if sq ~= '' then rsq = tonumber(sq) end
+  return { path, rsq, tonumber(st), tonumber(st) }
+end
+
+-- Set a node's data; expected is a version or '' for any.
+-- Returns {version, stamp, ephemeral 1/0}.
+local function do_set(path, data, expected)
+  if path == '/' or not live(path) then return fail('NONODE', path) end
+  local k = nkey(path)
+  if expected ~= '' and redis.call('HGET', k, 'v') ~= expected then
+    return fail('BADVERSION', path)
+  end
+  local v = num(redis.call('INCR', NS .. 'stamp'))
+  redis.call('HSET', k, 'd', data, 'v', v)
+  local f = redis.call('HMGET', k, 's', 'o')
+  local eph = 0
+  if f[2] ~= '' then eph = 1 end
+  return { tonumber(v), tonumber(f[1]), eph }
+end
+
+-- Delete a node; expected is a version or '' for any. Returns 1.
+local function do_delete(path, expected)
+  if path == '/' or not live(path) then return fail('NONODE', path) end
+  if expected ~= '' and redis.call('HGET', nkey(path), 'v') ~= expected then
+    return fail('BADVERSION', path)
+  end
+  if redis.call('ZCARD', ckey(path)) > 0 then
+    for _, c in ipairs(redis.call('ZRANGE', ckey(path), 0, -1)) do
+      if live(join(path, c)) then return fail('NOTEMPTY', path) end
+    end
+  end
+  unlink(path)
+  return 1
+end

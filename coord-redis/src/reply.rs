@@ -1,0 +1,85 @@
+//! Script arguments out, script replies in.
+
+use coord_core::{Child, Created, Result, Stat};
+use redis::Value;
+
+use crate::error;
+
+pub(crate) fn flag(b: bool) -> &'static [u8] {
+    if b {
+        b"1"
+    } else {
+        b"0"
+    }
+}
+
+pub(crate) fn version_arg(version: Option<u64>) -> Vec<u8> {
+    version
+        .map(|v| v.to_string().into_bytes())
+        .unwrap_or_default()
+}
+
+pub(crate) fn int(v: &Value, what: &str) -> Result<i64> {
+    match v {
+        Value::Int(i) => Ok(*i),
+        other => Err(error::unexpected(what, other)),
+    }
+}
+
+pub(crate) fn uint(v: &Value, what: &str) -> Result<u64> {
+    u64::try_from(int(v, what)?).map_err(|_| error::unexpected(what, v))
+}
+
+pub(crate) fn bytes(v: &Value, what: &str) -> Result<Vec<u8>> {
+    match v {
+        Value::BulkString(b) => Ok(b.clone()),
+        Value::SimpleString(s) => Ok(s.clone().into_bytes()),
+        other => Err(error::unexpected(what, other)),
+    }
+}
+
+pub(crate) fn string(v: &Value, what: &str) -> Result<String> {
+    String::from_utf8(bytes(v, what)?).map_err(|_| error::unexpected(what, v))
+}
+
+pub(crate) fn decode_created(v: &Value) -> Result<Created> {
+    match v {
+        Value::Array(items) if items.len() == 4 => {
+            let seq = int(&items[1], "create")?;
+            Ok(Created {
+                path: string(&items[0], "create")?,
+                sequence: u64::try_from(seq).ok(),
+                stamp: uint(&items[2], "create")?,
+                version: uint(&items[3], "create")?,
+            })
+        }
+        other => Err(error::unexpected("create", other)),
+    }
+}
+
+pub(crate) fn decode_stat(v: &Value) -> Result<Stat> {
+    match v {
+        Value::Array(items) if items.len() == 3 => Ok(Stat {
+            version: uint(&items[0], "set")?,
+            stamp: uint(&items[1], "set")?,
+            ephemeral: int(&items[2], "set")? == 1,
+        }),
+        other => Err(error::unexpected("set", other)),
+    }
+}
+
+pub(crate) fn decode_children(v: &Value) -> Result<Vec<Child>> {
+    let Value::Array(items) = v else {
+        return Err(error::unexpected("children", v));
+    };
+    items
+        .chunks(2)
+        .map(|pair| match pair {
+            [name, score] => Ok(Child {
+                name: string(name, "children")?,
+                sequence: string(score, "children")?.parse::<u64>().ok(),
+            }),
+            _ => Err(error::unexpected("children", v)),
+        })
+        .collect()
+}

@@ -1,0 +1,270 @@
+//! [`RedisSession`]: the primitive contract on Redis.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use coord_core::{
+    path, Child, CreateMode, Created, Error, Fence, Node, Op, OpResult, PrimitiveSession, Result,
+    SessionId, SessionState, Stat, Watch,
+};
+use redis::Value;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::core::Core;
+use crate::error::{self, BACKEND};
+use crate::reply::{
+    bytes, decode_children, decode_created, decode_stat, flag, int, uint, version_arg,
+};
+use crate::scripts;
+
+/// A coord session on Redis; see the crate docs for how it maps.
+pub(crate) struct RedisSession {
+    pub(crate) core: Arc<Core>,
+    pub(crate) tasks: Vec<JoinHandle<()>>,
+}
+
+impl Drop for RedisSession {
+    fn drop(&mut self) {
+        for task in &self.tasks {
+            task.abort();
+        }
+        let core = &self.core;
+        if core.crashed.load(Ordering::SeqCst) || core.state.borrow().is_terminal() {
+            return;
+        }
+        // Dropped without close: end it now, best effort (else its key
+        // expires after the TTL and the session is reaped then).
+        core.closing.store(true, Ordering::SeqCst);
+        core.mark_closed();
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            let core = Arc::clone(core);
+            rt.spawn(async move {
+                let sid = core.sid.clone();
+                if let Err(e) = core.maintain(&scripts::END, &sid).await {
+                    tracing::debug!(session = %sid, error = %e, "redis session end on drop failed");
+                }
+            });
+        }
+    }
+}
+
+async fn ended(mut state: watch::Receiver<SessionState>) -> Error {
+    let end = match state.wait_for(|s| s.is_terminal()).await {
+        Ok(s) => *s,
+        Err(_) => SessionState::Closed,
+    };
+    match end {
+        SessionState::Expired => Error::SessionExpired,
+        _ => Error::SessionClosed,
+    }
+}
+
+impl RedisSession {
+    async fn create_once(
+        &self,
+        path: &str,
+        data: &[u8],
+        mode: CreateMode,
+        recover: bool,
+    ) -> Result<Created> {
+        let args = [
+            path.as_bytes(),
+            data,
+            flag(mode.is_ephemeral()),
+            flag(mode.is_sequential()),
+            flag(recover),
+        ];
+        let value = self.core.call(&scripts::CREATE, &args, None).await?;
+        if self
+            .core
+            .lose_next_create_answer
+            .swap(false, Ordering::SeqCst)
+        {
+            return Err(Error::ConnectionLost(
+                "test hook: create answer dropped".into(),
+            ));
+        }
+        decode_created(&value)
+    }
+
+    /// Register for `channel`, mapping a session end to its error.
+    async fn register(&self, channel: String) -> Result<crate::notices::Waiter> {
+        self.core.check_open()?;
+        self.core.hub.register(channel).await
+    }
+}
+
+#[async_trait]
+impl PrimitiveSession for RedisSession {
+    fn backend(&self) -> &'static str {
+        BACKEND
+    }
+
+    fn id(&self) -> SessionId {
+        SessionId(self.core.sid.clone())
+    }
+
+    fn state(&self) -> watch::Receiver<SessionState> {
+        self.core.state.subscribe()
+    }
+
+    async fn create(&self, path: &str, data: &[u8], mode: CreateMode) -> Result<Created> {
+        // A protected name (`_c_<uuid>-…`, see coord_core::recipes) is unique
+        // to one create, so after a lost answer the node it made (if any)
+        // is found by that prefix and this session, not made twice.
+        let protected = mode.is_sequential() && path::name(path).starts_with("_c_");
+        let first = self.create_once(path, data, mode, false).await;
+        if !protected || !matches!(first, Err(Error::ConnectionLost(_))) {
+            return first;
+        }
+        let deadline = tokio::time::Instant::now() + self.core.ttl;
+        let mut pause = Duration::from_millis(25);
+        let mut last = first;
+        while tokio::time::Instant::now() < deadline {
+            tracing::debug!(%path, "redis create answer lost; looking for it before retrying");
+            match self.create_once(path, data, mode, true).await {
+                Err(Error::ConnectionLost(e)) => last = Err(Error::ConnectionLost(e)),
+                done => return done,
+            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(Duration::from_secs(1));
+        }
+        last
+    }
+
+    async fn get(&self, path: &str) -> Result<Option<Node>> {
+        let value = self
+            .core
+            .call_idempotent(&scripts::GET, &[path.as_bytes()])
+            .await?;
+        match &value {
+            Value::Nil => Ok(None),
+            Value::Array(items) if items.len() == 4 => Ok(Some(Node {
+                data: bytes(&items[0], "get")?,
+                stat: Stat {
+                    version: uint(&items[1], "get")?,
+                    stamp: uint(&items[2], "get")?,
+                    ephemeral: int(&items[3], "get")? == 1,
+                },
+            })),
+            other => Err(error::unexpected("get", other)),
+        }
+    }
+
+    async fn set(&self, path: &str, data: &[u8], version: Option<u64>) -> Result<Stat> {
+        let expected = version_arg(version);
+        let args = [path.as_bytes(), data, &expected];
+        let value = self.core.call(&scripts::SET, &args, version).await?;
+        decode_stat(&value)
+    }
+
+    async fn delete(&self, path: &str, version: Option<u64>) -> Result<()> {
+        let expected = version_arg(version);
+        let args = [path.as_bytes(), &expected];
+        self.core.call(&scripts::DELETE, &args, version).await?;
+        Ok(())
+    }
+
+    async fn children(&self, dir: &str) -> Result<Vec<Child>> {
+        let value = self
+            .core
+            .call_idempotent(&scripts::CHILDREN, &[dir.as_bytes()])
+            .await?;
+        decode_children(&value)
+    }
+
+    async fn children_watch(&self, dir: &str) -> Result<(Vec<Child>, Watch)> {
+        // Subscribed (and confirmed) before the read: nothing slips between.
+        let mut waiter = self
+            .register(format!("{}cw:{dir}", self.core.prefix))
+            .await?;
+        let children = self.children(dir).await?;
+        let state = self.core.state.subscribe();
+        let watch = Watch::new(async move {
+            tokio::select! {
+                _ = waiter.fired() => Ok(()),
+                e = ended(state) => Err(e),
+            }
+        });
+        Ok((children, watch))
+    }
+
+    async fn wait_gone(&self, path: &str) -> Result<()> {
+        // The node a create of ours found in the way, if that is why we wait.
+        let blocked_by = self.core.blocked_by().remove(path);
+        loop {
+            let mut waiter = self
+                .register(format!("{}w:{path}", self.core.prefix))
+                .await?;
+            let Some(node) = self.get(path).await? else {
+                return Ok(());
+            };
+            // The node that blocked us was deleted (and another made) before
+            // we subscribed: what we wait for has happened.
+            if blocked_by.is_some_and(|stamp| node.stat.stamp > stamp) {
+                return Ok(());
+            }
+            // Any deletion notice after the registration ends the wait: the
+            // node there when the wait began (perhaps replaced by another
+            // before the read above) is gone. A spurious wake-up (the
+            // pub/sub link dropped) reads again.
+            let notice = tokio::select! {
+                n = waiter.fired() => n,
+                e = ended(self.core.state.subscribe()) => return Err(e),
+            };
+            if notice.is_some() {
+                return Ok(());
+            }
+        }
+    }
+
+    async fn guarded(&self, fence: &Fence, op: Op) -> Result<OpResult> {
+        let stamp = fence.stamp.to_string();
+        let head = [fence.path.as_bytes(), stamp.as_bytes()];
+        match op {
+            Op::Create { path, data, mode } => {
+                let args = [
+                    head[0],
+                    head[1],
+                    b"create",
+                    path.as_bytes(),
+                    &data,
+                    flag(mode.is_ephemeral()),
+                    flag(mode.is_sequential()),
+                ];
+                let value = self.core.call(&scripts::GUARDED, &args, None).await?;
+                Ok(OpResult::Created(decode_created(&value)?))
+            }
+            Op::Set {
+                path,
+                data,
+                version,
+            } => {
+                let expected = version_arg(version);
+                let args = [head[0], head[1], b"set", path.as_bytes(), &data, &expected];
+                let value = self.core.call(&scripts::GUARDED, &args, version).await?;
+                Ok(OpResult::Set(decode_stat(&value)?))
+            }
+            Op::Delete { path, version } => {
+                let expected = version_arg(version);
+                let args = [head[0], head[1], b"delete", path.as_bytes(), &expected];
+                self.core.call(&scripts::GUARDED, &args, version).await?;
+                Ok(OpResult::Deleted)
+            }
+        }
+    }
+
+    async fn close(&self) -> Result<()> {
+        if self.core.state.borrow().is_terminal() {
+            return Ok(());
+        }
+        self.core.closing.store(true, Ordering::SeqCst);
+        let sid = self.core.sid.clone();
+        let result = self.core.maintain(&scripts::END, &sid).await;
+        self.core.mark_closed();
+        result.map(|_| ()).map_err(|e| error::map(e, None))
+    }
+}

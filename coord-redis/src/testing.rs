@@ -1,0 +1,85 @@
+//! Test hooks: not part of the API; used by this crate's tests and the
+//! conformance harness.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use coord_core::{Result, Session, SessionId};
+
+use crate::core::Core;
+use crate::error;
+use crate::options::Options;
+use crate::scripts;
+
+/// End session `id` on the server now, as its key expiring would: delete
+/// the key and reap its ephemeral nodes (one script, on a connection of its
+/// own). Returns once that is done; the session itself learns of it from
+/// the `ended` notice (or its next heartbeat).
+///
+/// # Errors
+/// Connection and server errors.
+///
+/// # Cancel safety
+/// Not cancel safe: the session may or may not have been ended.
+pub async fn expire(options: &Options, id: &SessionId) -> Result<()> {
+    let client = redis::Client::open(options.url.as_str()).map_err(|e| error::map(e, None))?;
+    let mut conn = client
+        .get_multiplexed_async_connection()
+        .await
+        .map_err(|e| error::map(e, None))?;
+    scripts::END
+        .prepare_invoke()
+        .arg(options.key_prefix())
+        .arg("")
+        .arg(&id.0)
+        .invoke_async::<redis::Value>(&mut conn)
+        .await
+        .map_err(|e| error::map(e, None))?;
+    Ok(())
+}
+
+/// Hooks into one session, from [`connect_with_hooks`].
+pub struct Hooks {
+    core: Arc<Core>,
+}
+
+impl Hooks {
+    /// Behave like a crashed process: stop the heartbeat now, and do not
+    /// end the session when it is dropped. Its key then expires after the
+    /// TTL, and its ephemeral nodes are reaped.
+    pub fn crash(&self) {
+        self.core.crashed.store(true, Ordering::SeqCst);
+    }
+
+    /// Make the next create lose its answer after the server applied it, as
+    /// a dropped connection would.
+    pub fn lose_next_create_answer(&self) {
+        self.core
+            .lose_next_create_answer
+            .store(true, Ordering::SeqCst);
+    }
+
+    /// How many change channels the session's pub/sub connection has
+    /// subscribed for waiters right now.
+    ///
+    /// # Errors
+    /// None: it only counts.
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn subscribed_channels(&self) -> usize {
+        self.core.hub.subscribed_count().await
+    }
+}
+
+/// [`crate::connect`], plus [`Hooks`] into the session.
+///
+/// # Errors
+/// As [`crate::connect`].
+///
+/// # Cancel safety
+/// As [`crate::connect`].
+pub async fn connect_with_hooks(options: Options) -> Result<(Session, Hooks)> {
+    let (session, core) = crate::connect::open(options).await?;
+    Ok((session, Hooks { core }))
+}
