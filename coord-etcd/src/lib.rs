@@ -1,0 +1,104 @@
+//! # coord-etcd
+//!
+//! The etcd backend of coord: [`connect`] opens a [`coord_core::Session`] on
+//! an etcd v3 cluster (3.4 or later), on which every coord recipe runs.
+//!
+//! ## Pointing coord at an etcd cluster
+//!
+//! ```no_run
+//! # async fn demo() -> coord_core::Result<()> {
+//! use std::time::Duration;
+//! use coord_etcd::EtcdOptions;
+//!
+//! let options = EtcdOptions::new([
+//!     "http://etcd-0.etcd:2379",
+//!     "http://etcd-1.etcd:2379",
+//!     "http://etcd-2.etcd:2379",
+//! ])
+//! // Optional: keep this application's keys under /myapp (path /locks/x
+//! // is then the key /myapp/locks/x).
+//! .namespace("/myapp")
+//! // Optional: how long ephemeral nodes outlive a crashed client (10 s).
+//! .ttl(Duration::from_secs(10));
+//! let session = coord_etcd::connect(options).await?;
+//! # Ok(()) }
+//! ```
+//!
+//! Give every member's client URL (as in `ETCDCTL_ENDPOINTS`;
+//! [`EtcdOptions::from_endpoint_list`] takes that comma-separated form), or
+//! a URL `etcd://h1:2379,h2:2379/namespace` ([`EtcdOptions::from_url`]). The
+//! client balances over them; a request routed to a member it cannot
+//! connect to is sent to another. Use [`EtcdOptions::user`] when the
+//! cluster has auth enabled. TLS (`https://`) is not enabled in this build.
+//!
+//! ## How the primitive maps to etcd
+//!
+//! | coord | etcd |
+//! |---|---|
+//! | session | a lease of the TTL, kept alive every TTL/3 by a background task |
+//! | node at `/a/b` | key `<namespace>/a/b` |
+//! | children of `/a` | keys directly under `<namespace>/a/`, by create revision |
+//! | parents | plain keys (empty value) made by the create that needs them |
+//! | ephemeral | a key on the session's lease |
+//! | sequence, stamp | the key's create revision |
+//! | version (CAS) | the key's mod revision |
+//! | wait gone, children watch | a watch from the read's revision + 1 |
+//! | guarded write | one Txn comparing the fence key's create revision |
+//!
+//! Every write is one Txn, and a failed one reads back in the same round
+//! trip which condition failed, so errors are the same as on every other
+//! backend: `NotFound`, `AlreadyExists`, `VersionMismatch`, `NotEmpty`
+//! (a key anywhere under the node), `NotSupported` for a node under an
+//! ephemeral one (as ZooKeeper refuses).
+//!
+//! Sequential nodes get the suffix `<lease id, 16 hex digits><counter, 10
+//! digits>`, unique among siblings before etcd assigns the revision; their
+//! order is their create revision ([`coord_core::Child::sequence`]), never
+//! the name. A create whose answer is lost is sent again with the same name
+//! and recognised, so it is never made twice.
+//!
+//! The session is `Suspended` while keep-alives fail, `Connected` again when
+//! one succeeds, and `Expired` when the server says the lease is gone (TTL 0,
+//! revoked) or keep-alives have failed for a whole TTL. Closing revokes the
+//! lease: its ephemeral nodes go at once.
+//!
+//! ## Working with Go's `concurrency` package
+//!
+//! The layout is the one `etcdctl lock` and `etcdctl elect` (Go's
+//! `concurrency.Mutex` and `Election`) use: every key under `<P>/` is a
+//! contender, ordered by create revision, and an election's value is the
+//! key's value. So a coord lock at path `P` and `etcdctl lock <key of P>`
+//! exclude each other, and `etcdctl elect -l` sees coord's leader. With a
+//! namespace, give etcdctl the key ([`EtcdOptions::key_of`]), not the path.
+#![warn(missing_docs)]
+
+mod error;
+mod keys;
+mod lease;
+mod options;
+mod session;
+mod shared;
+mod txn;
+mod watch;
+
+/// Hooks for this crate's own tests; not part of the API.
+#[doc(hidden)]
+pub mod testing {
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    static REQUESTS: AtomicU64 = AtomicU64::new(0);
+
+    pub(crate) fn count_request() {
+        REQUESTS.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Unary requests (round trips) sent by every session in this process
+    /// so far; keep-alives and watch streams are not counted.
+    pub fn requests() -> u64 {
+        REQUESTS.load(Ordering::Relaxed)
+    }
+}
+
+pub use lease::lease_id;
+pub use options::{EtcdOptions, DEFAULT_REQUEST_TIMEOUT, DEFAULT_TTL};
+pub use session::connect;

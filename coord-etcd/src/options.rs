@@ -1,0 +1,295 @@
+//! [`EtcdOptions`]: where the cluster is and how sessions behave.
+
+use std::time::Duration;
+
+use coord_core::{Error, Result};
+
+/// The session TTL used unless [`EtcdOptions::ttl`] says otherwise.
+pub const DEFAULT_TTL: Duration = Duration::from_secs(10);
+
+/// How long one request may take before it counts as a lost connection,
+/// unless [`EtcdOptions::request_timeout`] says otherwise.
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How to reach an etcd cluster and how sessions on it behave.
+///
+/// ```
+/// use std::time::Duration;
+/// use coord_etcd::EtcdOptions;
+///
+/// let options = EtcdOptions::new(["http://10.0.0.1:2379", "http://10.0.0.2:2379"])
+///     .namespace("/myapp")
+///     .ttl(Duration::from_secs(15));
+/// assert_eq!(options.endpoints().len(), 2);
+/// ```
+#[derive(Debug, Clone)]
+pub struct EtcdOptions {
+    endpoints: Vec<String>,
+    namespace: String,
+    ttl: Duration,
+    request_timeout: Duration,
+    connect_timeout: Duration,
+    user: Option<(String, String)>,
+}
+
+impl EtcdOptions {
+    /// Options for the cluster at `endpoints`: `http://host:port` or
+    /// `host:port`, one per member (the client balances over them and
+    /// fails over when one goes away).
+    pub fn new<I, S>(endpoints: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        EtcdOptions {
+            endpoints: endpoints.into_iter().map(Into::into).collect(),
+            namespace: String::new(),
+            ttl: DEFAULT_TTL,
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            connect_timeout: DEFAULT_REQUEST_TIMEOUT,
+            user: None,
+        }
+    }
+
+    /// Options from a comma-separated endpoint list
+    /// (`http://a:2379,http://b:2379`), as in `ETCDCTL_ENDPOINTS`.
+    pub fn from_endpoint_list(list: &str) -> Self {
+        Self::new(
+            list.split(',')
+                .map(str::trim)
+                .filter(|e| !e.is_empty())
+                .map(str::to_owned),
+        )
+    }
+
+    /// Options from a URL `etcd://host[:port][,host[:port]…][/namespace]`,
+    /// as `coord::connect` takes it: one host per member (port 2379 when
+    /// omitted; `[::1]:2379` for IPv6), and an optional key namespace.
+    ///
+    /// ```
+    /// let o = coord_etcd::EtcdOptions::from_url("etcd://10.0.0.1:2379,10.0.0.2/myapp")?;
+    /// assert_eq!(o.endpoints(), ["http://10.0.0.1:2379", "http://10.0.0.2:2379"]);
+    /// assert_eq!(o.get_namespace(), "/myapp");
+    /// # Ok::<(), coord_core::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] saying what is wrong: another scheme, no
+    /// host, an empty host, a port that is not a number, credentials, a
+    /// query or a fragment (use the builder methods for those settings).
+    pub fn from_url(url: &str) -> Result<Self> {
+        let bad = |why: &str| Error::InvalidArgument(format!("etcd URL {url:?}: {why}"));
+        let rest = url
+            .strip_prefix("etcd://")
+            .ok_or_else(|| bad("it must start with etcd://"))?;
+        if rest.contains(['?', '#']) {
+            return Err(bad("a query or fragment is not supported"));
+        }
+        let (hosts, path) = match rest.find('/') {
+            Some(i) => rest.split_at(i),
+            None => (rest, ""),
+        };
+        if hosts.contains('@') {
+            return Err(bad(
+                "credentials in the URL are not supported; use EtcdOptions::user",
+            ));
+        }
+        if hosts.is_empty() {
+            return Err(bad("no host"));
+        }
+        let mut endpoints = Vec::new();
+        for host in hosts.split(',') {
+            if host.is_empty() {
+                return Err(bad("an empty host in the list"));
+            }
+            let port = if let Some(v6) = host.strip_prefix('[') {
+                let (_, after) = v6
+                    .split_once(']')
+                    .ok_or_else(|| bad("an IPv6 host without its closing ']'"))?;
+                after.strip_prefix(':')
+            } else {
+                host.split_once(':').map(|(_, p)| p)
+            };
+            match port {
+                None => endpoints.push(format!("http://{host}:2379")),
+                Some(p) if !p.is_empty() && p.parse::<u16>().is_ok() => {
+                    endpoints.push(format!("http://{host}"))
+                }
+                Some(p) => return Err(bad(&format!("port {p:?} is not a number"))),
+            }
+        }
+        Ok(Self::new(endpoints).namespace(path.trim_end_matches('/')))
+    }
+
+    /// Prefix every key with `namespace`: the path `/a/b` becomes the key
+    /// `<namespace>/a/b`. A trailing `/` is ignored. Default: none, so
+    /// paths are keys as they are.
+    pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
+        self.namespace = namespace.into();
+        self
+    }
+
+    /// The session's lease TTL (default [`DEFAULT_TTL`], 10 s; etcd counts
+    /// whole seconds, so it is rounded up). Ephemeral nodes outlive a
+    /// crashed client by at most this long; a session whose keep-alives
+    /// fail for this long is `Expired`.
+    pub fn ttl(mut self, ttl: Duration) -> Self {
+        self.ttl = ttl;
+        self
+    }
+
+    /// How long one request may take before it fails with
+    /// [`coord_core::Error::ConnectionLost`] (default
+    /// [`DEFAULT_REQUEST_TIMEOUT`], 5 s).
+    pub fn request_timeout(mut self, timeout: Duration) -> Self {
+        self.request_timeout = timeout;
+        self
+    }
+
+    /// How long connecting to an endpoint may take (default 5 s).
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// Authenticate as `user` (etcd's auth must be enabled on the server).
+    pub fn user(mut self, user: impl Into<String>, password: impl Into<String>) -> Self {
+        self.user = Some((user.into(), password.into()));
+        self
+    }
+
+    /// The endpoints.
+    pub fn endpoints(&self) -> &[String] {
+        &self.endpoints
+    }
+
+    /// The key namespace as given.
+    pub fn get_namespace(&self) -> &str {
+        &self.namespace
+    }
+
+    /// The etcd key that holds the node at `path` under these options (for
+    /// tools such as `etcdctl lock <key>` that work on the same nodes).
+    /// The root `/` has no key; this gives the namespace for it.
+    pub fn key_of(&self, path: &str) -> String {
+        if path == "/" {
+            return self.namespace.trim_end_matches('/').to_owned();
+        }
+        crate::keys::KeySpace::new(&self.namespace).key(path)
+    }
+
+    /// The TTL in whole seconds, as the lease is granted.
+    pub(crate) fn ttl_secs(&self) -> i64 {
+        let ms = self.ttl.as_millis();
+        let secs = ms.div_ceil(1000).max(1);
+        i64::try_from(secs).unwrap_or(i64::MAX)
+    }
+
+    pub(crate) fn request_timeout_value(&self) -> Duration {
+        self.request_timeout
+    }
+
+    /// The client crate's connect options.
+    pub(crate) fn client_options(&self) -> etcd_client::ConnectOptions {
+        let mut o = etcd_client::ConnectOptions::new()
+            .with_connect_timeout(self.connect_timeout)
+            // HTTP/2 pings find a dead connection under a long watch. etcd
+            // refuses pings more often than every 5 s (too_many_pings).
+            .with_keep_alive(Duration::from_secs(10), Duration::from_secs(5));
+        if let Some((user, password)) = &self.user {
+            o = o.with_user(user.clone(), password.clone());
+        }
+        o
+    }
+
+    /// Refuse options that cannot work, before any I/O.
+    pub(crate) fn check(&self) -> Result<()> {
+        if self.endpoints.is_empty() {
+            return Err(Error::InvalidArgument(
+                "etcd: at least one endpoint is needed".into(),
+            ));
+        }
+        if self.ttl.is_zero() {
+            return Err(Error::InvalidArgument(
+                "etcd: the TTL must be positive".into(),
+            ));
+        }
+        if self.request_timeout.is_zero() {
+            return Err(Error::InvalidArgument(
+                "etcd: the request timeout must be positive".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_and_builder() {
+        let o = EtcdOptions::new(["127.0.0.1:2379"]);
+        assert_eq!(o.ttl_secs(), 10);
+        assert_eq!(o.key_of("/a/b"), "/a/b");
+        let o = o.namespace("/ns/").ttl(Duration::from_millis(2500));
+        assert_eq!(o.ttl_secs(), 3);
+        assert_eq!(o.key_of("/a/b"), "/ns/a/b");
+        assert_eq!(o.key_of("/"), "/ns");
+        assert!(o.check().is_ok());
+    }
+
+    #[test]
+    fn endpoint_lists_split_on_commas() {
+        let o = EtcdOptions::from_endpoint_list(" http://a:1, http://b:2 ,");
+        assert_eq!(o.endpoints(), ["http://a:1", "http://b:2"]);
+    }
+
+    #[test]
+    fn urls() {
+        let o = EtcdOptions::from_url("etcd://a:1,b,[::1]:3,[::2]/ns/x/").expect("url");
+        assert_eq!(
+            o.endpoints(),
+            [
+                "http://a:1",
+                "http://b:2379",
+                "http://[::1]:3",
+                "http://[::2]:2379"
+            ]
+        );
+        assert_eq!(o.get_namespace(), "/ns/x");
+        let o = EtcdOptions::from_url("etcd://h").expect("url");
+        assert_eq!(o.get_namespace(), "");
+        assert_eq!(
+            EtcdOptions::from_url("etcd://h/")
+                .expect("url")
+                .get_namespace(),
+            ""
+        );
+        for bad in [
+            "zk://h:2181",
+            "etcd://",
+            "etcd:///ns",
+            "etcd://a,,b",
+            "etcd://h:port",
+            "etcd://h:",
+            "etcd://u:p@h",
+            "etcd://h?ttl=3",
+            "etcd://[::1",
+        ] {
+            assert!(
+                matches!(EtcdOptions::from_url(bad), Err(Error::InvalidArgument(_))),
+                "{bad} was accepted"
+            );
+        }
+    }
+
+    #[test]
+    fn bad_options_are_refused() {
+        assert!(EtcdOptions::new(Vec::<String>::new()).check().is_err());
+        assert!(EtcdOptions::new(["x:1"])
+            .ttl(Duration::ZERO)
+            .check()
+            .is_err());
+    }
+}

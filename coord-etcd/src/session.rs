@@ -1,0 +1,542 @@
+//! A coord session on etcd: a lease kept alive by a background task, and
+//! the primitive operations as Txns, ranges and watches.
+
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use coord_core::{
+    Child, CreateMode, Created, Error, Fence, Node, Op, OpResult, PrimitiveSession, Result,
+    Session, SessionId, SessionState, Stat, Watch,
+};
+use etcd_client::{Client, GetOptions, Txn, TxnOp, TxnOpResponse};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::error::{self, BACKEND};
+use crate::keys::{direct_child, sequential_suffix, KeySpace};
+use crate::lease::keep_alive;
+use crate::options::EtcdOptions;
+use crate::shared::Shared;
+use crate::txn::{self, stat_of, urev, CreatePlan, DeletePlan, FenceKey, Plan, SetPlan};
+
+/// Open a session on the etcd cluster described by `options`: connect,
+/// grant a lease of the configured TTL and keep it alive in the background.
+///
+/// ```no_run
+/// # async fn demo() -> coord_core::Result<()> {
+/// use coord_core::CreateMode;
+/// use coord_etcd::EtcdOptions;
+///
+/// let session = coord_etcd::connect(EtcdOptions::new(["http://127.0.0.1:2379"])).await?;
+/// session.create("/jobs/nightly", b"owner-1", CreateMode::Ephemeral).await?;
+/// session.close().await?;
+/// # Ok(()) }
+/// ```
+///
+/// # Errors
+/// [`Error::InvalidArgument`] for options that cannot work (no endpoint, a
+/// zero TTL); [`Error::ConnectionLost`] when no endpoint answers within the
+/// request timeout; [`Error::Backend`] for anything else the client or the
+/// server says (a malformed endpoint, failed authentication).
+///
+/// # Cancel safety
+/// Cancel safe in effect: dropped after the lease was granted, nothing keeps
+/// the lease alive and the server drops it after its TTL.
+pub async fn connect(options: EtcdOptions) -> Result<Session> {
+    options.check()?;
+    let timeout = options.request_timeout_value();
+    let client = match tokio::time::timeout(
+        timeout,
+        Client::connect(options.endpoints(), Some(options.client_options())),
+    )
+    .await
+    {
+        Ok(Ok(c)) => c,
+        Ok(Err(e)) => return Err(error::map(e)),
+        Err(_) => return Err(error::timed_out(timeout)),
+    };
+    // Granting twice would leak a lease, so only a request that never left
+    // (a member the client cannot connect to) is sent again.
+    let deadline = Instant::now() + timeout;
+    let grant = loop {
+        let mut lease_client = client.lease_client();
+        let left = deadline.saturating_duration_since(Instant::now());
+        match tokio::time::timeout(left, lease_client.grant(options.ttl_secs(), None)).await {
+            Ok(Ok(g)) => break g,
+            Ok(Err(e))
+                if error::never_sent(&e)
+                    && Instant::now() + Duration::from_millis(100) < deadline =>
+            {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            // Unreachable everywhere: say why (refused, no route, …).
+            Ok(Err(e)) => return Err(error::map(e)),
+            Err(_) => return Err(error::timed_out(timeout)),
+        }
+    };
+    let ttl = Duration::from_secs(u64::try_from(grant.ttl()).unwrap_or(1).max(1));
+    let (state, _) = watch::channel(SessionState::Connected);
+    let shared = Arc::new(Shared {
+        client,
+        keys: KeySpace::new(options.get_namespace()),
+        lease: grant.id(),
+        ttl,
+        request_timeout: timeout,
+        state,
+        seen: AtomicI64::new(0),
+        closing: AtomicBool::new(false),
+    });
+    tracing::debug!(lease = %format!("{:x}", grant.id()), ?ttl, "etcd session opened");
+    let keep_alive = tokio::spawn(keep_alive(shared.clone()));
+    Ok(Session::new(Arc::new(EtcdSession {
+        shared,
+        counter: AtomicU64::new(0),
+        keep_alive: Mutex::new(Some(keep_alive)),
+        in_flight: Mutex::new(Vec::new()),
+        in_flight_ids: AtomicU64::new(0),
+    })))
+}
+
+/// The [`PrimitiveSession`] for etcd.
+struct EtcdSession {
+    shared: Arc<Shared>,
+    /// Numbers the sequential creates of this session (see
+    /// [`sequential_suffix`]).
+    counter: AtomicU64,
+    keep_alive: Mutex<Option<JoinHandle<()>>>,
+    /// Contender creates in flight, whose Txn also lists the siblings: a
+    /// `children` of the same directory issued meanwhile takes that listing
+    /// instead of a round trip of its own (see [`EtcdSession::create`]).
+    in_flight: Mutex<Vec<InFlight>>,
+    in_flight_ids: AtomicU64,
+}
+
+/// A listing of a directory's children and the revision it was read at.
+type Listing = Arc<(Vec<Child>, i64)>;
+
+/// What a contender create in flight will tell: `None` while in flight,
+/// then `Some(listing)` (`Some(None)`: failed, or no listing).
+type ListingSlot = Option<Option<Listing>>;
+
+/// One contender create in flight, by the directory it creates in.
+struct InFlight {
+    id: u64,
+    dir: String,
+    listing: watch::Receiver<ListingSlot>,
+}
+
+/// Unregisters an [`InFlight`] when its create ends, however it ends.
+struct InFlightGuard<'a> {
+    session: &'a EtcdSession,
+    id: u64,
+    tx: watch::Sender<ListingSlot>,
+}
+
+impl Drop for InFlightGuard<'_> {
+    fn drop(&mut self) {
+        self.tx.send_if_modified(|slot| {
+            if slot.is_none() {
+                *slot = Some(None);
+                true
+            } else {
+                false
+            }
+        });
+        if let Ok(mut list) = self.session.in_flight.lock() {
+            list.retain(|f| f.id != self.id);
+        }
+    }
+}
+
+/// The direct children under `prefix` among `kvs`, in creation order.
+/// Every key has a create revision, so every child (ours or made by
+/// another etcd client) carries a sequence.
+fn children_of(prefix: &str, kvs: &[etcd_client::KeyValue]) -> Vec<Child> {
+    let mut children: Vec<(i64, String)> = kvs
+        .iter()
+        .filter_map(|kv| {
+            let key = std::str::from_utf8(kv.key()).ok()?;
+            direct_child(prefix, key).map(|name| (kv.create_revision(), name.to_owned()))
+        })
+        .collect();
+    children.sort();
+    children
+        .into_iter()
+        .map(|(rev, name)| Child {
+            name,
+            sequence: Some(urev(rev)),
+        })
+        .collect()
+}
+
+/// The parent of a path (`/` for a top-level node).
+fn parent_of(path: &str) -> &str {
+    match path.rfind('/') {
+        Some(0) | None => "/",
+        Some(i) => &path[..i],
+    }
+}
+
+impl EtcdSession {
+    fn stop_keep_alive(&self) {
+        let handle = match self.keep_alive.lock() {
+            Ok(mut h) => h.take(),
+            Err(poisoned) => poisoned.into_inner().take(),
+        };
+        if let Some(h) = handle {
+            h.abort();
+        }
+    }
+
+    /// The plan for a create, naming a sequential node.
+    fn create_plan(&self, path: &str, data: &[u8], mode: CreateMode) -> CreatePlan {
+        let shared = &self.shared;
+        let path = if mode.is_sequential() {
+            let n = self.counter.fetch_add(1, Ordering::Relaxed);
+            format!("{path}{}", sequential_suffix(shared.lease, n))
+        } else {
+            path.to_owned()
+        };
+        CreatePlan {
+            key: shared.keys.key(&path),
+            ancestors: shared.keys.ancestors(&path),
+            data: data.to_vec(),
+            lease: if mode.is_ephemeral() { shared.lease } else { 0 },
+            sequential: mode.is_sequential(),
+            own_lease: shared.lease,
+            list_siblings: None,
+            path,
+        }
+    }
+
+    /// Run one write. A create whose answer is lost (connection dropped,
+    /// timeout) is sent again unchanged until it gets an answer, for up to
+    /// one TTL: the retry recognises the node the first attempt made (see
+    /// `txn::Plan::failed`), so it is found, never made twice.
+    async fn write(&self, plan: Plan, fence: Option<FenceKey>) -> Result<OpResult> {
+        Ok(self.write_listing(plan, fence).await?.0)
+    }
+
+    /// [`EtcdSession::write`], with the sibling listing a create asked for.
+    async fn write_listing(
+        &self,
+        plan: Plan,
+        fence: Option<FenceKey>,
+    ) -> Result<(OpResult, Option<Listing>)> {
+        let shared = &self.shared;
+        shared.check_open()?;
+        let recover = matches!(plan, Plan::Create(_));
+        let started = Instant::now();
+        let mut retrying = false;
+        let mut pause = Duration::from_millis(100);
+        loop {
+            match shared.txn(&txn::build(&plan, fence.as_ref()), false).await {
+                Ok(resp) => {
+                    shared.saw_header(resp.header());
+                    let done = txn::interpret(&plan, fence.as_ref(), &resp, retrying)?;
+                    let listing = match (&plan, txn::sibling_listing(&plan, &resp)) {
+                        (Plan::Create(c), Some(kvs)) => c.list_siblings.as_deref().map(|p| {
+                            let revision = resp.header().map(|h| h.revision()).unwrap_or(0);
+                            Arc::new((children_of(p, &kvs), revision))
+                        }),
+                        _ => None,
+                    };
+                    return Ok((done, listing));
+                }
+                Err(e) if recover && e.is_retryable() && started.elapsed() < shared.ttl => {
+                    tracing::debug!(error = %e, "etcd create lost its answer; retrying");
+                    shared.check_open()?;
+                    retrying = true;
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_secs(1));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// The children of `dir` and the revision they were read at.
+    async fn list(&self, dir: &str) -> Result<(Vec<Child>, i64)> {
+        let shared = &self.shared;
+        shared.check_open()?;
+        if let Some(listing) = self.listing_in_flight(dir).await {
+            return Ok((listing.0.clone(), listing.1));
+        }
+        let prefix = shared.keys.child_prefix(dir);
+        let under = || Some(GetOptions::new().with_prefix().with_keys_only());
+        if dir == "/" {
+            let resp = shared.get(&prefix, under()).await?;
+            let revision = shared.saw_header(resp.header());
+            return Ok((children_of(&prefix, resp.kvs()), revision));
+        }
+        // The directory's key and its children at one revision.
+        let dir_key = shared.keys.key(dir);
+        let listing = Txn::new().and_then([
+            TxnOp::get(dir_key.as_str(), Some(GetOptions::new().with_keys_only())),
+            TxnOp::get(prefix.as_str(), under()),
+        ]);
+        let resp = shared.txn(&listing, true).await?;
+        let revision = shared.saw_header(resp.header());
+        let mut answers = resp.op_responses().into_iter();
+        let (Some(TxnOpResponse::Get(own)), Some(TxnOpResponse::Get(under))) =
+            (answers.next(), answers.next())
+        else {
+            return Err(error::unexpected("children without the directory"));
+        };
+        // A directory exists if its key does, or if keys live under it:
+        // etcd's own clients make `P/<lease>` without a key `P` (etcdctl
+        // lock, elect), and those contenders must be listed.
+        if own.kvs().is_empty() && under.kvs().is_empty() {
+            return Err(Error::NotFound {
+                path: dir.to_owned(),
+            });
+        }
+        Ok((children_of(&prefix, under.kvs()), revision))
+    }
+
+    /// The listing of `dir` that a contender create of this session, in
+    /// flight when this is called, reads in its own Txn; `None` when there
+    /// is no such create, it failed, or its listing is older than an answer
+    /// this session has already had. So a listing never misses this
+    /// session's own writes, and reads never go back in time: ZooKeeper's
+    /// guarantees for a read that follows a create on one connection.
+    async fn listing_in_flight(&self, dir: &str) -> Option<Listing> {
+        let floor = self.shared.seen.load(Ordering::Relaxed);
+        let mut rx = {
+            let list = self.in_flight.lock().ok()?;
+            list.iter().rev().find(|f| f.dir == dir)?.listing.clone()
+        };
+        let waited =
+            tokio::time::timeout(self.shared.request_timeout, rx.wait_for(Option::is_some)).await;
+        let listing = match waited {
+            Ok(Ok(slot)) => slot.clone().flatten()?,
+            _ => return None,
+        };
+        (listing.1 >= floor).then_some(listing)
+    }
+}
+
+impl Drop for EtcdSession {
+    fn drop(&mut self) {
+        self.stop_keep_alive();
+        // Nobody can close it any more: revoke the lease in the background
+        // so its ephemeral nodes go now, not after the TTL.
+        if self.shared.state.borrow().is_terminal() {
+            return;
+        }
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            let mut lease = self.shared.client.lease_client();
+            let id = self.shared.lease;
+            let timeout = self.shared.request_timeout;
+            rt.spawn(async move {
+                let _ = tokio::time::timeout(timeout, lease.revoke(id)).await;
+            });
+        }
+        // Watches still awaited end with the session.
+        self.shared.set_state(SessionState::Closed);
+    }
+}
+
+#[async_trait]
+impl PrimitiveSession for EtcdSession {
+    fn backend(&self) -> &'static str {
+        BACKEND
+    }
+
+    fn id(&self) -> SessionId {
+        SessionId(format!("{:x}", self.shared.lease))
+    }
+
+    fn state(&self) -> watch::Receiver<SessionState> {
+        self.shared.state.subscribe()
+    }
+
+    /// A contender's create (ephemeral-sequential, below a directory) also
+    /// lists its siblings in its Txn, and a `children` of that directory
+    /// issued while it is in flight takes that listing: the recipes list
+    /// right behind their create, so an uncontended acquire costs one round
+    /// trip and its release one more, as etcd's Go mutex does.
+    async fn create(&self, path: &str, data: &[u8], mode: CreateMode) -> Result<Created> {
+        let mut plan = self.create_plan(path, data, mode);
+        let parent = parent_of(&plan.path).to_owned();
+        let in_flight = if mode == CreateMode::EphemeralSequential && parent != "/" {
+            plan.list_siblings = Some(self.shared.keys.child_prefix(&parent));
+            let (tx, listing) = watch::channel(None);
+            let id = self.in_flight_ids.fetch_add(1, Ordering::Relaxed);
+            if let Ok(mut list) = self.in_flight.lock() {
+                list.push(InFlight {
+                    id,
+                    dir: parent,
+                    listing,
+                });
+            }
+            Some(InFlightGuard {
+                session: self,
+                id,
+                tx,
+            })
+        } else {
+            None
+        };
+        let (done, listing) = self.write_listing(Plan::Create(plan), None).await?;
+        if let (Some(guard), Some(listing)) = (&in_flight, listing) {
+            guard.tx.send_replace(Some(Some(listing)));
+        }
+        match done {
+            OpResult::Created(c) => Ok(c),
+            _ => Err(error::unexpected("a create that did not create")),
+        }
+    }
+
+    async fn get(&self, path: &str) -> Result<Option<Node>> {
+        let shared = &self.shared;
+        shared.check_open()?;
+        if path == "/" {
+            // The root has no key and always exists.
+            return Ok(Some(Node {
+                data: Vec::new(),
+                stat: Stat {
+                    version: 0,
+                    stamp: 0,
+                    ephemeral: false,
+                },
+            }));
+        }
+        let resp = shared.get(&shared.keys.key(path), None).await?;
+        shared.saw_header(resp.header());
+        Ok(resp.kvs().first().map(|kv| Node {
+            data: kv.value().to_vec(),
+            stat: stat_of(kv),
+        }))
+    }
+
+    async fn set(&self, path: &str, data: &[u8], version: Option<u64>) -> Result<Stat> {
+        let plan = Plan::Set(SetPlan {
+            path: path.to_owned(),
+            key: self.shared.keys.key(path),
+            data: data.to_vec(),
+            version,
+        });
+        match self.write(plan, None).await? {
+            OpResult::Set(s) => Ok(s),
+            _ => Err(error::unexpected("a set that did not set")),
+        }
+    }
+
+    async fn delete(&self, path: &str, version: Option<u64>) -> Result<()> {
+        let plan = Plan::Delete(DeletePlan {
+            path: path.to_owned(),
+            key: self.shared.keys.key(path),
+            child_prefix: self.shared.keys.child_prefix(path),
+            version,
+        });
+        self.write(plan, None).await.map(|_| ())
+    }
+
+    async fn children(&self, dir: &str) -> Result<Vec<Child>> {
+        Ok(self.list(dir).await?.0)
+    }
+
+    async fn children_watch(&self, dir: &str) -> Result<(Vec<Child>, Watch)> {
+        let (children, revision) = self.list(dir).await?;
+        let keys = &self.shared.keys;
+        let dir_key = (dir != "/").then(|| keys.key(dir));
+        let watch = crate::watch::children_changed(
+            self.shared.clone(),
+            dir_key,
+            keys.child_prefix(dir),
+            revision,
+        );
+        Ok((children, Watch::new(watch)))
+    }
+
+    async fn wait_gone(&self, path: &str) -> Result<()> {
+        let shared = &self.shared;
+        shared.check_open()?;
+        let key = shared.keys.key(path);
+        let resp = shared
+            .get(&key, Some(GetOptions::new().with_keys_only()))
+            .await?;
+        let Some(found) = resp.kvs().first() else {
+            return Ok(());
+        };
+        let revision = shared.saw_header(resp.header());
+        crate::watch::wait_gone(shared.clone(), key, found.create_revision(), revision).await
+    }
+
+    async fn guarded(&self, fence: &Fence, op: Op) -> Result<OpResult> {
+        let keys = &self.shared.keys;
+        let fence = FenceKey {
+            path: fence.path.clone(),
+            key: keys.key(&fence.path),
+            stamp: fence.stamp,
+        };
+        let plan = match op {
+            Op::Create { path, data, mode } => Plan::Create(self.create_plan(&path, &data, mode)),
+            Op::Set {
+                path,
+                data,
+                version,
+            } => Plan::Set(SetPlan {
+                key: keys.key(&path),
+                path,
+                data,
+                version,
+            }),
+            Op::Delete { path, version } => Plan::Delete(DeletePlan {
+                key: keys.key(&path),
+                child_prefix: keys.child_prefix(&path),
+                path,
+                version,
+            }),
+        };
+        self.write(plan, Some(fence)).await
+    }
+
+    async fn close(&self) -> Result<()> {
+        let shared = &self.shared;
+        if shared.state.borrow().is_terminal() {
+            return Ok(());
+        }
+        self.stop_keep_alive();
+        shared.closing.store(true, Ordering::SeqCst);
+        // Not retried after a lost answer: a second revoke of a revoked
+        // lease would say "not found", which reads as expiry.
+        let revoke = shared.call(false, || {
+            let mut lease = shared.client.lease_client();
+            let id = shared.lease;
+            async move { lease.revoke(id).await }
+        });
+        match revoke.await {
+            Ok(_) => {
+                shared.set_state(SessionState::Closed);
+                Ok(())
+            }
+            // The lease was gone before we revoked it: the session had
+            // expired (the server said so before we could close it).
+            Err(Error::SessionClosed | Error::SessionExpired) => {
+                shared.set_state(SessionState::Expired);
+                Ok(())
+            }
+            Err(e) => {
+                // The server will drop the lease after its TTL.
+                shared.set_state(SessionState::Closed);
+                Err(e)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parents() {
+        assert_eq!(parent_of("/a"), "/");
+        assert_eq!(parent_of("/a/b"), "/a");
+        assert_eq!(parent_of("/a/b/_c_x-lock-"), "/a/b");
+    }
+}

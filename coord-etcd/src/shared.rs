@@ -1,0 +1,133 @@
+//! What a session, its keep-alive task and its watches share, and the one
+//! way requests are sent: with the request timeout, sent again when that is
+//! safe, errors mapped in `crate::error`.
+
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::time::{Duration, Instant};
+
+use coord_core::{Error, Result, SessionState};
+use etcd_client::{Client, GetOptions, Txn};
+use tokio::sync::watch;
+
+use crate::error;
+use crate::keys::KeySpace;
+
+/// What the session, its keep-alive task and its watches share.
+pub(crate) struct Shared {
+    pub(crate) client: Client,
+    pub(crate) keys: KeySpace,
+    pub(crate) lease: i64,
+    /// The TTL the server granted.
+    pub(crate) ttl: Duration,
+    pub(crate) request_timeout: Duration,
+    pub(crate) state: watch::Sender<SessionState>,
+    /// The highest store revision any answer to this session carried: a
+    /// listing older than it could miss this session's own writes.
+    pub(crate) seen: AtomicI64,
+    /// Set by `close` before it revokes the lease: a request that then
+    /// finds the lease gone sees the close, not an expiry.
+    pub(crate) closing: AtomicBool,
+}
+
+impl Shared {
+    /// Note the revision of an answer.
+    pub(crate) fn saw(&self, revision: i64) {
+        self.seen.fetch_max(revision, Ordering::Relaxed);
+    }
+
+    /// Note the revision of an answer's header.
+    pub(crate) fn saw_header(&self, header: Option<&etcd_client::ResponseHeader>) -> i64 {
+        let revision = header.map(|h| h.revision()).unwrap_or(0);
+        self.saw(revision);
+        revision
+    }
+
+    /// Move to `next`, unless the state is already final.
+    pub(crate) fn set_state(&self, next: SessionState) {
+        self.state.send_if_modified(|s| {
+            if s.is_terminal() || *s == next {
+                false
+            } else {
+                tracing::debug!(lease = %format!("{:x}", self.lease), from = ?*s, to = ?next, "etcd session state");
+                *s = next;
+                true
+            }
+        });
+    }
+
+    /// `Err` once the session is over.
+    pub(crate) fn check_open(&self) -> Result<()> {
+        match *self.state.borrow() {
+            SessionState::Expired => Err(Error::SessionExpired),
+            SessionState::Closed => Err(Error::SessionClosed),
+            _ => Ok(()),
+        }
+    }
+
+    /// Run one request within the request timeout, mapping its error; a
+    /// lease the server no longer knows ends the session as `Expired`.
+    ///
+    /// With several endpoints the client may route a request to a member
+    /// it cannot connect to; such a request never left, so it is sent again
+    /// (the balancer then picks another member) until the timeout. A read
+    /// (`idempotent`) is also sent again after any lost connection.
+    pub(crate) async fn call<T, F, Fut>(&self, idempotent: bool, mut make: F) -> Result<T>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = std::result::Result<T, etcd_client::Error>>,
+    {
+        let deadline = Instant::now() + self.request_timeout;
+        loop {
+            crate::testing::count_request();
+            let left = deadline.saturating_duration_since(Instant::now());
+            let err = match tokio::time::timeout(left, make()).await {
+                Ok(Ok(v)) => return Ok(v),
+                Ok(Err(e)) => e,
+                Err(_) => return Err(error::timed_out(self.request_timeout)),
+            };
+            let unsent = error::never_sent(&err);
+            let mapped = error::map(err);
+            if matches!(mapped, Error::SessionExpired) {
+                if self.closing.load(Ordering::SeqCst) {
+                    return Err(Error::SessionClosed);
+                }
+                self.set_state(SessionState::Expired);
+                return Err(mapped);
+            }
+            let again = unsent || (idempotent && mapped.is_retryable());
+            let pause = Duration::from_millis(20);
+            if !again || Instant::now() + pause >= deadline || self.check_open().is_err() {
+                return Err(mapped);
+            }
+            tracing::debug!(error = %mapped, "etcd request failed before it was answered; again");
+            tokio::time::sleep(pause).await;
+        }
+    }
+
+    /// A range read.
+    pub(crate) async fn get(
+        &self,
+        key: &str,
+        options: Option<GetOptions>,
+    ) -> Result<etcd_client::GetResponse> {
+        self.call(true, || {
+            let mut kv = self.client.kv_client();
+            let options = options.clone();
+            let key = key.to_owned();
+            async move { kv.get(key, options).await }
+        })
+        .await
+    }
+
+    /// A Txn; `read_only` when it writes nothing (then it is retried like
+    /// a read).
+    pub(crate) async fn txn(&self, txn: &Txn, read_only: bool) -> Result<etcd_client::TxnResponse> {
+        self.call(read_only, || {
+            let mut kv = self.client.kv_client();
+            let txn = txn.clone();
+            async move { kv.txn(txn).await }
+        })
+        .await
+    }
+}

@@ -1,0 +1,435 @@
+//! Every write is one etcd Txn: the compares that make it valid, the ops
+//! that do it, and on failure a few reads that say which compare failed, so
+//! the caller gets the same typed error as on every other backend in one
+//! round trip.
+//!
+//! A guarded write is the same Txn with one more compare in front (the
+//! fence key's create revision) and one more read in the failure branch.
+
+use coord_core::{Created, Error, OpResult, Result, Stat};
+use etcd_client::{
+    Compare, CompareOp, DeleteOptions, GetOptions, KeyValue, PutOptions, Txn, TxnOp, TxnOpResponse,
+    TxnResponse,
+};
+
+use crate::error::{ephemeral_parent, unexpected};
+
+/// A revision or version from coord (u64) as etcd compares it (i64). One
+/// that does not fit can match nothing: -1 never equals a revision.
+fn rev(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(-1)
+}
+
+/// An etcd revision (never negative) as coord's u64.
+pub(crate) fn urev(v: i64) -> u64 {
+    u64::try_from(v).unwrap_or(0)
+}
+
+/// The stat of a key as coord sees it.
+pub(crate) fn stat_of(kv: &KeyValue) -> Stat {
+    Stat {
+        version: urev(kv.mod_revision()),
+        stamp: urev(kv.create_revision()),
+        ephemeral: kv.lease() != 0,
+    }
+}
+
+/// A create, ready to send (and to send again, unchanged, after a lost answer).
+#[derive(Debug, Clone)]
+pub(crate) struct CreatePlan {
+    /// The node's full path (with the sequential suffix, if any).
+    pub path: String,
+    /// Its key.
+    pub key: String,
+    /// Keys of its ancestors below the root, top down.
+    pub ancestors: Vec<String>,
+    /// Its data.
+    pub data: Vec<u8>,
+    /// The lease to put it on: the session's for an ephemeral node, else 0.
+    pub lease: i64,
+    /// Whether the name carries our unique suffix.
+    pub sequential: bool,
+    /// The session's lease, to recognise our own node after a lost answer.
+    pub own_lease: i64,
+    /// Also list the new node's siblings (keys under this prefix) in the
+    /// same Txn, right after the put: a read in a Txn sees the Txn's own
+    /// writes, so the listing holds the new node (see
+    /// `session::EtcdSession::create`).
+    pub list_siblings: Option<String>,
+}
+
+/// A set, compare-and-set when `version` is given.
+#[derive(Debug, Clone)]
+pub(crate) struct SetPlan {
+    pub path: String,
+    pub key: String,
+    pub data: Vec<u8>,
+    pub version: Option<u64>,
+}
+
+/// A delete, compare-and-delete when `version` is given.
+#[derive(Debug, Clone)]
+pub(crate) struct DeletePlan {
+    pub path: String,
+    pub key: String,
+    /// `<key>/`: any key under it is a child (or deeper) and forbids the delete.
+    pub child_prefix: String,
+    pub version: Option<u64>,
+}
+
+/// One write.
+#[derive(Debug, Clone)]
+pub(crate) enum Plan {
+    Create(CreatePlan),
+    Set(SetPlan),
+    Delete(DeletePlan),
+}
+
+/// The fence of a guarded write, as keys.
+#[derive(Debug, Clone)]
+pub(crate) struct FenceKey {
+    pub path: String,
+    pub key: String,
+    pub stamp: u64,
+}
+
+impl Plan {
+    fn compares(&self) -> Vec<Compare> {
+        match self {
+            Plan::Create(c) => {
+                let mut v = vec![Compare::create_revision(
+                    c.key.as_str(),
+                    CompareOp::Equal,
+                    0,
+                )];
+                // No ancestor may be ephemeral (a missing one compares as
+                // lease 0, so missing parents pass).
+                for a in &c.ancestors {
+                    v.push(Compare::lease(a.as_str(), CompareOp::Equal, 0));
+                }
+                v
+            }
+            Plan::Set(s) => {
+                let mut v = vec![Compare::create_revision(
+                    s.key.as_str(),
+                    CompareOp::Greater,
+                    0,
+                )];
+                if let Some(ver) = s.version {
+                    v.push(Compare::mod_revision(
+                        s.key.as_str(),
+                        CompareOp::Equal,
+                        rev(ver),
+                    ));
+                }
+                v
+            }
+            Plan::Delete(d) => {
+                let mut v = vec![Compare::create_revision(
+                    d.key.as_str(),
+                    CompareOp::Greater,
+                    0,
+                )];
+                if let Some(ver) = d.version {
+                    v.push(Compare::mod_revision(
+                        d.key.as_str(),
+                        CompareOp::Equal,
+                        rev(ver),
+                    ));
+                }
+                // Over a range, a compare holds only if it holds for every
+                // key; over an empty range it is compared with a zero key.
+                // So "every key under <key>/ has create revision 0" means
+                // "there is none".
+                v.push(
+                    Compare::create_revision(d.child_prefix.as_str(), CompareOp::Equal, 0)
+                        .with_prefix(),
+                );
+                v
+            }
+        }
+    }
+
+    fn then_ops(&self) -> Vec<TxnOp> {
+        match self {
+            Plan::Create(c) => {
+                let mut ops = Vec::with_capacity(c.ancestors.len() + 1);
+                // Missing parents, each only if absent (a nested Txn), as
+                // plain keys with no value and no lease.
+                for a in &c.ancestors {
+                    ops.push(TxnOp::txn(
+                        Txn::new()
+                            .when([Compare::create_revision(a.as_str(), CompareOp::Equal, 0)])
+                            .and_then([TxnOp::put(a.as_str(), Vec::<u8>::new(), None)]),
+                    ));
+                }
+                let opts = (c.lease != 0).then(|| PutOptions::new().with_lease(c.lease));
+                ops.push(TxnOp::put(c.key.as_str(), c.data.clone(), opts));
+                if let Some(prefix) = &c.list_siblings {
+                    ops.push(TxnOp::get(
+                        prefix.as_str(),
+                        Some(GetOptions::new().with_prefix().with_keys_only()),
+                    ));
+                }
+                ops
+            }
+            Plan::Set(s) => vec![TxnOp::put(
+                s.key.as_str(),
+                s.data.clone(),
+                // Keep the key's lease: an ephemeral node stays ephemeral.
+                Some(PutOptions::new().with_ignore_lease().with_prev_key()),
+            )],
+            Plan::Delete(d) => vec![TxnOp::delete(d.key.as_str(), None::<DeleteOptions>)],
+        }
+    }
+
+    fn else_ops(&self) -> Vec<TxnOp> {
+        match self {
+            Plan::Create(c) => {
+                let mut ops = vec![TxnOp::get(c.key.as_str(), None)];
+                for a in &c.ancestors {
+                    ops.push(TxnOp::get(
+                        a.as_str(),
+                        Some(GetOptions::new().with_keys_only()),
+                    ));
+                }
+                ops
+            }
+            Plan::Set(s) => vec![TxnOp::get(
+                s.key.as_str(),
+                Some(GetOptions::new().with_keys_only()),
+            )],
+            Plan::Delete(d) => vec![
+                TxnOp::get(d.key.as_str(), Some(GetOptions::new().with_keys_only())),
+                TxnOp::get(
+                    d.child_prefix.as_str(),
+                    Some(GetOptions::new().with_prefix().with_count_only()),
+                ),
+            ],
+        }
+    }
+
+    /// What the write did, from the Txn's revision and its ops' answers.
+    fn succeeded(&self, revision: i64, resps: &[TxnOpResponse]) -> Result<OpResult> {
+        match self {
+            Plan::Create(c) => {
+                // Every put of one Txn gets the Txn's revision.
+                let r = urev(revision);
+                Ok(OpResult::Created(Created {
+                    path: c.path.clone(),
+                    sequence: c.sequential.then_some(r),
+                    stamp: r,
+                    version: r,
+                }))
+            }
+            Plan::Set(_) => {
+                let prev = match resps.first() {
+                    Some(TxnOpResponse::Put(p)) => p.prev_key().cloned(),
+                    _ => None,
+                };
+                let prev = prev.ok_or_else(|| unexpected("set without its previous key"))?;
+                Ok(OpResult::Set(Stat {
+                    version: urev(revision),
+                    stamp: urev(prev.create_revision()),
+                    ephemeral: prev.lease() != 0,
+                }))
+            }
+            Plan::Delete(_) => Ok(OpResult::Deleted),
+        }
+    }
+
+    /// Which compare failed, as coord's error; or, for a create retried
+    /// after a lost answer, the node the first attempt made.
+    fn failed(&self, resps: &[TxnOpResponse], retrying: bool) -> Result<OpResult> {
+        match self {
+            Plan::Create(c) => {
+                if let Some(kv) = first_kv(resps, 0)? {
+                    if retrying && is_ours(c, &kv) {
+                        return Ok(OpResult::Created(Created {
+                            path: c.path.clone(),
+                            sequence: c.sequential.then(|| urev(kv.create_revision())),
+                            stamp: urev(kv.create_revision()),
+                            version: urev(kv.mod_revision()),
+                        }));
+                    }
+                    if retrying && !c.sequential && c.lease == 0 {
+                        // A persistent node now exists where our create's
+                        // answer was lost: it may be ours or anyone's.
+                        return Err(Error::ConnectionLost(format!(
+                            "the answer to creating {} was lost and the node exists now; \
+                             whether this session made it is unknown",
+                            c.path
+                        )));
+                    }
+                    return Err(Error::AlreadyExists {
+                        path: c.path.clone(),
+                    });
+                }
+                for i in 0..c.ancestors.len() {
+                    if let Some(kv) = first_kv(resps, i + 1)? {
+                        if kv.lease() != 0 {
+                            return Err(ephemeral_parent());
+                        }
+                    }
+                }
+                Err(unexpected("a create failed with no reason"))
+            }
+            Plan::Set(s) => match first_kv(resps, 0)? {
+                None => Err(Error::NotFound {
+                    path: s.path.clone(),
+                }),
+                Some(_) => Err(Error::VersionMismatch {
+                    path: s.path.clone(),
+                    expected: s.version.unwrap_or(0),
+                }),
+            },
+            Plan::Delete(d) => {
+                let Some(kv) = first_kv(resps, 0)? else {
+                    return Err(Error::NotFound {
+                        path: d.path.clone(),
+                    });
+                };
+                // The version first, then the children, as ZooKeeper does.
+                if let Some(v) = d.version {
+                    if urev(kv.mod_revision()) != v {
+                        return Err(Error::VersionMismatch {
+                            path: d.path.clone(),
+                            expected: v,
+                        });
+                    }
+                }
+                Err(Error::NotEmpty {
+                    path: d.path.clone(),
+                })
+            }
+        }
+    }
+}
+
+/// Whether the node found at a create's key is the one an earlier attempt
+/// of the same create made: a sequential name carries our lease and counter,
+/// so nobody else makes it; an ephemeral one is on our lease.
+fn is_ours(c: &CreatePlan, kv: &KeyValue) -> bool {
+    if c.sequential {
+        return true;
+    }
+    c.lease != 0 && kv.lease() == c.own_lease
+}
+
+/// The first key of the `i`-th answer, which must be a get.
+fn first_kv(resps: &[TxnOpResponse], i: usize) -> Result<Option<KeyValue>> {
+    match resps.get(i) {
+        Some(TxnOpResponse::Get(g)) => Ok(g.kvs().first().cloned()),
+        _ => Err(unexpected("a Txn read without its answer")),
+    }
+}
+
+/// The Txn for `plan`, behind `fence` when given.
+pub(crate) fn build(plan: &Plan, fence: Option<&FenceKey>) -> Txn {
+    let mut compares = Vec::new();
+    let mut else_ops = Vec::new();
+    if let Some(f) = fence {
+        compares.push(Compare::create_revision(
+            f.key.as_str(),
+            CompareOp::Equal,
+            rev(f.stamp),
+        ));
+        else_ops.push(TxnOp::get(
+            f.key.as_str(),
+            Some(GetOptions::new().with_keys_only()),
+        ));
+    }
+    compares.extend(plan.compares());
+    else_ops.extend(plan.else_ops());
+    Txn::new()
+        .when(compares)
+        .and_then(plan.then_ops())
+        .or_else(else_ops)
+}
+
+/// The outcome of the Txn built by [`build`].
+pub(crate) fn interpret(
+    plan: &Plan,
+    fence: Option<&FenceKey>,
+    resp: &TxnResponse,
+    retrying: bool,
+) -> Result<OpResult> {
+    let resps = resp.op_responses();
+    if resp.succeeded() {
+        let revision = resp
+            .header()
+            .map(|h| h.revision())
+            .ok_or_else(|| unexpected("a Txn answer without a header"))?;
+        return plan.succeeded(revision, &resps);
+    }
+    let mut rest = &resps[..];
+    if let Some(f) = fence {
+        // The fence is checked first: a lost hold is LockLost whatever else.
+        let held = first_kv(&resps, 0)?.is_some_and(|kv| urev(kv.create_revision()) == f.stamp);
+        if !held {
+            return Err(Error::LockLost {
+                path: f.path.clone(),
+            });
+        }
+        rest = &resps[1..];
+    }
+    plan.failed(rest, retrying)
+}
+
+/// The sibling listing a successful create asked for
+/// ([`CreatePlan::list_siblings`]): the keys under the parent's prefix.
+pub(crate) fn sibling_listing(plan: &Plan, resp: &TxnResponse) -> Option<Vec<KeyValue>> {
+    match plan {
+        Plan::Create(c) if c.list_siblings.is_some() && resp.succeeded() => {
+            match resp.op_responses().pop() {
+                Some(TxnOpResponse::Get(g)) => Some(g.kvs().to_vec()),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn create(sequential: bool, lease: i64) -> CreatePlan {
+        CreatePlan {
+            path: "/a/b".into(),
+            key: "/ns/a/b".into(),
+            ancestors: vec!["/ns/a".into()],
+            data: b"x".to_vec(),
+            lease,
+            sequential,
+            own_lease: 7,
+            list_siblings: None,
+        }
+    }
+
+    #[test]
+    fn revisions_convert_without_panics() {
+        assert_eq!(rev(5), 5);
+        assert_eq!(rev(u64::MAX), -1);
+        assert_eq!(urev(-3), 0);
+        assert_eq!(urev(9), 9);
+    }
+
+    #[test]
+    fn txn_shapes() {
+        let plan = Plan::Create(create(false, 0));
+        // key absent + one ancestor not ephemeral.
+        assert_eq!(plan.compares().len(), 2);
+        // the ancestor's nested Txn + the put.
+        assert_eq!(plan.then_ops().len(), 2);
+        assert_eq!(plan.else_ops().len(), 2);
+        let del = Plan::Delete(DeletePlan {
+            path: "/a".into(),
+            key: "/ns/a".into(),
+            child_prefix: "/ns/a/".into(),
+            version: Some(3),
+        });
+        assert_eq!(del.compares().len(), 3);
+        assert_eq!(del.else_ops().len(), 2);
+    }
+}
