@@ -37,7 +37,10 @@ pub async fn await_children(
     let deadline = Instant::now() + CONDITION_DEADLINE;
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
-        assert!(!left.is_zero(), "timed out waiting for children of {dir}: {what}");
+        assert!(
+            !left.is_zero(),
+            "timed out waiting for children of {dir}: {what}"
+        );
         match session.children_watch(dir).await {
             Ok((kids, changed)) => {
                 if want(&kids) {

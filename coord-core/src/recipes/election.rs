@@ -26,6 +26,7 @@ use std::time::Duration;
 use crate::error::{Error, Result};
 use crate::path;
 use crate::primitive::{CreateMode, Fence, Op, OpResult, Watch};
+use crate::recipes::contend::wait_counted;
 use crate::recipes::held::HeldNode;
 use crate::recipes::names;
 use crate::recipes::pending::PendingNode;
@@ -247,13 +248,12 @@ impl Election {
             emit(ElectionEvent::ReadyComplete);
             let mut attempt = 0;
             loop {
-                match self.session.wait_gone(&pred_path).await {
+                match wait_counted(&self.session, &self.stats, &pred_path).await {
                     Ok(()) => break,
                     Err(e) if e.is_retryable() => backoff(&mut attempt).await,
                     Err(e) => return Err(e),
                 }
             }
-            self.stats.woke();
         }
     }
 }

@@ -2,7 +2,7 @@
 
 use crate::error::{Error, Result};
 use crate::primitive::{Created, Fence, Op, OpResult};
-use crate::recipes::pending::{delete_in_background, delete_if_present};
+use crate::recipes::pending::{delete_if_present, delete_in_background};
 use crate::session::Session;
 
 /// A node held by a session: the thing behind every guard (a lock, a lease,

@@ -200,10 +200,12 @@ impl Semaphore {
             match wait {
                 Wait::No => break Ok(false),
                 Wait::Forever => changed.await?,
-                Wait::Until(deadline, d) => match tokio::time::timeout_at(deadline, changed).await {
-                    Ok(r) => r?,
-                    Err(_) => break Err(Error::Timeout(d)),
-                },
+                Wait::Until(deadline, d) => {
+                    match tokio::time::timeout_at(deadline, changed).await {
+                        Ok(r) => r?,
+                        Err(_) => break Err(Error::Timeout(d)),
+                    }
+                }
             }
             drop(blocked);
             self.stats.woke();
