@@ -71,6 +71,9 @@ impl Session {
     /// Resolve when the session is over, with [`Error::SessionExpired`] or
     /// [`Error::SessionClosed`].
     ///
+    /// # Errors
+    /// None: it resolves *to* the error that ended the session.
+    ///
     /// # Cancel safety
     /// Cancel safe: it only watches.
     pub async fn ended(&self) -> Error {

@@ -326,6 +326,9 @@ impl Leadership {
     /// Resolve when leadership is lost: the session ended (expired or
     /// closed) or the offer node was deleted. Returns why.
     ///
+    /// # Errors
+    /// None: it resolves *to* the reason the hold was lost.
+    ///
     /// # Cancel safety
     /// Cancel safe: it only watches.
     pub async fn lost(&self) -> Error {

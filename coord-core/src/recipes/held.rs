@@ -70,6 +70,9 @@ impl HeldNode {
     /// [`Error::LockLost`] when the node is deleted under it. A suspended
     /// connection is not a loss: the session may come back.
     ///
+    /// # Errors
+    /// None: it resolves *to* the reason the hold was lost.
+    ///
     /// # Cancel safety
     /// Cancel safe: it only watches.
     pub async fn lost(&self) -> Error {

@@ -77,6 +77,9 @@ impl Lease {
 
     /// Resolve when the lease is lost; see [`HeldNode::lost`].
     ///
+    /// # Errors
+    /// None: it resolves *to* the reason the hold was lost.
+    ///
     /// # Cancel safety
     /// Cancel safe.
     pub async fn lost(&self) -> Error {
