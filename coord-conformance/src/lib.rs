@@ -15,6 +15,19 @@
 //! Every test is a plain `pub async fn(&dyn Harness)` in one of the modules
 //! below, so a backend can also call one by hand. Each works under its own
 //! random root ([`Harness::root`]), so tests never see each other's nodes.
+//!
+//! ## Errors and cancel safety of every test
+//!
+//! A test returns nothing: it panics, saying what broke, when the backend
+//! does not conform, and it fails (panics) rather than skips when the
+//! backend cannot be reached. Each awaits conditions with a deadline
+//! ([`CONDITION_DEADLINE`], [`WAIT`]) and never sleeps and hopes.
+//!
+//! A test may be dropped at any await point (the macro's runner drops it
+//! when it passes [`TEST_DEADLINE`]): its sessions are then dropped
+//! unclosed, their ephemeral nodes go with their sessions' end, and its
+//! persistent nodes stay under its own random root, where no other test
+//! looks.
 #![warn(missing_docs)]
 
 use std::future::Future;
@@ -80,6 +93,12 @@ pub fn __run<F: Future<Output = ()>>(name: &str, fut: F) {
 
 /// Wait until `session` reports the terminal state `want` (after
 /// [`Harness::expire`] the client learns of it asynchronously).
+///
+/// # Errors
+/// Panics if it does not within 30 s.
+///
+/// # Cancel safety
+/// Cancel safe: it only watches.
 pub async fn await_state(session: &Session, want: SessionState) {
     let mut rx = session.state_watch();
     let got = tokio::time::timeout(Duration::from_secs(30), rx.wait_for(|s| *s == want)).await;

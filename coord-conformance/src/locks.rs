@@ -31,10 +31,14 @@ enum AnyLock {
 impl AnyLock {
     fn new(flavor: Flavor, s: &Session, dir: &str, stats: &Stats) -> Self {
         match flavor {
-            Flavor::Queue => AnyLock::Queue(Lock::new(s, dir).expect("lock").with_stats(stats.clone())),
-            Flavor::Herd => {
-                AnyLock::Herd(SimpleLock::new(s, dir).expect("lock").with_stats(stats.clone()))
+            Flavor::Queue => {
+                AnyLock::Queue(Lock::new(s, dir).expect("lock").with_stats(stats.clone()))
             }
+            Flavor::Herd => AnyLock::Herd(
+                SimpleLock::new(s, dir)
+                    .expect("lock")
+                    .with_stats(stats.clone()),
+            ),
         }
     }
 
@@ -139,11 +143,24 @@ pub async fn lock_mutual_exclusion(h: &dyn Harness) {
             let lock = Lock::new(&s, &dir).expect("lock");
             for _ in 0..CYCLES {
                 let g = lock.acquire().await.expect("acquire");
-                assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0, "two holders at once");
-                let node = s.get(&resource).await.expect("read").expect("resource exists");
-                let last: u64 = String::from_utf8_lossy(&node.data).parse().expect("a number");
+                assert_eq!(
+                    inside.fetch_add(1, Ordering::SeqCst),
+                    0,
+                    "two holders at once"
+                );
+                let node = s
+                    .get(&resource)
+                    .await
+                    .expect("read")
+                    .expect("resource exists");
+                let last: u64 = String::from_utf8_lossy(&node.data)
+                    .parse()
+                    .expect("a number");
                 let token = g.fencing_token();
-                assert!(token > last, "fencing token {token} not above the last writer's {last}");
+                assert!(
+                    token > last,
+                    "fencing token {token} not above the last writer's {last}"
+                );
                 g.write(Op::Set {
                     path: resource.clone(),
                     data: token.to_string().into_bytes(),
@@ -167,7 +184,11 @@ pub async fn lock_mutual_exclusion(h: &dyn Harness) {
 /// holder's fencing token is larger.
 pub async fn lock_grants_are_fifo(h: &dyn Harness) {
     let r = handoff(h, "lock_grants_are_fifo", 8, Flavor::Queue).await;
-    assert_eq!(r.order, (0..8).collect::<Vec<_>>(), "grants out of queue order");
+    assert_eq!(
+        r.order,
+        (0..8).collect::<Vec<_>>(),
+        "grants out of queue order"
+    );
     assert!(
         r.tokens.windows(2).all(|w| w[0] < w[1]),
         "fencing tokens not strictly increasing: {:?}",
@@ -185,8 +206,16 @@ pub async fn lock_one_release_wakes_one(h: &dyn Harness) {
 /// every waiter, so wake-ups per release grow with the number of waiters.
 pub async fn simple_lock_herd(h: &dyn Harness) {
     let r = handoff(h, "simple_lock_herd", 8, Flavor::Herd).await;
-    assert_eq!(r.wakeups, (1..=8).rev().collect::<Vec<u64>>(), "wake-ups per release");
-    assert!(r.tokens.windows(2).all(|w| w[0] < w[1]), "tokens: {:?}", r.tokens);
+    assert_eq!(
+        r.wakeups,
+        (1..=8).rev().collect::<Vec<u64>>(),
+        "wake-ups per release"
+    );
+    assert!(
+        r.tokens.windows(2).all(|w| w[0] < w[1]),
+        "tokens: {:?}",
+        r.tokens
+    );
 }
 
 /// The simple lock never has two holders.
@@ -201,7 +230,11 @@ pub async fn simple_lock_mutual_exclusion(h: &dyn Harness) {
             let lock = SimpleLock::new(&s, &dir).expect("lock");
             for _ in 0..8 {
                 let g = lock.acquire().await.expect("acquire");
-                assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0, "two holders at once");
+                assert_eq!(
+                    inside.fetch_add(1, Ordering::SeqCst),
+                    0,
+                    "two holders at once"
+                );
                 tokio::task::yield_now().await;
                 inside.fetch_sub(1, Ordering::SeqCst);
                 g.release().await.expect("release");
@@ -221,9 +254,20 @@ pub async fn lock_try_acquire(h: &dyn Harness) {
     let [a, b] = <[Session; 2]>::try_from(open_n(h, 2).await).expect("two sessions");
     let la = Lock::new(&a, &dir).expect("lock");
     let lb = Lock::new(&b, &dir).expect("lock");
-    let g = la.try_acquire().await.expect("try").expect("a free lock is taken");
-    assert!(lb.try_acquire().await.expect("try").is_none(), "a held lock was taken");
-    assert_eq!(children_or_none(&a, &dir).await.len(), 1, "a failed try left a node");
+    let g = la
+        .try_acquire()
+        .await
+        .expect("try")
+        .expect("a free lock is taken");
+    assert!(
+        lb.try_acquire().await.expect("try").is_none(),
+        "a held lock was taken"
+    );
+    assert_eq!(
+        children_or_none(&a, &dir).await.len(),
+        1,
+        "a failed try left a node"
+    );
     g.release().await.expect("release");
     let g = lb.try_acquire().await.expect("try").expect("free again");
     g.release().await.expect("release");
@@ -234,7 +278,11 @@ pub async fn lock_try_acquire(h: &dyn Harness) {
 pub async fn lock_timeout_leaves_no_node(h: &dyn Harness) {
     let dir = h.root("lock_timeout_leaves_no_node");
     let [a, b] = <[Session; 2]>::try_from(open_n(h, 2).await).expect("two sessions");
-    let g = Lock::new(&a, &dir).expect("lock").acquire().await.expect("acquire");
+    let g = Lock::new(&a, &dir)
+        .expect("lock")
+        .acquire()
+        .await
+        .expect("acquire");
     let lb = Lock::new(&b, &dir).expect("lock");
     match lb.acquire_timeout(Duration::from_millis(200)).await {
         Err(Error::Timeout(_)) => {}
@@ -243,7 +291,10 @@ pub async fn lock_timeout_leaves_no_node(h: &dyn Harness) {
     let kids = children_or_none(&a, &dir).await;
     assert_eq!(kids.len(), 1, "the timed-out waiter left a node: {kids:?}");
     g.release().await.expect("release");
-    let g = lb.acquire_timeout(LONG).await.expect("free lock within the timeout");
+    let g = lb
+        .acquire_timeout(LONG)
+        .await
+        .expect("free lock within the timeout");
     g.release().await.expect("release");
     close_all(&[a, b]).await;
 }
@@ -254,14 +305,21 @@ pub async fn lock_timeout_leaves_no_node(h: &dyn Harness) {
 pub async fn lock_cancel_leaves_no_node(h: &dyn Harness) {
     let dir = h.root("lock_cancel_leaves_no_node");
     let [a, b, c] = <[Session; 3]>::try_from(open_n(h, 3).await).expect("three sessions");
-    let g = Lock::new(&a, &dir).expect("lock").acquire().await.expect("acquire");
+    let g = Lock::new(&a, &dir)
+        .expect("lock")
+        .acquire()
+        .await
+        .expect("acquire");
     let lb = Lock::new(&b, &dir).expect("lock");
     // Cancel while queued behind the holder.
     tokio::select! {
         r = lb.acquire() => panic!("acquired a held lock: {r:?}"),
         _ = await_children(&a, &dir, "the waiter queued", |k| k.len() == 2) => {}
     }
-    await_children(&a, &dir, "the cancelled waiter's node deleted", |k| k.len() == 1).await;
+    await_children(&a, &dir, "the cancelled waiter's node deleted", |k| {
+        k.len() == 1
+    })
+    .await;
     // Cancel right after the first poll, and at every early point.
     for _ in 0..5 {
         let _ = tokio::time::timeout(Duration::ZERO, lb.acquire()).await;
@@ -282,7 +340,11 @@ pub async fn lock_cancel_leaves_no_node(h: &dyn Harness) {
 pub async fn lock_drop_releases(h: &dyn Harness) {
     let dir = h.root("lock_drop_releases");
     let [a, b] = <[Session; 2]>::try_from(open_n(h, 2).await).expect("two sessions");
-    let g = Lock::new(&a, &dir).expect("lock").acquire().await.expect("acquire");
+    let g = Lock::new(&a, &dir)
+        .expect("lock")
+        .acquire()
+        .await
+        .expect("acquire");
     drop(g);
     let g = Lock::new(&b, &dir)
         .expect("lock")
@@ -298,7 +360,11 @@ pub async fn lock_drop_releases(h: &dyn Harness) {
 pub async fn lock_expired_holder_hands_over(h: &dyn Harness) {
     let dir = h.root("lock_expired_holder_hands_over");
     let [a, b] = <[Session; 2]>::try_from(open_n(h, 2).await).expect("two sessions");
-    let ga = Lock::new(&a, &dir).expect("lock").acquire().await.expect("acquire");
+    let ga = Lock::new(&a, &dir)
+        .expect("lock")
+        .acquire()
+        .await
+        .expect("acquire");
     let lb = Lock::new(&b, &dir).expect("lock");
     let waiter = tokio::spawn(async move { lb.acquire().await });
     await_children(&b, &dir, "the waiter queued", |k| k.len() == 2).await;
@@ -308,8 +374,13 @@ pub async fn lock_expired_holder_hands_over(h: &dyn Harness) {
         .expect("the waiter got the lock after the holder's session expired")
         .expect("task")
         .expect("acquire");
-    assert!(gb.fencing_token() > ga.fencing_token(), "token did not grow");
-    let why = tokio::time::timeout(LONG, ga.lost()).await.expect("lost() fired");
+    assert!(
+        gb.fencing_token() > ga.fencing_token(),
+        "token did not grow"
+    );
+    let why = tokio::time::timeout(LONG, ga.lost())
+        .await
+        .expect("lost() fired");
     assert!(
         matches!(why, Error::SessionExpired | Error::LockLost { .. }),
         "lost() said {why:?}"
@@ -325,8 +396,14 @@ pub async fn lock_lost_when_node_deleted(h: &dyn Harness) {
     let dir = join(&root, "lock");
     let resource = join(&root, "resource");
     let [a, b] = <[Session; 2]>::try_from(open_n(h, 2).await).expect("two sessions");
-    b.create(&resource, b"", CreateMode::Persistent).await.expect("resource");
-    let ga = Lock::new(&a, &dir).expect("lock").acquire().await.expect("acquire");
+    b.create(&resource, b"", CreateMode::Persistent)
+        .await
+        .expect("resource");
+    let ga = Lock::new(&a, &dir)
+        .expect("lock")
+        .acquire()
+        .await
+        .expect("acquire");
     ga.write(Op::Set {
         path: resource.clone(),
         data: b"a".to_vec(),
@@ -334,11 +411,19 @@ pub async fn lock_lost_when_node_deleted(h: &dyn Harness) {
     })
     .await
     .expect("the holder writes");
-    b.delete(ga.node_path(), None).await.expect("an operator deletes the node");
-    let why = tokio::time::timeout(LONG, ga.lost()).await.expect("lost() fired");
+    b.delete(ga.node_path(), None)
+        .await
+        .expect("an operator deletes the node");
+    let why = tokio::time::timeout(LONG, ga.lost())
+        .await
+        .expect("lost() fired");
     assert!(matches!(why, Error::LockLost { .. }), "lost() said {why:?}");
     // Another holder now; the stale one's fenced write must be refused.
-    let gb = Lock::new(&b, &dir).expect("lock").acquire_timeout(LONG).await.expect("acquire");
+    let gb = Lock::new(&b, &dir)
+        .expect("lock")
+        .acquire_timeout(LONG)
+        .await
+        .expect("acquire");
     let stale = ga
         .write(Op::Set {
             path: resource.clone(),
@@ -346,7 +431,10 @@ pub async fn lock_lost_when_node_deleted(h: &dyn Harness) {
             version: None,
         })
         .await;
-    assert!(matches!(stale, Err(Error::LockLost { .. })), "stale write: {stale:?}");
+    assert!(
+        matches!(stale, Err(Error::LockLost { .. })),
+        "stale write: {stale:?}"
+    );
     let data = b.get(&resource).await.expect("read").expect("exists").data;
     assert_eq!(data, b"a", "the stale holder's write landed");
     assert!(matches!(ga.release().await, Err(Error::LockLost { .. })));
@@ -387,18 +475,42 @@ pub async fn lock_rejects_bad_paths(h: &dyn Harness) {
 pub async fn rwlock_readers_share_writer_excludes(h: &dyn Harness) {
     let dir = h.root("rwlock_readers_share_writer_excludes");
     let sessions = open_n(h, 4).await;
-    let rw: Vec<RwLock> = sessions.iter().map(|s| RwLock::new(s, &dir).expect("rw")).collect();
-    let r0 = rw[0].try_read().await.expect("try").expect("read on a free lock");
+    let rw: Vec<RwLock> = sessions
+        .iter()
+        .map(|s| RwLock::new(s, &dir).expect("rw"))
+        .collect();
+    let r0 = rw[0]
+        .try_read()
+        .await
+        .expect("try")
+        .expect("read on a free lock");
     let r1 = rw[1].try_read().await.expect("try").expect("readers share");
     let r2 = rw[2].read_timeout(LONG).await.expect("readers share");
-    assert!(rw[3].try_write().await.expect("try").is_none(), "writer beside readers");
+    assert!(
+        rw[3].try_write().await.expect("try").is_none(),
+        "writer beside readers"
+    );
     for r in [r0, r1, r2] {
         r.release().await.expect("release");
     }
-    let w = rw[3].try_write().await.expect("try").expect("write on a free lock");
-    assert!(rw[0].try_read().await.expect("try").is_none(), "reader beside a writer");
-    assert!(rw[1].try_write().await.expect("try").is_none(), "two writers");
-    assert_eq!(children_or_none(&sessions[0], &dir).await.len(), 1, "failed tries left nodes");
+    let w = rw[3]
+        .try_write()
+        .await
+        .expect("try")
+        .expect("write on a free lock");
+    assert!(
+        rw[0].try_read().await.expect("try").is_none(),
+        "reader beside a writer"
+    );
+    assert!(
+        rw[1].try_write().await.expect("try").is_none(),
+        "two writers"
+    );
+    assert_eq!(
+        children_or_none(&sessions[0], &dir).await.len(),
+        1,
+        "failed tries left nodes"
+    );
     w.release().await.expect("release");
     close_all(&sessions).await;
 }
@@ -408,7 +520,10 @@ pub async fn rwlock_readers_share_writer_excludes(h: &dyn Harness) {
 pub async fn rwlock_writer_not_starved(h: &dyn Harness) {
     let dir = h.root("rwlock_writer_not_starved");
     let sessions = open_n(h, 3).await;
-    let rw: Vec<RwLock> = sessions.iter().map(|s| RwLock::new(s, &dir).expect("rw")).collect();
+    let rw: Vec<RwLock> = sessions
+        .iter()
+        .map(|s| RwLock::new(s, &dir).expect("rw"))
+        .collect();
     let r1 = rw[0].read().await.expect("read");
     let wl = rw[1].clone();
     let writer = tokio::spawn(async move { wl.write().await });
@@ -421,10 +536,18 @@ pub async fn rwlock_writer_not_starved(h: &dyn Harness) {
     let reader = tokio::spawn(async move { rl.read().await });
     await_children(&sessions[0], &dir, "the reader queued", |k| k.len() == 3).await;
     r1.release().await.expect("release");
-    let w = tokio::time::timeout(LONG, writer).await.expect("writer in").expect("task").expect("write");
+    let w = tokio::time::timeout(LONG, writer)
+        .await
+        .expect("writer in")
+        .expect("task")
+        .expect("write");
     assert!(!reader.is_finished(), "the reader got in beside the writer");
     w.release().await.expect("release");
-    let r2 = tokio::time::timeout(LONG, reader).await.expect("reader in").expect("task").expect("read");
+    let r2 = tokio::time::timeout(LONG, reader)
+        .await
+        .expect("reader in")
+        .expect("task")
+        .expect("read");
     r2.release().await.expect("release");
     close_all(&sessions).await;
 }
@@ -477,7 +600,10 @@ pub async fn semaphore_never_more_than_n(h: &dyn Harness) {
             let sem = Semaphore::new(&s, &dir, 3).expect("semaphore");
             for _ in 0..6 {
                 let leases = sem.acquire(1).await.expect("acquire");
-                assert!(held.fetch_add(1, Ordering::SeqCst) < 3, "more than 3 leases held");
+                assert!(
+                    held.fetch_add(1, Ordering::SeqCst) < 3,
+                    "more than 3 leases held"
+                );
                 tokio::task::yield_now().await;
                 held.fetch_sub(1, Ordering::SeqCst);
                 Semaphore::return_all(leases).await.expect("return");
@@ -509,15 +635,36 @@ pub async fn semaphore_all_or_nothing(h: &dyn Harness) {
         3,
         "the timed-out acquire kept a lease"
     );
-    assert!(sb.try_acquire(2).await.expect("try").is_none(), "2 leases beside 3 of 4");
-    let one = sb.try_acquire(1).await.expect("try").expect("the 4th lease");
+    assert!(
+        sb.try_acquire(2).await.expect("try").is_none(),
+        "2 leases beside 3 of 4"
+    );
+    let one = sb
+        .try_acquire(1)
+        .await
+        .expect("try")
+        .expect("the 4th lease");
     Semaphore::return_all(three).await.expect("return");
-    let two = sb.acquire_timeout(2, LONG).await.expect("2 leases once 3 are back");
+    let two = sb
+        .acquire_timeout(2, LONG)
+        .await
+        .expect("2 leases once 3 are back");
     assert_eq!(children_or_none(&a, &leases_dir).await.len(), 3);
-    Semaphore::return_all(one.into_iter().chain(two)).await.expect("return");
-    assert!(matches!(sb.acquire(0).await, Err(Error::InvalidArgument(_))));
-    assert!(matches!(sb.acquire(5).await, Err(Error::InvalidArgument(_))));
-    assert!(matches!(Semaphore::new(&a, &dir, 0), Err(Error::InvalidArgument(_))));
+    Semaphore::return_all(one.into_iter().chain(two))
+        .await
+        .expect("return");
+    assert!(matches!(
+        sb.acquire(0).await,
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        sb.acquire(5).await,
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        Semaphore::new(&a, &dir, 0),
+        Err(Error::InvalidArgument(_))
+    ));
     close_all(&[a, b]).await;
 }
 
@@ -525,7 +672,11 @@ pub async fn semaphore_all_or_nothing(h: &dyn Harness) {
 pub async fn semaphore_dead_holder_leases_return(h: &dyn Harness) {
     let dir = h.root("semaphore_dead_holder_leases_return");
     let [a, b] = <[Session; 2]>::try_from(open_n(h, 2).await).expect("two sessions");
-    let held = Semaphore::new(&a, &dir, 2).expect("semaphore").acquire(2).await.expect("both leases");
+    let held = Semaphore::new(&a, &dir, 2)
+        .expect("semaphore")
+        .acquire(2)
+        .await
+        .expect("both leases");
     let sb = Semaphore::new(&b, &dir, 2).expect("semaphore");
     let waiter = tokio::spawn(async move { sb.acquire(2).await });
     eventually("the waiter's lease node exists", || {
@@ -558,12 +709,18 @@ pub async fn semaphore_lease_data_and_mutex(h: &dyn Harness) {
     let leases = sem.acquire(1).await.expect("lease");
     assert_eq!(leases[0].data().await.expect("data"), b"host-1");
     let name = leases[0].node_name();
-    assert!(name.starts_with("_c_") && name.contains("lease-"), "lease node name {name}");
+    assert!(
+        name.starts_with("_c_") && name.contains("lease-"),
+        "lease node name {name}"
+    );
     Semaphore::return_all(leases).await.expect("return");
 
     let m = SemaphoreMutex::new(&s, &join(&dir, "mutex")).expect("mutex");
     let g = m.acquire().await.expect("acquire");
-    assert!(m.try_acquire().await.expect("try").is_none(), "the mutex was reentered");
+    assert!(
+        m.try_acquire().await.expect("try").is_none(),
+        "the mutex was reentered"
+    );
     g.release().await.expect("release");
     let g = m.try_acquire().await.expect("try").expect("free again");
     g.release().await.expect("release");

@@ -84,6 +84,7 @@ async fn with_path_everywhere(
         ("children", s.children(bad).await.map(drop)),
         ("children_watch", s.children_watch(bad).await.map(drop)),
         ("wait_gone", s.wait_gone(bad).await),
+        ("watch_gone", s.watch_gone(bad).await.map(drop)),
         ("ensure_dir", s.ensure_dir(bad).await),
         (
             "guarded fence",
@@ -147,6 +148,7 @@ async fn with_root_everywhere(s: &Session, good: &str) -> Vec<(&'static str, Res
         "set",
         "delete",
         "wait_gone",
+        "watch_gone",
         "guarded fence",
         "guarded create",
         "guarded set",
@@ -1415,11 +1417,62 @@ pub async fn prim_guarded_lost_with_wrong_stamp(h: &dyn Harness) {
     s.close().await.expect("close");
 }
 
+/// `watch_gone` is armed when it returns: `None` for a missing node; a
+/// data change does not fire it; a delete after it is never missed, even
+/// when the node is made again at once (a release and a quick re-take).
+pub async fn prim_watch_gone_is_armed(h: &dyn Harness) {
+    let node = format!("{}/n", h.root("prim_watch_gone_is_armed"));
+    let a = h.open().await;
+    let b = h.open().await;
+    assert!(
+        b.watch_gone(&node).await.expect("arm").is_none(),
+        "a watch on no node"
+    );
+    a.create(&node, b"1", CreateMode::Persistent)
+        .await
+        .expect("create");
+    let mut gone = b
+        .watch_gone(&node)
+        .await
+        .expect("arm")
+        .expect("the node exists");
+    a.set(&node, b"2", None).await.expect("set");
+    // Once b reads the new data, a watch that fired on the change would be
+    // ready (ZooKeeper delivers the event before the new state).
+    let seen = b.get(&node).await.expect("get").expect("exists").data;
+    assert!(
+        tokio::time::timeout(std::time::Duration::ZERO, &mut gone)
+            .await
+            .is_err()
+            || seen != b"2",
+        "a data change fired the deletion watch"
+    );
+    a.delete(&node, None).await.expect("delete");
+    a.create(&node, b"3", CreateMode::Persistent)
+        .await
+        .expect("re-create");
+    within("the watch on the deleted node fires", gone)
+        .await
+        .expect("deleted, though made again");
+    let again = b
+        .watch_gone(&node)
+        .await
+        .expect("arm")
+        .expect("the new node exists");
+    a.delete(&node, None).await.expect("delete");
+    within("the watch on the new node fires", again)
+        .await
+        .expect("deleted");
+    let _ = a.close().await;
+    let _ = b.close().await;
+}
+
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __primitives_tests {
     ($make:expr) => {
         $crate::__conformance_each!($make;
+            primitives::prim_watch_gone_is_armed,
             primitives::prim_path_rules_typed_errors,
             primitives::prim_path_rules_checked_before_io,
             primitives::prim_path_limits_accepted,

@@ -10,6 +10,12 @@ pub const WAIT: Duration = Duration::from_secs(30);
 
 /// Await `fut`, failing the test (naming `what`) if it takes longer than
 /// [`WAIT`]: conformance tests await conditions, they never sleep and hope.
+///
+/// # Errors
+/// Panics (naming `what`) when [`WAIT`] passes.
+///
+/// # Cancel safety
+/// As cancel safe as `fut`.
 pub async fn within<F: Future>(what: &str, fut: F) -> F::Output {
     match tokio::time::timeout(WAIT, fut).await {
         Ok(out) => out,

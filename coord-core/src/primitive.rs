@@ -66,7 +66,10 @@ pub enum CreateMode {
 impl CreateMode {
     /// Whether the node dies with its session.
     pub fn is_ephemeral(self) -> bool {
-        matches!(self, CreateMode::Ephemeral | CreateMode::EphemeralSequential)
+        matches!(
+            self,
+            CreateMode::Ephemeral | CreateMode::EphemeralSequential
+        )
     }
 
     /// Whether the backend appends to the name and assigns a sequence.
@@ -281,13 +284,19 @@ pub trait PrimitiveSession: Send + Sync + 'static {
     /// Errors: `NotFound` when `dir` does not exist (no watch is left set).
     async fn children_watch(&self, dir: &str) -> Result<(Vec<Child>, Watch)>;
 
-    /// Resolve once no node exists at `path`: at once if there is none now,
-    /// otherwise when it is deleted (by anyone, or by its session's end).
-    /// A delete racing the check is never missed, and no watch is left set
-    /// on the server for a node that was already gone.
+    /// Arm a watch on the deletion of the node at `path`. `None` when there
+    /// is no node now. Otherwise a [`Watch`] that resolves `Ok` once *that*
+    /// node is deleted (by anyone, or by its session's end) — even if
+    /// another node is made at the same path afterwards — or with the error
+    /// that ended this session.
     ///
-    /// Errors: the session's end while waiting.
-    async fn wait_gone(&self, path: &str) -> Result<()>;
+    /// The watch is armed when this returns: a delete that lands after the
+    /// call is never missed, so a caller may count itself as waiting from
+    /// then on. No watch is left set on the server for a node that was
+    /// already gone (ZooKeeper: `getData`, not `exists`).
+    ///
+    /// Errors: those of a read.
+    async fn watch_gone(&self, path: &str) -> Result<Option<Watch>>;
 
     /// Do `op` only if `fence.path` exists with stamp `fence.stamp`, as one
     /// atomic write.

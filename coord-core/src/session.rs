@@ -71,6 +71,9 @@ impl Session {
     /// Resolve when the session is over, with [`Error::SessionExpired`] or
     /// [`Error::SessionClosed`].
     ///
+    /// # Errors
+    /// None: it resolves *to* the error that ended the session.
+    ///
     /// # Cancel safety
     /// Cancel safe: it only watches.
     pub async fn ended(&self) -> Error {
@@ -175,16 +178,32 @@ impl Session {
         self.inner.children_watch(dir).await
     }
 
-    /// Resolve once no node exists at `path`.
+    /// Arm a watch on the deletion of the node at `path`: `None` when there
+    /// is none now; see [`PrimitiveSession::watch_gone`].
     ///
     /// # Errors
-    /// `InvalidPath`; the session's end.
+    /// `InvalidPath`, then the backend's.
+    ///
+    /// # Cancel safety
+    /// Cancel safe; dropping the returned watch unregisters it.
+    pub async fn watch_gone(&self, path: &str) -> Result<Option<Watch>> {
+        path::validate_non_root(path)?;
+        self.inner.watch_gone(path).await
+    }
+
+    /// Resolve once the node now at `path` is gone (at once if there is
+    /// none).
+    ///
+    /// # Errors
+    /// `InvalidPath`; the session's end while waiting.
     ///
     /// # Cancel safety
     /// Cancel safe.
     pub async fn wait_gone(&self, path: &str) -> Result<()> {
-        path::validate_non_root(path)?;
-        self.inner.wait_gone(path).await
+        match self.watch_gone(path).await? {
+            None => Ok(()),
+            Some(gone) => gone.await,
+        }
     }
 
     /// Do `op` only while `fence` holds, atomically.

@@ -452,7 +452,9 @@ impl PrimitiveSession for EtcdSession {
         Ok((children, Watch::new(watch)))
     }
 
-    async fn wait_gone(&self, path: &str) -> Result<()> {
+    /// Read the key; the watch starts at the read's revision + 1, so a
+    /// delete after the read is never missed however late it is polled.
+    async fn watch_gone(&self, path: &str) -> Result<Option<Watch>> {
         let shared = &self.shared;
         shared.check_open()?;
         let key = shared.keys.key(path);
@@ -460,10 +462,15 @@ impl PrimitiveSession for EtcdSession {
             .get(&key, Some(GetOptions::new().with_keys_only()))
             .await?;
         let Some(found) = resp.kvs().first() else {
-            return Ok(());
+            return Ok(None);
         };
         let revision = shared.saw_header(resp.header());
-        crate::watch::wait_gone(shared.clone(), key, found.create_revision(), revision).await
+        Ok(Some(Watch::new(crate::watch::wait_gone(
+            shared.clone(),
+            key,
+            found.create_revision(),
+            revision,
+        ))))
     }
 
     async fn guarded(&self, fence: &Fence, op: Op) -> Result<OpResult> {

@@ -41,8 +41,13 @@ where
     let (tx, mut rx) = mpsc::unbounded_channel();
     let mut tasks = Vec::new();
     for who in 0..CONTENDERS {
-        let (session, acquire, inside, tx, stats) =
-            (store.open(), acquire.clone(), inside.clone(), tx.clone(), stats.clone());
+        let (session, acquire, inside, tx, stats) = (
+            store.open(),
+            acquire.clone(),
+            inside.clone(),
+            tx.clone(),
+            stats.clone(),
+        );
         tasks.push(tokio::spawn(async move {
             for _ in 0..ROUNDS {
                 let guard = acquire(session.clone()).await.map_err(|e| e.to_string())?;
@@ -79,7 +84,9 @@ where
 async fn main() -> ExitCode {
     let store = MemStore::new();
 
-    println!("== Lock (queue, each waiter watches its predecessor): {CONTENDERS} contenders x {ROUNDS}");
+    println!(
+        "== Lock (queue, each waiter watches its predecessor): {CONTENDERS} contenders x {ROUNDS}"
+    );
     let queue_stats = Stats::new();
     let st = queue_stats.clone();
     let grants = match run(&store, &queue_stats, move |s| {
@@ -102,14 +109,22 @@ async fn main() -> ExitCode {
     }
     let handoffs = grants.len() as u64 - 1;
     let queue_wakeups = queue_stats.wakeups();
-    println!("  {} grants, {handoffs} handoffs, {queue_wakeups} wake-ups", grants.len());
+    println!(
+        "  {} grants, {handoffs} handoffs, {queue_wakeups} wake-ups",
+        grants.len()
+    );
 
     println!("== SimpleLock (the paper's lock file: the herd): same workload");
     let herd_stats = Stats::new();
     let st = herd_stats.clone();
     let herd = match run(&store, &herd_stats, move |s| {
         let st = st.clone();
-        async move { SimpleLock::new(&s, "/demo/simple")?.with_stats(st).acquire().await }
+        async move {
+            SimpleLock::new(&s, "/demo/simple")?
+                .with_stats(st)
+                .acquire()
+                .await
+        }
     })
     .await
     {

@@ -115,16 +115,16 @@ impl PrimitiveSession for MemSession {
         Ok((children, Watch::new(self.watch(fired))))
     }
 
-    async fn wait_gone(&self, path: &str) -> Result<()> {
+    async fn watch_gone(&self, path: &str) -> Result<Option<Watch>> {
         path::validate_non_root(path)?;
         let fired = {
             let mut state = self.live()?;
             if !state.tree.exists(path) {
-                return Ok(());
+                return Ok(None);
             }
             state.tree.watch_gone(path)
         };
-        self.watch(fired).await
+        Ok(Some(Watch::new(self.watch(fired))))
     }
 
     async fn guarded(&self, fence: &Fence, op: Op) -> Result<OpResult> {

@@ -1,9 +1,8 @@
 //! [`Core`]: what a session's handle and its background tasks share, and
 //! the one place scripts are run as the session.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use coord_core::{Error, Result, SessionState};
@@ -30,15 +29,7 @@ pub(crate) struct Core {
     /// Test hook: drop the answer of the next create (as a lost connection
     /// would), after the server applied it.
     pub(crate) lose_next_create_answer: AtomicBool,
-    /// Path → stamp of the node a create of this session last found in its
-    /// way (`AlreadyExists`), so that a `wait_gone` that follows resolves
-    /// even if that node was deleted and replaced before the wait could
-    /// subscribe. Bounded: cleared when it grows large.
-    blocked_by: std::sync::Mutex<HashMap<String, u64>>,
 }
-
-/// How many `blocked_by` entries a session keeps at most.
-const BLOCKED_BY_MAX: usize = 1024;
 
 /// One argument of a script.
 pub(crate) type Arg<'a> = &'a [u8];
@@ -61,7 +52,6 @@ impl Core {
             closing: AtomicBool::new(false),
             crashed: AtomicBool::new(false),
             lose_next_create_answer: AtomicBool::new(false),
-            blocked_by: std::sync::Mutex::new(HashMap::new()),
         }
     }
 
@@ -146,13 +136,6 @@ impl Core {
                 Ok(value)
             }
             Err(e) => {
-                if let Some((path, stamp)) = error::existing_node(&e) {
-                    let mut blocked_by = self.blocked_by();
-                    if blocked_by.len() >= BLOCKED_BY_MAX {
-                        blocked_by.clear();
-                    }
-                    blocked_by.insert(path, stamp);
-                }
                 let err = error::map(e, expected);
                 match &err {
                     Error::SessionExpired => self.mark_expired(),
@@ -179,12 +162,6 @@ impl Core {
             }
             done => done,
         }
-    }
-
-    pub(crate) fn blocked_by(&self) -> std::sync::MutexGuard<'_, HashMap<String, u64>> {
-        self.blocked_by
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Run a maintenance script (`open`, `end`, `reap`, `sweep`: each may

@@ -63,15 +63,6 @@ pub(crate) fn map(err: RedisError, expected: Option<u64>) -> Error {
     }
 }
 
-/// For an `AlreadyExists` reply: the path and the stamp of the node in the way.
-pub(crate) fn existing_node(err: &RedisError) -> Option<(String, u64)> {
-    if err.code() != Some("NODEEXISTS") {
-        return None;
-    }
-    let (stamp, path) = err.detail()?.split_once(' ')?;
-    Some((path.to_owned(), stamp.parse().ok()?))
-}
-
 /// Whether the request may not have reached the server, or its answer was
 /// lost: the session may be fine, and a retry may succeed.
 pub(crate) fn is_transport(err: &RedisError) -> bool {

@@ -51,6 +51,19 @@ impl Drop for RedisSession {
     }
 }
 
+/// The stamp of the node at `path`, if any (a `get` without the data
+/// decoding of the trait's).
+async fn read_stamp(core: &Core, path: &str) -> Result<Option<u64>> {
+    let value = core
+        .call_idempotent(&scripts::GET, &[path.as_bytes()])
+        .await?;
+    match &value {
+        Value::Nil => Ok(None),
+        Value::Array(items) if items.len() == 4 => Ok(Some(uint(&items[2], "get")?)),
+        other => Err(error::unexpected("get", other)),
+    }
+}
+
 async fn ended(mut state: watch::Receiver<SessionState>) -> Error {
     let end = match state.wait_for(|s| s.is_terminal()).await {
         Ok(s) => *s,
@@ -192,33 +205,43 @@ impl PrimitiveSession for RedisSession {
         Ok((children, watch))
     }
 
-    async fn wait_gone(&self, path: &str) -> Result<()> {
-        // The node a create of ours found in the way, if that is why we wait.
-        let blocked_by = self.core.blocked_by().remove(path);
-        loop {
-            let mut waiter = self
-                .register(format!("{}w:{path}", self.core.prefix))
-                .await?;
-            let Some(node) = self.get(path).await? else {
-                return Ok(());
-            };
-            // The node that blocked us was deleted (and another made) before
-            // we subscribed: what we wait for has happened.
-            if blocked_by.is_some_and(|stamp| node.stat.stamp > stamp) {
-                return Ok(());
+    async fn watch_gone(&self, path: &str) -> Result<Option<Watch>> {
+        // Subscribed (and confirmed) before the read: nothing slips between.
+        let channel = format!("{}w:{path}", self.core.prefix);
+        let mut waiter = self.register(channel.clone()).await?;
+        let Some(node) = self.get(path).await? else {
+            return Ok(None);
+        };
+        let stamp = node.stat.stamp;
+        let core = Arc::clone(&self.core);
+        let path = path.to_owned();
+        Ok(Some(Watch::new(async move {
+            loop {
+                let notice = tokio::select! {
+                    n = waiter.fired() => n,
+                    e = ended(core.state.subscribe()) => return Err(e),
+                };
+                // A deletion notice carries the deleted node's stamp: ours,
+                // or a later node's at the same path (so ours went first),
+                // ends the wait. An older node's (deleted before our read),
+                // or a dropped pub/sub link (no notice), means: subscribe
+                // again (the waiter is one-shot) and look.
+                if let Some(payload) = notice {
+                    let deleted = std::str::from_utf8(&payload)
+                        .ok()
+                        .and_then(|s| s.parse::<u64>().ok());
+                    if deleted.is_none_or(|d| d >= stamp) {
+                        return Ok(());
+                    }
+                }
+                core.check_open()?;
+                waiter = core.hub.register(channel.clone()).await?;
+                match read_stamp(&core, &path).await? {
+                    Some(s) if s == stamp => {}
+                    _ => return Ok(()),
+                }
             }
-            // Any deletion notice after the registration ends the wait: the
-            // node there when the wait began (perhaps replaced by another
-            // before the read above) is gone. A spurious wake-up (the
-            // pub/sub link dropped) reads again.
-            let notice = tokio::select! {
-                n = waiter.fired() => n,
-                e = ended(self.core.state.subscribe()) => return Err(e),
-            };
-            if notice.is_some() {
-                return Ok(());
-            }
-        }
+        })))
     }
 
     async fn guarded(&self, fence: &Fence, op: Op) -> Result<OpResult> {

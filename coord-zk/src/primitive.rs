@@ -12,9 +12,9 @@ use coord_core::{
 use tokio::sync::watch;
 use zookeeper_client as zk;
 
-use crate::error::{is_connection_error, Target};
+use crate::error::{is_connection_error, map_error, Target};
 use crate::names;
-use crate::session::{created, stamp_of, stat_of, ZkSession, MAX_PARENT_ROUNDS};
+use crate::session::{client_in, created, stamp_of, stat_of, ZkSession, MAX_PARENT_ROUNDS};
 use crate::state::Shared;
 use crate::BACKEND;
 
@@ -424,27 +424,45 @@ impl PrimitiveSession for ZkSession {
     }
 
     /// getData with a watch, as Curator does: on a missing node getData
-    /// fails with NoNode and leaves no watch (exists would leave one).
-    async fn wait_gone(&self, path: &str) -> Result<()> {
-        loop {
-            let read = self
-                .read(|c| async move {
-                    let (_, _, watcher) = c.get_and_watch_data(path).await?;
-                    Ok(watcher)
-                })
-                .await;
-            let watcher = match read {
-                Ok(watcher) => watcher,
-                Err(zk::Error::NoNode) => return Ok(()),
-                Err(e) => return Err(self.map(e, Target::path(path))),
-            };
-            let event = watcher.changed().await;
-            session_event_result(&self.shared, &event)?;
-            if event.event_type == zk::EventType::NodeDeleted {
-                return Ok(());
+    /// fails with NoNode and leaves no watch (exists would leave one). The
+    /// watch re-arms itself on a data change; a node found with another
+    /// czxid means ours was deleted.
+    async fn watch_gone(&self, path: &str) -> Result<Option<Watch>> {
+        let read = self
+            .read(|c| async move {
+                let (_, stat, watcher) = c.get_and_watch_data(path).await?;
+                Ok((stat, watcher))
+            })
+            .await;
+        let (stat, watcher) = match read {
+            Ok(r) => r,
+            Err(zk::Error::NoNode) => return Ok(None),
+            Err(e) => return Err(self.map(e, Target::path(path))),
+        };
+        let stamp = stat.czxid;
+        let (shared, slot, path) = (self.shared.clone(), self.client_slot(), path.to_owned());
+        Ok(Some(Watch::new(async move {
+            let mut watcher = watcher;
+            loop {
+                let event = watcher.changed().await;
+                session_event_result(&shared, &event)?;
+                if event.event_type == zk::EventType::NodeDeleted {
+                    return Ok(());
+                }
+                // A data change: the node is still there; watch again.
+                watcher = loop {
+                    let client = client_in(&slot).map_err(|_| shared.ended_error())?;
+                    match client.get_and_watch_data(&path).await {
+                        Ok((_, stat, w)) if stat.czxid == stamp => break w,
+                        Ok(_) | Err(zk::Error::NoNode) => return Ok(()),
+                        Err(e) if is_connection_error(&e) && !shared.get().is_terminal() => {
+                            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                        }
+                        Err(e) => return Err(map_error(e, Target::path(&path))),
+                    }
+                };
             }
-            // A data change: the node is still there; watch again.
-        }
+        })))
     }
 
     /// ZooKeeper's multi can check a node's data version, not its czxid. So

@@ -24,6 +24,15 @@ const MAX_BACKOFF: Duration = Duration::from_secs(1);
 /// can be deleted by the server between our mkdir and our create).
 pub(crate) const MAX_PARENT_ROUNDS: usize = 8;
 
+/// Where a session's client lives: `None` once closed.
+pub(crate) type ClientSlot = Arc<RwLock<Option<zk::Client>>>;
+
+/// A clone of the client in `slot`, for one request.
+pub(crate) fn client_in(slot: &ClientSlot) -> Result<zk::Client, zk::Error> {
+    let guard = slot.read().unwrap_or_else(|e| e.into_inner());
+    guard.as_ref().cloned().ok_or(zk::Error::ClientClosed)
+}
+
 /// One ZooKeeper session: coord's [`coord_core::PrimitiveSession`] on
 /// ZooKeeper. Usually held as a [`coord_core::Session`] (see
 /// [`crate::connect`]).
@@ -33,7 +42,7 @@ pub(crate) const MAX_PARENT_ROUNDS: usize = 8;
 pub struct ZkSession {
     /// `None` once closed: dropping the last `Client` clone is how the
     /// client library closes a session.
-    client: RwLock<Option<zk::Client>>,
+    client: ClientSlot,
     pub(crate) shared: Arc<Shared>,
     id: SessionId,
     credentials: zk::SessionInfo,
@@ -105,7 +114,7 @@ impl ZkSession {
         let id = SessionId(client.session_id().to_string());
         tracing::debug!(session = %id, ?session_timeout, "zk session open");
         Ok(ZkSession {
-            client: RwLock::new(Some(client)),
+            client: Arc::new(RwLock::new(Some(client))),
             shared,
             id,
             credentials,
@@ -142,14 +151,15 @@ impl ZkSession {
 
     /// A handle on the client for one request, counted as sent.
     pub(crate) fn client(&self) -> Result<zk::Client, zk::Error> {
-        let guard = self.client.read().unwrap_or_else(|e| e.into_inner());
-        match guard.as_ref() {
-            Some(client) => {
-                self.requests.fetch_add(1, Ordering::Relaxed);
-                Ok(client.clone())
-            }
-            None => Err(zk::Error::ClientClosed),
-        }
+        let client = client_in(&self.client)?;
+        self.requests.fetch_add(1, Ordering::Relaxed);
+        Ok(client)
+    }
+
+    /// The slot the client lives in, for a watch that must make a request
+    /// later without keeping the session open (a `Client` clone would).
+    pub(crate) fn client_slot(&self) -> ClientSlot {
+        Arc::clone(&self.client)
     }
 
     /// A handle for a write: while the connection is down, writes fail at

@@ -73,6 +73,21 @@ fn predecessor<'c>(
     )
 }
 
+/// Wait until the node at `path` is gone, counted in `stats`: as waiting
+/// once the watch is armed (so a test that sees N waiting knows a release
+/// reaches all N), and as a wake-up when it fires. A node already gone
+/// counts as neither.
+pub(crate) async fn wait_counted(session: &Session, stats: &Stats, path: &str) -> Result<()> {
+    let Some(gone) = session.watch_gone(path).await? else {
+        return Ok(());
+    };
+    let blocked = stats.blocked();
+    gone.await?;
+    drop(blocked);
+    stats.woke();
+    Ok(())
+}
+
 impl Contender<'_> {
     /// Join the queue and wait per `wait`. `Ok(None)` only for `Wait::No`
     /// when blocked; `Err(Timeout)` when a deadline passes.
@@ -118,17 +133,15 @@ impl Contender<'_> {
                 return Ok(Some(HeldNode::new(self.session.clone(), node)));
             };
             let pred_path = path::join(self.dir, &pred.name);
-            let blocked = self.stats.blocked();
             match wait {
                 Wait::No => {
                     pending.remove().await;
                     return Ok(None);
                 }
-                Wait::Forever => self.session.wait_gone(&pred_path).await?,
+                Wait::Forever => wait_counted(self.session, self.stats, &pred_path).await?,
                 Wait::Until(deadline, d) => {
-                    match tokio::time::timeout_at(deadline, self.session.wait_gone(&pred_path))
-                        .await
-                    {
+                    let waited = wait_counted(self.session, self.stats, &pred_path);
+                    match tokio::time::timeout_at(deadline, waited).await {
                         Ok(r) => r?,
                         Err(_) => {
                             pending.remove().await;
@@ -137,8 +150,6 @@ impl Contender<'_> {
                     }
                 }
             }
-            drop(blocked);
-            self.stats.woke();
         }
     }
 

@@ -26,6 +26,7 @@ use std::time::Duration;
 use crate::error::{Error, Result};
 use crate::path;
 use crate::primitive::{CreateMode, Fence, Op, OpResult, Watch};
+use crate::recipes::contend::wait_counted;
 use crate::recipes::held::HeldNode;
 use crate::recipes::names;
 use crate::recipes::pending::PendingNode;
@@ -247,13 +248,12 @@ impl Election {
             emit(ElectionEvent::ReadyComplete);
             let mut attempt = 0;
             loop {
-                match self.session.wait_gone(&pred_path).await {
+                match wait_counted(&self.session, &self.stats, &pred_path).await {
                     Ok(()) => break,
                     Err(e) if e.is_retryable() => backoff(&mut attempt).await,
                     Err(e) => return Err(e),
                 }
             }
-            self.stats.woke();
         }
     }
 }
@@ -325,6 +325,9 @@ impl Leadership {
 
     /// Resolve when leadership is lost: the session ended (expired or
     /// closed) or the offer node was deleted. Returns why.
+    ///
+    /// # Errors
+    /// None: it resolves *to* the reason the hold was lost.
     ///
     /// # Cancel safety
     /// Cancel safe: it only watches.

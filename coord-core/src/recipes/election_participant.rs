@@ -152,6 +152,10 @@ impl Participant {
     /// The next event, in order; `None` once the participant's task is over
     /// and every event has been read.
     ///
+    /// # Errors
+    /// None: the participant's failures arrive as `ElectionEvent::Failed`;
+    /// `None` means the participant has stopped and no event will follow.
+    ///
     /// # Cancel safety
     /// Cancel safe: no event is lost if the future is dropped.
     pub async fn next_event(&mut self) -> Option<ElectionEvent> {

@@ -2,7 +2,7 @@
 
 use crate::error::{Error, Result};
 use crate::primitive::{Created, Fence, Op, OpResult};
-use crate::recipes::pending::{delete_in_background, delete_if_present};
+use crate::recipes::pending::{delete_if_present, delete_in_background};
 use crate::session::Session;
 
 /// A node held by a session: the thing behind every guard (a lock, a lease,
@@ -69,6 +69,9 @@ impl HeldNode {
     /// [`Error::SessionClosed`] when the session ends, or
     /// [`Error::LockLost`] when the node is deleted under it. A suspended
     /// connection is not a loss: the session may come back.
+    ///
+    /// # Errors
+    /// None: it resolves *to* the reason the hold was lost.
     ///
     /// # Cancel safety
     /// Cancel safe: it only watches.

@@ -182,6 +182,9 @@ impl LockGuard {
     /// Resolve when the lock is lost: the session ended, or the node was
     /// deleted under us. Returns why.
     ///
+    /// # Errors
+    /// None: it resolves *to* the reason the hold was lost.
+    ///
     /// # Cancel safety
     /// Cancel safe.
     pub async fn lost(&self) -> Error {

@@ -292,6 +292,9 @@ impl Membership {
     /// Resolve when membership is lost (the session ended, or the node was
     /// deleted). Returns why.
     ///
+    /// # Errors
+    /// None: it resolves *to* the reason the hold was lost.
+    ///
     /// # Cancel safety
     /// Cancel safe: it only watches.
     pub async fn lost(&self) -> Error {

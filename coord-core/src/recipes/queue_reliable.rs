@@ -138,6 +138,9 @@ impl Delivery {
     /// Resolve when the lease is lost (the session ended, or the claim was
     /// deleted): the item will be delivered again.
     ///
+    /// # Errors
+    /// None: it resolves *to* the reason the hold was lost.
+    ///
     /// # Cancel safety
     /// Cancel safe: it only watches.
     pub async fn lost(&self) -> Error {

@@ -72,7 +72,11 @@ impl RwLock {
             marker: if write { names::WRITE } else { names::READ },
             data: &[],
             stats: &self.stats,
-            blocked_by: if write { &blocks_writer } else { &blocks_reader },
+            blocked_by: if write {
+                &blocks_writer
+            } else {
+                &blocks_reader
+            },
         };
         Ok(c.acquire(wait).await?.map(LockGuard::from_held))
     }

@@ -77,6 +77,9 @@ impl Lease {
 
     /// Resolve when the lease is lost; see [`HeldNode::lost`].
     ///
+    /// # Errors
+    /// None: it resolves *to* the reason the hold was lost.
+    ///
     /// # Cancel safety
     /// Cancel safe.
     pub async fn lost(&self) -> Error {
@@ -200,10 +203,12 @@ impl Semaphore {
             match wait {
                 Wait::No => break Ok(false),
                 Wait::Forever => changed.await?,
-                Wait::Until(deadline, d) => match tokio::time::timeout_at(deadline, changed).await {
-                    Ok(r) => r?,
-                    Err(_) => break Err(Error::Timeout(d)),
-                },
+                Wait::Until(deadline, d) => {
+                    match tokio::time::timeout_at(deadline, changed).await {
+                        Ok(r) => r?,
+                        Err(_) => break Err(Error::Timeout(d)),
+                    }
+                }
             }
             drop(blocked);
             self.stats.woke();

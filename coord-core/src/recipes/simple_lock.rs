@@ -6,7 +6,7 @@ use std::time::Duration;
 use crate::error::{Error, Result};
 use crate::path;
 use crate::primitive::CreateMode;
-use crate::recipes::contend::Wait;
+use crate::recipes::contend::{wait_counted, Wait};
 use crate::recipes::held::HeldNode;
 use crate::recipes::lock::LockGuard;
 use crate::recipes::pending::PendingNode;
@@ -55,8 +55,12 @@ impl SimpleLock {
 
     async fn acquire_inner(&self, wait: Wait) -> Result<Option<LockGuard>> {
         loop {
-            let mut pending =
-                PendingNode::spawn(&self.session, self.node.clone(), Vec::new(), CreateMode::Ephemeral);
+            let mut pending = PendingNode::spawn(
+                &self.session,
+                self.node.clone(),
+                Vec::new(),
+                CreateMode::Ephemeral,
+            );
             match pending.created().await {
                 Ok(_) => {
                     let node = pending.take().ok_or_else(|| {
@@ -71,18 +75,16 @@ impl SimpleLock {
                 Err(Error::AlreadyExists { .. }) => {}
                 Err(e) => return Err(e),
             }
-            let blocked = self.stats.blocked();
             match wait {
                 Wait::No => return Ok(None),
-                Wait::Forever => self.session.wait_gone(&self.node).await?,
-                Wait::Until(deadline, d) => {
-                    tokio::time::timeout_at(deadline, self.session.wait_gone(&self.node))
-                        .await
-                        .map_err(|_| Error::Timeout(d))??
-                }
+                Wait::Forever => wait_counted(&self.session, &self.stats, &self.node).await?,
+                Wait::Until(deadline, d) => tokio::time::timeout_at(
+                    deadline,
+                    wait_counted(&self.session, &self.stats, &self.node),
+                )
+                .await
+                .map_err(|_| Error::Timeout(d))??,
             }
-            drop(blocked);
-            self.stats.woke();
         }
     }
 
