@@ -1,0 +1,121 @@
+//! # coord
+//!
+//! Distributed coordination for Rust — one lock holder, one leader, one
+//! runner of the six-hourly job, a queue no item falls out of, a view of who
+//! is alive — on ZooKeeper, etcd, Redis, or in memory. This crate is the
+//! front door: it re-exports the recipes (written once, in `coord-core`)
+//! and opens a [`Session`] on whichever backend a URL names.
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use coord::Lock;
+//!
+//! let session = coord::connect("mem://").await?; // or "zk://zk1:2181,zk2:2181/myapp"
+//! let lock = Lock::new(&session, "/locks/nightly-report")?;
+//! let guard = lock.acquire().await?;
+//! println!("holding, fencing token {}", guard.fencing_token());
+//! guard.release().await?;
+//! session.close().await?;
+//! # Ok(()) }
+//! ```
+//!
+//! Every recipe has an example in [`recipes`].
+//!
+//! ## Cargo features
+//!
+//! | feature | backend | URL | needs to build |
+//! |---|---|---|---|
+//! | (always) | in-process store | `mem://` | nothing |
+//! | `zk` | ZooKeeper (`coord-zk`) | `zk://…` | nothing |
+//! | `etcd` | etcd v3.4+ (`coord-etcd`) | `etcd://…` | `protoc` (etcd-client compiles its protobufs) |
+//! | `redis` | Redis 7 (`coord-redis`) | `redis://…` | nothing |
+//! | `full` | all of the above | | `protoc` |
+//!
+//! No feature is on by default: the default build needs no server and no
+//! `protoc`. A URL whose backend is not compiled in fails with
+//! [`ConnectError::BackendNotCompiled`], which names the feature to enable.
+//! Each enabled backend crate is re-exported (`coord::zk`, `coord::etcd`,
+//! `coord::redis`) for its options and its details.
+//!
+//! ## URLs
+//!
+//! | URL | what |
+//! |---|---|
+//! | `mem://` | the process-wide in-memory store, [`default_mem_store`] |
+//! | `zk://h1:2181,h2:2181/chroot` | a ZooKeeper ensemble; every path lives under the optional chroot (made if missing); port 2181 when omitted |
+//! | `etcd://h1:2379,h2:2379/namespace` | an etcd cluster over plain HTTP; every key starts with the optional namespace; port 2379 when omitted; `etcd://user:password@…` when auth is on |
+//! | `redis://[user:password@]host:6379/db` | one Redis server; port 6379 and database 0 when omitted |
+//!
+//! Query parameters:
+//! - `session_timeout=<duration>` (all): how long the server keeps a
+//!   session after its client stops answering — and with it the client's
+//!   lock holds, leadership and memberships. Default 10 s everywhere;
+//!   durations are written `500ms`, `10s`, `1m` ([`parse_duration`]).
+//!   [`Connector::session_timeout`] sets it in code (and wins over the URL).
+//! - `namespace=<name>` (redis only): keep every key under `{name}:`
+//!   (default `coord`), so applications can share a server.
+//!
+//! Not supported: `rediss://` (TLS is not compiled into the Redis client),
+//! Unix sockets, Redis Cluster, `https://` etcd endpoints, ZooKeeper
+//! credentials in the URL. A URL is checked completely before any I/O: a
+//! malformed one fails with [`ConnectError::InvalidUrl`] saying what is
+//! wrong, with any password shown as `***`.
+//!
+//! ## `mem://`: one store per process
+//!
+//! Every `mem://` session of a process lives in one store,
+//! [`default_mem_store`], created on first use: sessions opened anywhere in
+//! the program see each other's nodes, as processes sharing a ZooKeeper
+//! would. Nothing outside the process sees it — two processes given
+//! `mem://` coordinate nothing. It is for tests, examples and
+//! single-process programs; its fault hooks ([`mem::MemStore::expire`],
+//! …) let a test kill a session. Sessions default to a 10 s timeout that
+//! only matters for a handle whose keep-alive stopped.
+//!
+//! ## What every recipe promises
+//!
+//! Every lock-like guard is `#[must_use]`; `release().await` reports
+//! errors; dropping it releases in the background, best effort (the
+//! session's end is the backstop). `fencing_token()` strictly increases
+//! across successive holders; `lost()` resolves when the hold is gone.
+//! Every acquire is cancel safe: dropping its future leaves no node behind.
+#![warn(missing_docs)]
+
+mod connect;
+pub mod demo;
+mod duration;
+pub mod recipes;
+mod url;
+
+pub use connect::{connect, default_mem_store, ConnectError, Connector};
+pub use duration::{parse_duration, ParseDurationError};
+pub use url::{compiled_backends, Backend};
+
+pub use coord_core::{
+    path, Child, CreateMode, Created, Error, Fence, Node, Op, OpResult, Result, Session, SessionId,
+    SessionState, Stat,
+};
+pub use recipes::{
+    period_index, Barrier, Delivery, DoubleBarrier, Election, ElectionEvent, ElectionState, Group,
+    GroupChange, GroupWatcher, Inside, Leader, LeaderObserver, Leadership, Lease, Lock, LockGuard,
+    Member, Membership, OnCrash, Participant, PeriodicJob, Queue, ReliableQueue, RunContext,
+    RunOutcome, RwLock, Semaphore, SemaphoreMutex,
+};
+
+/// The recipes' foundation: the primitive contract a backend implements.
+pub use coord_core as core;
+/// The in-process backend (always compiled in).
+pub use coord_mem as mem;
+
+/// The ZooKeeper backend (feature `zk`).
+#[cfg(feature = "zk")]
+pub use coord_zk as zk;
+
+/// The etcd backend (feature `etcd`).
+#[cfg(feature = "etcd")]
+pub use coord_etcd as etcd;
+
+/// The Redis backend (feature `redis`).
+#[cfg(feature = "redis")]
+pub use coord_redis as redis;

@@ -1,0 +1,264 @@
+//! The recipes, with an example of each. They are written once, over the
+//! primitive contract, and behave the same on every backend; the examples
+//! run on `mem://` (swap the URL for a real server's).
+//!
+//! # [`Lock`]: an exclusive lock without herd effect
+//!
+//! FIFO; a waiter watches only its predecessor; the fencing token strictly
+//! increases across holders, so a resource can refuse a stale holder.
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::time::Duration;
+//! use coord::{Error, Lock};
+//!
+//! let session = coord::connect("mem://").await?;
+//! let lock = Lock::new(&session, "/locks/report")?;
+//! let guard = lock.acquire().await?;
+//! let first = guard.fencing_token();
+//!
+//! // Someone else (here: another session) cannot take it meanwhile.
+//! let other = coord::connect("mem://").await?;
+//! let theirs = Lock::new(&other, "/locks/report")?;
+//! assert!(theirs.try_acquire().await?.is_none());
+//! assert!(matches!(
+//!     theirs.acquire_timeout(Duration::from_millis(50)).await,
+//!     Err(Error::Timeout(_))
+//! ));
+//!
+//! guard.release().await?;
+//! let next = theirs.acquire().await?;
+//! assert!(next.fencing_token() > first);
+//! next.release().await?;
+//! # Ok(()) }
+//! ```
+//!
+//! # [`RwLock`]: readers share, a writer is alone
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use coord::RwLock;
+//!
+//! let session = coord::connect("mem://").await?;
+//! let rw = RwLock::new(&session, "/locks/config")?;
+//! let r1 = rw.read().await?;
+//! let r2 = rw.read().await?; // readers share
+//! assert!(rw.try_write().await?.is_none()); // the writer waits for them
+//! r1.release().await?;
+//! r2.release().await?;
+//! let w = rw.write().await?;
+//! w.release().await?;
+//! # Ok(()) }
+//! ```
+//!
+//! # [`Semaphore`] and [`SemaphoreMutex`]: N leases
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use coord::{Semaphore, SemaphoreMutex};
+//!
+//! let session = coord::connect("mem://").await?;
+//! let sem = Semaphore::new(&session, "/semaphores/db-connections", 3)?;
+//! let two = sem.acquire(2).await?; // all or nothing
+//! assert!(sem.try_acquire(2).await?.is_none()); // only 1 left
+//! Semaphore::return_all(two).await?;
+//!
+//! // A non-reentrant mutex: not even the same handle takes it twice.
+//! let mutex = SemaphoreMutex::new(&session, "/semaphores/migration")?;
+//! let held = mutex.acquire().await?;
+//! assert!(mutex.try_acquire().await?.is_none());
+//! held.release().await?;
+//! # Ok(()) }
+//! ```
+//!
+//! # [`Election`]: one leader, everyone can see who
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use coord::Election;
+//!
+//! let session = coord::connect("mem://").await?;
+//! let election = Election::new(&session, "/elections/scheduler")?;
+//! let mut observer = election.observe(); // anyone can follow the leader
+//!
+//! let leadership = election.campaign(b"host-a").await?;
+//! let leader = election.leader().await?.map(|l| l.value);
+//! assert_eq!(leader.as_deref(), Some(&b"host-a"[..]));
+//! assert_eq!(observer.next().await?.value, b"host-a");
+//!
+//! // Meanwhile host-b waits in line, and takes over on resignation.
+//! let other = coord::connect("mem://").await?;
+//! let b = tokio::spawn({
+//!     let election = Election::new(&other, "/elections/scheduler")?;
+//!     async move { election.campaign(b"host-b").await }
+//! });
+//! leadership.resign().await?;
+//! let b = b.await??;
+//! assert_eq!(observer.next().await?.value, b"host-b");
+//! b.resign().await?;
+//! # Ok(()) }
+//! ```
+//!
+//! [`Election::participate`] runs the seed's `LeaderElectionSupport` state
+//! machine in a task instead, and streams its events ([`ElectionEvent`]):
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use coord::{Election, ElectionEvent};
+//!
+//! let session = coord::connect("mem://").await?;
+//! let election = Election::new(&session, "/elections/indexer")?;
+//! let mut participant = election.participate(b"host-a")?;
+//! let token = participant.wait_elected().await?;
+//! assert!(participant.is_leader());
+//! assert_eq!(participant.fencing_token(), Some(token));
+//! participant.stop().await?;
+//! let mut events = Vec::new();
+//! while let Some(e) = participant.try_next_event() {
+//!     events.push(e);
+//! }
+//! assert_eq!(events.first(), Some(&ElectionEvent::Start));
+//! assert_eq!(events.last(), Some(&ElectionEvent::StopComplete));
+//! # Ok(()) }
+//! ```
+//!
+//! # [`Queue`] and [`ReliableQueue`]: FIFO, and nothing lost
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use coord::Queue;
+//!
+//! let session = coord::connect("mem://").await?;
+//! let queue = Queue::new(&session, "/queues/jobs")?;
+//! queue.offer(b"job 1").await?;
+//! queue.offer(b"job 2").await?;
+//! assert_eq!(queue.len().await?, 2);
+//! assert_eq!(queue.take().await?, b"job 1");
+//! assert_eq!(queue.poll().await?.as_deref(), Some(&b"job 2"[..]));
+//! assert_eq!(queue.poll().await?, None);
+//!
+//! // Reliable mode: an item is leased until acknowledged; if the consumer
+//! // dies first, the item is delivered again.
+//! let reliable = Queue::reliable(&session, "/queues/payments")?;
+//! reliable.offer(b"pay 42").await?;
+//! let delivery = reliable.take().await?;
+//! assert_eq!(delivery.data(), b"pay 42");
+//! delivery.ack().await?;
+//! # Ok(()) }
+//! ```
+//!
+//! # [`Group`]: who is alive
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use coord::Group;
+//!
+//! let session = coord::connect("mem://").await?;
+//! let group = Group::new(&session, "/groups/workers")?;
+//! let mut watcher = group.watch();
+//! assert!(watcher.next().await?.members.is_empty());
+//!
+//! let me = group.join(b"10.0.0.7:8080").await?; // gone when my session ends
+//! let change = watcher.next().await?;
+//! assert_eq!(change.joined, [me.name().to_owned()]);
+//! assert_eq!(group.members().await?[0].data, b"10.0.0.7:8080");
+//!
+//! me.leave().await?;
+//! assert_eq!(watcher.next().await?.left.len(), 1);
+//! # Ok(()) }
+//! ```
+//!
+//! # [`Barrier`] and [`DoubleBarrier`]
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use coord::{Barrier, DoubleBarrier};
+//!
+//! let session = coord::connect("mem://").await?;
+//! // A barrier holds every waiter until it is removed.
+//! let barrier = Barrier::new(&session, "/barriers/deploy")?;
+//! barrier.set().await?;
+//! let waiter = tokio::spawn({
+//!     let barrier = barrier.clone();
+//!     async move { barrier.wait().await }
+//! });
+//! barrier.remove().await?;
+//! waiter.await??;
+//!
+//! // A double barrier: enter when all 3 are in, leave when all are out.
+//! let mut rounds = Vec::new();
+//! for _ in 0..3 {
+//!     let s = coord::connect("mem://").await?;
+//!     let round = DoubleBarrier::new(&s, "/barriers/round-1", 3)?;
+//!     rounds.push(tokio::spawn(async move {
+//!         let inside = round.enter().await?;
+//!         // ... compute ...
+//!         inside.leave().await
+//!     }));
+//! }
+//! for r in rounds {
+//!     r.await??;
+//! }
+//! # Ok(()) }
+//! ```
+//!
+//! # [`PeriodicJob`]: at most once per period, across instances
+//!
+//! Seed 003's "9 pods, one SQL job every 6 hours", crash-safe: every
+//! instance calls [`PeriodicJob::run`] each period; one runs the job, the
+//! others find it done.
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::time::{Duration, SystemTime};
+//! use coord::{period_index, PeriodicJob, RunOutcome};
+//!
+//! let period = period_index(SystemTime::now(), Duration::from_secs(6 * 3600));
+//! let mut ran = 0;
+//! for _pod in 0..3 {
+//!     let session = coord::connect("mem://").await?;
+//!     let job = PeriodicJob::new(&session, "/jobs/revenue-sql")?;
+//!     let outcome = job
+//!         .run(period, |ctx| async move {
+//!             // Pass ctx.fencing_token() to what the job writes.
+//!             Ok::<_, String>(ctx.period())
+//!         })
+//!         .await?;
+//!     if let RunOutcome::Ran(_) = outcome {
+//!         ran += 1;
+//!     }
+//! }
+//! assert_eq!(ran, 1);
+//! # Ok(()) }
+//! ```
+//!
+//! # [`SimpleLock`]: the herd-effect baseline
+//!
+//! The paper's simple lock: every waiter watches the one lock node, so
+//! every release wakes them all. It is kept to measure what [`Lock`] saves
+//! (compare their [`Stats`]); use [`Lock`].
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use coord::recipes::SimpleLock;
+//!
+//! let session = coord::connect("mem://").await?;
+//! let lock = SimpleLock::new(&session, "/locks/baseline")?;
+//! let guard = lock.acquire().await?;
+//! assert!(lock.try_acquire().await?.is_none());
+//! guard.release().await?;
+//! assert_eq!(lock.stats().acquisitions(), 1);
+//! # Ok(()) }
+//! ```
+
+pub use coord_core::recipes::*;

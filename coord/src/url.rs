@@ -1,0 +1,548 @@
+//! Parsing a coord URL into a backend's options, before any I/O.
+
+use std::time::Duration;
+
+use crate::connect::ConnectError;
+use crate::duration::parse_duration;
+
+/// A backend coord can connect to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Backend {
+    /// The in-process store (`mem://`), always compiled in.
+    Mem,
+    /// ZooKeeper (`zk://`), cargo feature `zk`.
+    Zk,
+    /// etcd v3 (`etcd://`), cargo feature `etcd`.
+    Etcd,
+    /// Redis (`redis://`), cargo feature `redis`.
+    Redis,
+}
+
+impl Backend {
+    /// Every backend, compiled in or not.
+    pub const ALL: [Backend; 4] = [Backend::Mem, Backend::Zk, Backend::Etcd, Backend::Redis];
+
+    /// The URL scheme, without `://`.
+    pub fn scheme(self) -> &'static str {
+        match self {
+            Backend::Mem => "mem",
+            Backend::Zk => "zk",
+            Backend::Etcd => "etcd",
+            Backend::Redis => "redis",
+        }
+    }
+
+    /// The cargo feature of the `coord` crate that compiles it in (`None`
+    /// for `mem`, which is always there).
+    pub fn feature(self) -> Option<&'static str> {
+        match self {
+            Backend::Mem => None,
+            Backend::Zk => Some("zk"),
+            Backend::Etcd => Some("etcd"),
+            Backend::Redis => Some("redis"),
+        }
+    }
+
+    /// Whether this build of `coord` can connect to it.
+    pub fn is_compiled(self) -> bool {
+        match self {
+            Backend::Mem => true,
+            Backend::Zk => cfg!(feature = "zk"),
+            Backend::Etcd => cfg!(feature = "etcd"),
+            Backend::Redis => cfg!(feature = "redis"),
+        }
+    }
+}
+
+impl std::fmt::Display for Backend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.scheme())
+    }
+}
+
+/// The backends this build of `coord` can connect to, `mem` first.
+pub fn compiled_backends() -> Vec<Backend> {
+    Backend::ALL
+        .into_iter()
+        .filter(|b| b.is_compiled())
+        .collect()
+}
+
+/// A URL parsed and checked: which backend, with its options.
+#[derive(Debug, Clone)]
+pub(crate) enum Target {
+    Mem,
+    #[cfg(feature = "zk")]
+    Zk(coord_zk::ZkOptions),
+    #[cfg(feature = "etcd")]
+    Etcd(coord_etcd::EtcdOptions),
+    #[cfg(feature = "redis")]
+    Redis(coord_redis::Options),
+}
+
+/// What [`parse`] makes of a URL.
+#[derive(Debug, Clone)]
+pub(crate) struct Parsed {
+    pub backend: Backend,
+    pub target: Target,
+    pub session_timeout: Option<Duration>,
+    /// The URL with any password replaced by `***`, for messages.
+    pub shown: String,
+}
+
+/// The URL with the password of its user info (if any) replaced by `***`.
+pub(crate) fn redact(url: &str) -> String {
+    let Some(start) = url.find("://").map(|i| i + 3) else {
+        return url.to_owned();
+    };
+    let end = url[start..]
+        .find(['/', '?', '#'])
+        .map_or(url.len(), |i| start + i);
+    let authority = &url[start..end];
+    match authority.rfind('@') {
+        Some(at) => match authority[..at].find(':') {
+            Some(colon) => format!(
+                "{}{}:***{}",
+                &url[..start],
+                &authority[..colon],
+                &url[start + at..]
+            ),
+            None => url.to_owned(),
+        },
+        None => url.to_owned(),
+    }
+}
+
+/// The pieces of `scheme://authority/path?query`.
+struct Pieces<'a> {
+    scheme: String,
+    authority: &'a str,
+    path: &'a str,
+    params: Vec<(&'a str, &'a str)>,
+}
+
+fn split<'a>(
+    url: &'a str,
+    bad: &dyn Fn(String) -> ConnectError,
+) -> Result<Pieces<'a>, ConnectError> {
+    let (scheme, rest) = url.split_once("://").ok_or_else(|| {
+        bad("expected <scheme>://…, e.g. mem://, zk://127.0.0.1:2181, etcd://127.0.0.1:2379 or redis://127.0.0.1:6379".into())
+    })?;
+    if scheme.is_empty() {
+        return Err(bad("the scheme is missing".into()));
+    }
+    if rest.contains('#') {
+        return Err(bad("a fragment ('#…') is not allowed".into()));
+    }
+    let (rest, query) = match rest.split_once('?') {
+        Some((r, q)) => (r, Some(q)),
+        None => (rest, None),
+    };
+    let (authority, path) = match rest.find('/') {
+        Some(i) => rest.split_at(i),
+        None => (rest, ""),
+    };
+    let mut params: Vec<(&str, &str)> = Vec::new();
+    for pair in query.into_iter().flat_map(|q| q.split('&')) {
+        if pair.is_empty() {
+            continue;
+        }
+        let (k, v) = pair.split_once('=').ok_or_else(|| {
+            bad(format!(
+                "query parameter {pair:?} has no value (write {pair}=…)"
+            ))
+        })?;
+        if v.is_empty() {
+            return Err(bad(format!("query parameter {k:?} has an empty value")));
+        }
+        if params.iter().any(|(seen, _)| *seen == k) {
+            return Err(bad(format!("query parameter {k:?} is given twice")));
+        }
+        params.push((k, v));
+    }
+    Ok(Pieces {
+        scheme: scheme.to_ascii_lowercase(),
+        authority,
+        path,
+        params,
+    })
+}
+
+/// Parse `url` (no I/O): the backend, its options, the session timeout.
+pub(crate) fn parse(url: &str) -> Result<Parsed, ConnectError> {
+    let shown = redact(url);
+    let bad = |reason: String| ConnectError::InvalidUrl {
+        url: shown.clone(),
+        reason,
+    };
+    let pieces = split(url, &bad)?;
+    let backend = match pieces.scheme.as_str() {
+        "mem" => Backend::Mem,
+        "zk" => Backend::Zk,
+        "etcd" => Backend::Etcd,
+        "redis" => Backend::Redis,
+        other => {
+            let reason = match other {
+                "rediss" => {
+                    "TLS (rediss://) is not compiled into coord's Redis client; use redis://"
+                }
+                "redis+unix" | "unix" => "Unix sockets are not supported; use redis://host:port",
+                "http" | "https" => "write etcd://host:port for etcd, zk://host:port for ZooKeeper",
+                _ => "the supported schemes are mem, zk, etcd and redis",
+            };
+            return Err(ConnectError::UnsupportedScheme {
+                url: shown.clone(),
+                scheme: other.to_owned(),
+                reason: reason.to_owned(),
+            });
+        }
+    };
+    if let Some(feature) = backend.feature().filter(|_| !backend.is_compiled()) {
+        return Err(ConnectError::BackendNotCompiled {
+            url: shown.clone(),
+            backend,
+            feature,
+        });
+    }
+    let known: &[&str] = match backend {
+        Backend::Redis => &["session_timeout", "namespace"],
+        _ => &["session_timeout"],
+    };
+    let mut session_timeout = None;
+    for (k, v) in &pieces.params {
+        if !known.contains(k) {
+            return Err(bad(format!(
+                "unknown query parameter {k:?} for {backend}:// (known: {})",
+                known.join(", ")
+            )));
+        }
+        if *k == "session_timeout" {
+            let d = parse_duration(v).map_err(|e| bad(e.to_string()))?;
+            check_session_timeout(backend, d).map_err(bad)?;
+            session_timeout = Some(d);
+        }
+    }
+    let target = match backend {
+        Backend::Mem => {
+            if !pieces.authority.is_empty() || !matches!(pieces.path, "" | "/") {
+                return Err(bad(
+                    "mem:// takes no host or path: it is the process-wide in-memory store".into(),
+                ));
+            }
+            Target::Mem
+        }
+        #[cfg(feature = "zk")]
+        Backend::Zk => Target::Zk(zk(&pieces).map_err(bad)?),
+        #[cfg(feature = "etcd")]
+        Backend::Etcd => Target::Etcd(etcd(&pieces).map_err(bad)?),
+        #[cfg(feature = "redis")]
+        Backend::Redis => Target::Redis(redis(&pieces).map_err(bad)?),
+        #[allow(unreachable_patterns)]
+        _ => {
+            return Err(ConnectError::BackendNotCompiled {
+                url: shown.clone(),
+                backend,
+                feature: backend.feature().unwrap_or("?"),
+            })
+        }
+    };
+    Ok(Parsed {
+        backend,
+        target,
+        session_timeout,
+        shown,
+    })
+}
+
+/// Refuse a session timeout the backend cannot use.
+pub(crate) fn check_session_timeout(backend: Backend, d: Duration) -> Result<(), String> {
+    if d.is_zero() {
+        return Err("the session timeout must be positive".into());
+    }
+    #[cfg(feature = "redis")]
+    if backend == Backend::Redis && d < coord_redis::MIN_SESSION_TTL {
+        return Err(format!(
+            "the session timeout {d:?} is below Redis's minimum of {:?}",
+            coord_redis::MIN_SESSION_TTL
+        ));
+    }
+    let _ = backend;
+    Ok(())
+}
+
+/// Check a comma-separated host list (`h1:2181,[::1]:2182,h3`), adding
+/// `default_port` where a host has none.
+#[cfg(any(feature = "zk", test))]
+fn host_list(list: &str, default_port: u16) -> Result<String, String> {
+    if list.is_empty() {
+        return Err("no host".into());
+    }
+    let mut out = Vec::new();
+    for host in list.split(',') {
+        if host.is_empty() {
+            return Err("an empty host in the list".into());
+        }
+        let (name, port) = if let Some(v6) = host.strip_prefix('[') {
+            let (addr, after) = v6
+                .split_once(']')
+                .ok_or("an IPv6 host without its closing ']'")?;
+            (addr, after.strip_prefix(':'))
+        } else {
+            match host.split_once(':') {
+                Some((n, p)) => (n, Some(p)),
+                None => (host, None),
+            }
+        };
+        if name.is_empty() {
+            return Err(format!("host {host:?} has no name"));
+        }
+        match port {
+            None => out.push(format!("{host}:{default_port}")),
+            Some(p) if p.parse::<u16>().is_ok_and(|p| p > 0) => out.push(host.to_owned()),
+            Some(p) => return Err(format!("port {p:?} of host {name:?} is not a port number")),
+        }
+    }
+    Ok(out.join(","))
+}
+
+#[cfg(feature = "zk")]
+fn zk(p: &Pieces<'_>) -> Result<coord_zk::ZkOptions, String> {
+    if p.authority.contains('@') {
+        return Err("credentials in a zk:// URL are not supported".into());
+    }
+    let hosts = host_list(p.authority, 2181)?;
+    coord_zk::ZkOptions::new(&format!("{hosts}{}", p.path)).map_err(|e| format!("chroot: {e}"))
+}
+
+#[cfg(feature = "etcd")]
+fn etcd(p: &Pieces<'_>) -> Result<coord_etcd::EtcdOptions, String> {
+    let (user, hosts) = match p.authority.rsplit_once('@') {
+        Some((u, h)) => (Some(u), h),
+        None => (None, p.authority),
+    };
+    let options = coord_etcd::EtcdOptions::from_url(&format!("etcd://{hosts}{}", p.path)).map_err(
+        |e| match e {
+            coord_core::Error::InvalidArgument(m) => m,
+            e => e.to_string(),
+        },
+    )?;
+    Ok(match user {
+        Some(u) => {
+            let (name, password) = u
+                .split_once(':')
+                .ok_or("etcd credentials must be user:password")?;
+            if name.is_empty() {
+                return Err("the etcd user name is empty".into());
+            }
+            options.user(percent_decode(name)?, percent_decode(password)?)
+        }
+        None => options,
+    })
+}
+
+#[cfg(feature = "redis")]
+fn redis(p: &Pieces<'_>) -> Result<coord_redis::Options, String> {
+    let host = p.authority.rsplit_once('@').map_or(p.authority, |(_, h)| h);
+    if host.contains(',') {
+        return Err("one Redis host only (Redis Cluster is not supported)".into());
+    }
+    let hosts = host_list(host, 6379)?;
+    match p.path {
+        "" | "/" => {}
+        db if db[1..].parse::<u32>().is_ok() => {}
+        db => {
+            return Err(format!(
+                "the path of a redis:// URL is the database number, not {db:?}"
+            ))
+        }
+    }
+    let userinfo = p
+        .authority
+        .rsplit_once('@')
+        .map_or(String::new(), |(u, _)| format!("{u}@"));
+    let mut options = coord_redis::Options::new(format!("redis://{userinfo}{hosts}{}", p.path));
+    if let Some((_, ns)) = p.params.iter().find(|(k, _)| *k == "namespace") {
+        let ok = ns.len() <= 128
+            && ns
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+        if !ok {
+            return Err(format!(
+                "namespace {ns:?}: use 1 to 128 letters, digits, '_', '-' or '.'"
+            ));
+        }
+        options = options.namespace(*ns);
+    }
+    Ok(options)
+}
+
+/// Decode `%XX` escapes (user names and passwords in URLs).
+#[cfg(any(feature = "etcd", test))]
+fn percent_decode(s: &str) -> Result<String, String> {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = bytes
+                .get(i + 1..i + 3)
+                .and_then(|h| std::str::from_utf8(h).ok())
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+                .ok_or("a '%' not followed by two hex digits in the user info")?;
+            out.push(hex);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).map_err(|_| "the user info is not UTF-8 once decoded".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reason(url: &str) -> String {
+        match parse(url) {
+            Ok(_) => panic!("{url} was accepted"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn mem_urls() {
+        for url in ["mem://", "mem:///", "MEM://", "mem://?session_timeout=2s"] {
+            let p = parse(url).unwrap_or_else(|e| panic!("{url}: {e}"));
+            assert_eq!(p.backend, Backend::Mem);
+        }
+        let p = parse("mem://?session_timeout=1m").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(p.session_timeout, Some(Duration::from_secs(60)));
+        assert!(reason("mem://host").contains("no host or path"));
+        assert!(reason("mem:///x").contains("no host or path"));
+    }
+
+    #[test]
+    fn malformed_urls_say_what_is_wrong() {
+        assert!(reason("").contains("expected <scheme>://"));
+        assert!(reason("127.0.0.1:2181").contains("expected <scheme>://"));
+        assert!(reason("://x").contains("scheme is missing"));
+        assert!(reason("mem://#x").contains("fragment"));
+        assert!(reason("mem://?ttl=3s").contains("unknown query parameter \"ttl\""));
+        assert!(reason("mem://?session_timeout").contains("has no value"));
+        assert!(reason("mem://?session_timeout=").contains("empty value"));
+        assert!(reason("mem://?session_timeout=3").contains("unit"));
+        assert!(reason("mem://?session_timeout=0s").contains("positive"));
+        assert!(reason("mem://?session_timeout=1s&session_timeout=2s").contains("twice"));
+    }
+
+    #[test]
+    fn unsupported_schemes() {
+        assert!(matches!(
+            parse("rediss://h:6379"),
+            Err(ConnectError::UnsupportedScheme { .. })
+        ));
+        assert!(reason("rediss://u:secret@h:6379").contains("TLS"));
+        assert!(!reason("rediss://u:secret@h:6379").contains("secret"));
+        assert!(reason("http://h:2379").contains("etcd://"));
+        assert!(reason("foo://h").contains("supported schemes"));
+    }
+
+    #[test]
+    fn backends_not_compiled_name_their_feature() {
+        for (url, backend) in [
+            ("zk://h:2181", Backend::Zk),
+            ("etcd://h:2379", Backend::Etcd),
+            ("redis://h:6379", Backend::Redis),
+        ] {
+            if backend.is_compiled() {
+                continue;
+            }
+            match parse(url) {
+                Err(ConnectError::BackendNotCompiled { feature, .. }) => {
+                    assert_eq!(Some(feature), backend.feature());
+                    assert!(reason(url).contains(&format!("\"{feature}\"")));
+                }
+                other => panic!("{url}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn passwords_are_redacted() {
+        assert_eq!(
+            redact("redis://app:s3cret@h:6379/0?x=1"),
+            "redis://app:***@h:6379/0?x=1"
+        );
+        assert_eq!(redact("redis://app@h:6379"), "redis://app@h:6379");
+        assert_eq!(redact("zk://h:2181/a@b"), "zk://h:2181/a@b");
+        assert_eq!(redact("nonsense"), "nonsense");
+    }
+
+    #[test]
+    fn host_lists() {
+        assert_eq!(
+            host_list("a:1,b,[::1]:3,[::2]", 2181).as_deref(),
+            Ok("a:1,b:2181,[::1]:3,[::2]:2181")
+        );
+        for bad in ["", "a,,b", "a:x", "a:", ":1", "[::1", "a:0", "a:70000"] {
+            assert!(host_list(bad, 2181).is_err(), "{bad:?} was accepted");
+        }
+    }
+
+    #[test]
+    fn percent_decoding() {
+        assert_eq!(percent_decode("p%40ss%3Aw").as_deref(), Ok("p@ss:w"));
+        assert!(percent_decode("%4").is_err());
+        assert!(percent_decode("%zz").is_err());
+    }
+
+    #[cfg(feature = "zk")]
+    #[test]
+    fn zk_urls() {
+        let p = parse("zk://h1:2181,h2/app/x?session_timeout=5s").unwrap_or_else(|e| panic!("{e}"));
+        let Target::Zk(o) = p.target else {
+            panic!("not zk")
+        };
+        assert_eq!(o.hosts(), "h1:2181,h2:2181");
+        assert_eq!(o.chroot(), Some("/app/x"));
+        assert_eq!(p.session_timeout, Some(Duration::from_secs(5)));
+        assert!(reason("zk://").contains("no host"));
+        assert!(reason("zk://h:x").contains("port"));
+        assert!(reason("zk://h:1/a//b").contains("chroot"));
+        assert!(reason("zk://u:p@h:1").contains("credentials"));
+        assert!(reason("zk://h:1?namespace=x").contains("unknown query parameter"));
+    }
+
+    #[cfg(feature = "etcd")]
+    #[test]
+    fn etcd_urls() {
+        let p = parse("etcd://u:p%40w@h1:2379,h2/ns").unwrap_or_else(|e| panic!("{e}"));
+        let Target::Etcd(o) = p.target else {
+            panic!("not etcd")
+        };
+        assert_eq!(o.endpoints(), ["http://h1:2379", "http://h2:2379"]);
+        assert_eq!(o.get_namespace(), "/ns");
+        assert!(reason("etcd://").contains("no host"));
+        assert!(reason("etcd://h:port").contains("port"));
+        assert!(reason("etcd://nopassword@h").contains("user:password"));
+    }
+
+    #[cfg(feature = "redis")]
+    #[test]
+    fn redis_urls() {
+        let p = parse("redis://app:pw@h/3?namespace=billing&session_timeout=5s")
+            .unwrap_or_else(|e| panic!("{e}"));
+        let Target::Redis(o) = p.target else {
+            panic!("not redis")
+        };
+        assert_eq!(o.url(), "redis://app:pw@h:6379/3");
+        assert_eq!(o.key_prefix(), "{billing}:");
+        assert!(reason("redis://h/x").contains("database number"));
+        assert!(reason("redis://a,b").contains("one Redis host"));
+        assert!(reason("redis://h?namespace=a:b").contains("namespace"));
+        assert!(reason("redis://h?session_timeout=100ms").contains("minimum"));
+        assert!(reason("redis://").contains("no host"));
+    }
+}

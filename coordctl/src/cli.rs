@@ -1,0 +1,209 @@
+//! The command line, as clap parses it.
+
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+
+const ABOUT: &str = "Distributed coordination from the shell: run a command under a lock, \
+as the leader, or once per period across machines; queues and group membership. \
+On ZooKeeper, etcd, Redis, or in memory.";
+
+const AFTER_HELP: &str = "\
+Backends (--url or COORD_URL):
+  mem://                              in-memory, this process only (default)
+  zk://h1:2181,h2:2181[/chroot]       ZooKeeper
+  etcd://[user:pw@]h1:2379,h2:2379[/namespace]
+                                      etcd (if built with the etcd feature)
+  redis://[user:pw@]host:6379[/db]    Redis; ?namespace=NAME keys under {NAME}:
+  Any URL takes ?session_timeout=DURATION (default 10s).
+
+  mem:// is only visible inside one coordctl process: two coordctl processes
+  given mem:// share nothing. Use it for `coordctl demo` and to try commands.
+  Prefer COORD_URL to --url for URLs with a password (ps shows arguments).
+
+Durations are written 500ms, 30s, 5m, 6h, 1d or combined (1h30m).
+
+Every command that holds something (a lock, leadership, membership) holds it
+through its session: if coordctl dies, the server releases it after the
+session timeout. On SIGINT or SIGTERM coordctl releases everything before it
+exits; if CMD is running, the signal is passed to CMD first, and coordctl
+exits with CMD's status once CMD has ended (a second signal kills CMD).
+";
+
+/// coordctl: distributed coordination from the shell.
+#[derive(Debug, Parser)]
+#[command(name = "coordctl", about = ABOUT, version, long_version = crate::long_version(),
+    after_help = AFTER_HELP, after_long_help = format!("{AFTER_HELP}\n{}", crate::exit::TABLE))]
+pub struct Cli {
+    /// The coordination service: mem://, zk://…, etcd://…, redis://… (see `coordctl --help`).
+    #[arg(
+        long,
+        global = true,
+        env = "COORD_URL",
+        default_value = "mem://",
+        hide_env_values = true
+    )]
+    pub url: String,
+
+    /// How long the server keeps this process's session (and what it holds)
+    /// after the process stops answering, e.g. 10s. Overrides the URL's
+    /// session_timeout.
+    #[arg(long, global = true, value_name = "DURATION", value_parser = coord::parse_duration)]
+    pub session_timeout: Option<Duration>,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run CMD while holding the lock at PATH; exit with CMD's status.
+    ///
+    /// CMD gets the fencing token in COORD_FENCING_TOKEN (a decimal integer
+    /// that is larger for every later holder: pass it to what CMD writes).
+    /// If the lock is lost while CMD runs (the session expired), CMD is sent
+    /// SIGTERM and coordctl exits 4. With --timeout, giving up exits 3.
+    ///
+    /// If coordctl itself is killed with SIGKILL, nobody stops CMD: the lock
+    /// passes on after the session timeout while CMD may still run. That is
+    /// what the fencing token is for: have the resource CMD writes refuse
+    /// tokens older than the newest it has seen.
+    #[command(after_long_help = crate::exit::TABLE)]
+    Lock(LockArgs),
+
+    /// Run CMD at most once per period across every instance started with
+    /// the same JOB; keeps running.
+    ///
+    /// Start it on every machine: in each period (counted from the Unix
+    /// epoch, so --every 6h runs at 00:00, 06:00, 12:00, 18:00 UTC) one
+    /// instance runs CMD, the others find the period done. A period whose
+    /// run failed or whose runner died is not run again; the next period runs
+    /// as usual. CMD gets COORD_FENCING_TOKEN and COORD_PERIOD.
+    #[command(name = "run-once", after_long_help = crate::exit::TABLE)]
+    RunOnce(RunOnceArgs),
+
+    /// Campaign for leadership at PATH; print `leader VALUE` once elected.
+    ///
+    /// Without CMD, hold leadership until interrupted (exit 4 if it is lost).
+    /// With CMD, run CMD as the leader (with COORD_FENCING_TOKEN), resign when
+    /// it ends and exit with its status; leadership lost sends CMD SIGTERM
+    /// and exits 4.
+    #[command(after_long_help = crate::exit::TABLE)]
+    Elect(ElectArgs),
+
+    /// Print the value of the current leader at PATH (exit 1 if none).
+    #[command(after_long_help = crate::exit::TABLE)]
+    Leader(WatchArgs),
+
+    /// A distributed FIFO queue: push, pop, len.
+    #[command(subcommand)]
+    Queue(QueueCommand),
+
+    /// Join the group at PATH with DATA; print `joined NAME`.
+    ///
+    /// Without CMD, stay a member until interrupted (exit 4 if membership
+    /// is lost). With CMD, stay a member while CMD runs (it gets
+    /// COORD_MEMBER=NAME) and exit with its status.
+    #[command(after_long_help = crate::exit::TABLE)]
+    Join(JoinArgs),
+
+    /// Print the data of each member of the group at PATH, one per line.
+    ///
+    /// With --watch, print `+ DATA` for each member that joins and `- DATA`
+    /// for each that leaves (starting with everyone present), until
+    /// interrupted.
+    #[command(after_long_help = crate::exit::TABLE)]
+    Members(WatchArgs),
+
+    /// Run the demo: a six-hourly job across 9 instances with a crash, an
+    /// election with failovers, a queue with several consumers.
+    ///
+    /// In memory by default; --url runs it on a server (under a fresh
+    /// /coord-demo/<id> directory, deleted at the end). Exits 1 if an
+    /// invariant broke.
+    Demo,
+}
+
+#[derive(Debug, Args)]
+pub struct LockArgs {
+    /// The lock's path, e.g. /locks/nightly-report.
+    pub path: String,
+    /// Give up after this long (exit 3).
+    #[arg(long, value_name = "DURATION", value_parser = coord::parse_duration)]
+    pub timeout: Option<Duration>,
+    /// Take a shared (read) hold: shared holders run together, and exclude
+    /// the exclusive ones.
+    #[arg(long)]
+    pub shared: bool,
+    /// The command to run while holding the lock.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub cmd: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct RunOnceArgs {
+    /// The job: a path, or a name taken as /jobs/NAME.
+    pub job: String,
+    /// The period, e.g. 6h.
+    #[arg(long, value_name = "DURATION", value_parser = coord::parse_duration)]
+    pub every: Duration,
+    /// The command to run.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub cmd: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ElectArgs {
+    /// The election's path, e.g. /elections/scheduler.
+    pub path: String,
+    /// What everyone sees as the leader's value (a host name, say).
+    pub value: String,
+    /// A command to run as the leader.
+    #[arg(last = true, value_name = "CMD")]
+    pub cmd: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct WatchArgs {
+    /// The path.
+    pub path: String,
+    /// Keep printing each change until interrupted.
+    #[arg(long)]
+    pub watch: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum QueueCommand {
+    /// Add each DATA at the tail, in order.
+    Push {
+        /// The queue's path.
+        path: String,
+        /// The items.
+        #[arg(required = true)]
+        data: Vec<String>,
+    },
+    /// Take the head item and print it, waiting for one.
+    Pop {
+        /// The queue's path.
+        path: String,
+        /// Give up after this long (exit 3); 0s takes an item only if one is there.
+        #[arg(long, value_name = "DURATION", value_parser = coord::parse_duration)]
+        timeout: Option<Duration>,
+    },
+    /// Print how many items the queue holds.
+    Len {
+        /// The queue's path.
+        path: String,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct JoinArgs {
+    /// The group's path, e.g. /groups/workers.
+    pub path: String,
+    /// This member's data (its address, say).
+    pub data: String,
+    /// A command to run while a member.
+    #[arg(last = true, value_name = "CMD")]
+    pub cmd: Vec<String>,
+}

@@ -1,0 +1,39 @@
+//! One module per subcommand. Each returns the exit code, or a failure.
+
+mod elect;
+mod group;
+mod lock;
+mod queue;
+mod run_once;
+
+use std::io::Write;
+
+use crate::cli::Command;
+use crate::ctx::Ctx;
+use crate::exit::{self, Failure};
+
+pub async fn run(ctx: &Ctx, command: Command) -> Result<u8, Failure> {
+    match command {
+        Command::Lock(a) => lock::lock(ctx, a).await,
+        Command::RunOnce(a) => run_once::run_once(ctx, a).await,
+        Command::Elect(a) => elect::elect(ctx, a).await,
+        Command::Leader(a) => elect::leader(ctx, a).await,
+        Command::Queue(q) => queue::queue(ctx, q).await,
+        Command::Join(a) => group::join(ctx, a).await,
+        Command::Members(a) => group::members(ctx, a).await,
+        Command::Demo => {
+            let report = coord::demo::run(&ctx.connector).await?;
+            Ok(if report.ok() { exit::OK } else { exit::NONE })
+        }
+    }
+}
+
+/// Write `line` and a newline to stdout, flushed (a reader may be waiting
+/// for it).
+pub fn print_line(line: &[u8]) -> Result<(), Failure> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(line)
+        .and_then(|()| out.write_all(b"\n"))
+        .and_then(|()| out.flush())
+        .map_err(|e| Failure::new(exit::BACKEND, format!("writing to stdout: {e}")))
+}

@@ -1,0 +1,101 @@
+//! The binary without a server: mem://, usage errors, help.
+
+mod common;
+
+use common::*;
+
+/// `coordctl ARGS…` with the default URL.
+fn bare(args: &[&str]) -> std::process::Command {
+    let mut c = std::process::Command::new(BIN);
+    c.env_remove("COORD_URL").args(args);
+    c
+}
+
+#[test]
+fn demo_runs_in_memory() {
+    let out = run(bare(&["demo"]), 60);
+    assert!(out.status.success(), "{}\n{}", stdout(&out), stderr(&out));
+    assert!(stdout(&out).contains("invariants held"));
+}
+
+#[test]
+fn lock_runs_the_command_with_a_token_and_passes_its_status_on() {
+    let out = run(
+        coordctl(
+            "mem://",
+            &[
+                "lock",
+                "/l",
+                "--",
+                "sh",
+                "-c",
+                "echo $COORD_FENCING_TOKEN; exit 7",
+            ],
+        ),
+        20,
+    );
+    assert_eq!(code(out.status), Some(7), "{out:?}");
+    assert!(stdout(&out).trim().parse::<u64>().is_ok(), "{out:?}");
+}
+
+#[test]
+fn a_missing_command_exits_127() {
+    let out = run(
+        coordctl("mem://", &["lock", "/l", "--", "/no/such/cmd"]),
+        20,
+    );
+    assert_eq!(code(out.status), Some(127), "{out:?}");
+}
+
+#[test]
+fn bad_urls_are_usage_errors_that_say_why() {
+    for (url, says) in [
+        ("zk://h:port", "not a port number"),
+        ("nope", "expected <scheme>://"),
+        ("rediss://u:secret@h", "TLS"),
+        ("mem://?session_timeout=3", "unit"),
+    ] {
+        let out = run(coordctl(url, &["leader", "/e"]), 20);
+        assert_eq!(code(out.status), Some(2), "{url}: {out:?}");
+        assert!(stderr(&out).contains(says), "{url}: {out:?}");
+        assert!(!stderr(&out).contains("secret"), "{url}: {out:?}");
+    }
+}
+
+#[test]
+fn no_leader_exits_1_and_queue_timeout_exits_3() {
+    let out = run(coordctl("mem://", &["leader", "/e"]), 20);
+    assert_eq!(code(out.status), Some(1), "{out:?}");
+    let out = run(
+        coordctl("mem://", &["queue", "pop", "/q", "--timeout", "100ms"]),
+        20,
+    );
+    assert_eq!(code(out.status), Some(3), "{out:?}");
+}
+
+#[test]
+fn help_documents_exit_codes_and_mem() {
+    let out = run(bare(&["--help"]), 20);
+    let help = stdout(&out);
+    assert!(help.contains("Exit status"), "{help}");
+    assert!(
+        help.contains("only visible inside one coordctl process"),
+        "{help}"
+    );
+    let out = run(bare(&["lock", "--help"]), 20);
+    assert!(stdout(&out).contains("COORD_FENCING_TOKEN"));
+    assert!(stdout(&out).contains("Exit status"));
+}
+
+#[test]
+fn bad_arguments_exit_2() {
+    for args in [
+        &["lock", "/l"][..],
+        &["lock", "/l", "--timeout", "5", "--", "true"],
+        &["run-once", "j", "--", "true"],
+        &["lock", "relative", "--", "true"],
+    ] {
+        let out = run(coordctl("mem://", args), 20);
+        assert_eq!(code(out.status), Some(2), "{args:?}: {out:?}");
+    }
+}

@@ -1,0 +1,249 @@
+//! Running the real coordctl binary: URLs from the environment, processes
+//! with deadlines, reading their output line by line.
+#![allow(dead_code)] // each test file uses its own part of this
+
+use std::io::{BufRead, BufReader};
+use std::net::{TcpStream, ToSocketAddrs};
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_coordctl");
+
+/// The URL of the server named by `var`, made from its value by `to_url`.
+/// Panics when the variable is unset or the server does not answer a TCP
+/// connect: these tests never skip.
+pub fn server_url(var: &str, to_url: impl Fn(&str) -> String) -> String {
+    let value = std::env::var(var).unwrap_or_else(|_| {
+        panic!(
+            "{var} is not set: run these tests through scripts/test-all, which starts \
+             ZooKeeper, etcd and Redis and sets COORD_TEST_ZK, COORD_TEST_ETCD and COORD_TEST_REDIS"
+        )
+    });
+    let hostport = value
+        .trim_start_matches("redis://")
+        .trim_start_matches("http://")
+        .split('/')
+        .next()
+        .unwrap_or_default()
+        .rsplit('@')
+        .next()
+        .unwrap_or_default()
+        .to_owned();
+    let reachable = hostport
+        .to_socket_addrs()
+        .ok()
+        .and_then(|mut a| a.next())
+        .is_some_and(|a| TcpStream::connect_timeout(&a, Duration::from_secs(3)).is_ok());
+    assert!(reachable, "{var}={value}: nothing answers at {hostport}");
+    to_url(&value)
+}
+
+pub fn zk_url() -> String {
+    server_url("COORD_TEST_ZK", |v| format!("zk://{v}"))
+}
+
+pub fn etcd_url() -> String {
+    server_url("COORD_TEST_ETCD", |v| {
+        format!("etcd://{}", v.trim_start_matches("http://"))
+    })
+}
+
+pub fn redis_url() -> String {
+    server_url("COORD_TEST_REDIS", str::to_owned)
+}
+
+/// A path no other test (or earlier run) uses.
+pub fn unique(what: &str) -> String {
+    format!("/coordctl-test/{}/{what}", uuid::Uuid::new_v4().simple())
+}
+
+/// A fresh temporary directory.
+pub fn temp_dir() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("coordctl-test-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("mkdir {}: {e}", dir.display()));
+    dir
+}
+
+/// `coordctl --url URL ARGS…`, not yet started.
+pub fn coordctl(url: &str, args: &[&str]) -> Command {
+    let mut c = Command::new(BIN);
+    c.env_remove("COORD_URL").arg("--url").arg(url).args(args);
+    c
+}
+
+/// Run to completion within `secs`, capturing output; kills and panics on
+/// the deadline.
+pub fn run(mut cmd: Command, secs: u64) -> Output {
+    let child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawning {cmd:?}: {e}"));
+    finish(child, secs)
+}
+
+/// Wait for a started child within `secs`, capturing what it printed.
+pub fn finish(mut child: Child, secs: u64) -> Output {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+            Ok(None) => {
+                let _ = child.kill();
+                let out = child.wait_with_output();
+                panic!("coordctl still running after {secs}s: {out:?}");
+            }
+            Err(e) => panic!("waiting for coordctl: {e}"),
+        }
+    }
+    child
+        .wait_with_output()
+        .unwrap_or_else(|e| panic!("collecting coordctl's output: {e}"))
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+pub fn code(status: ExitStatus) -> Option<i32> {
+    status.code()
+}
+
+/// A started coordctl whose stdout is read line by line in a thread.
+pub struct Running {
+    pub child: Child,
+    lines: mpsc::Receiver<String>,
+}
+
+impl Running {
+    /// Start `cmd` (its stderr goes where `cmd` says: inherited unless set).
+    pub fn start(mut cmd: Command) -> Self {
+        let mut child = cmd
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawning {cmd:?}: {e}"));
+        let out = child
+            .stdout
+            .take()
+            .unwrap_or_else(|| panic!("no stdout pipe"));
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines() {
+                let Ok(line) = line else { return };
+                if tx.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        Running { child, lines }
+    }
+
+    /// The next line printed, within `secs`.
+    pub fn line(&self, secs: u64) -> String {
+        self.lines
+            .recv_timeout(Duration::from_secs(secs))
+            .unwrap_or_else(|e| panic!("no line from coordctl within {secs}s: {e}"))
+    }
+
+    /// Send `sig` and wait (within `secs`) for the exit status.
+    pub fn signal_and_wait(&mut self, sig: nix::sys::signal::Signal, secs: u64) -> ExitStatus {
+        let pid = nix::unistd::Pid::from_raw(i32::try_from(self.child.id()).unwrap_or(i32::MAX));
+        nix::sys::signal::kill(pid, sig).unwrap_or_else(|e| panic!("kill {pid}: {e}"));
+        self.wait(secs)
+    }
+
+    /// Wait (within `secs`) for the exit status.
+    pub fn wait(&mut self, secs: u64) -> ExitStatus {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        loop {
+            match self.child.try_wait() {
+                Ok(Some(s)) => return s,
+                Ok(None) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(20))
+                }
+                Ok(None) => {
+                    let _ = self.child.kill();
+                    panic!("coordctl still running after {secs}s");
+                }
+                Err(e) => panic!("waiting for coordctl: {e}"),
+            }
+        }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        // A failed test must not leave a coordctl behind.
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Wait until `path` exists (within `secs`) and return its content.
+pub fn wait_for_file(path: &std::path::Path, secs: u64) -> String {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        if let Ok(s) = std::fs::read_to_string(path) {
+            if s.ends_with('\n') {
+                return s;
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} did not appear within {secs}s",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Run `f` with a session of the coord library on `url` (the test's own,
+/// not coordctl's), on a runtime of its own.
+pub fn with_session<T>(url: &str, f: impl AsyncFnOnce(&coord::Session) -> T) -> T {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap_or_else(|e| panic!("runtime: {e}"));
+    rt.block_on(async {
+        let session = coord::connect(url)
+            .await
+            .unwrap_or_else(|e| panic!("connect: {e}"));
+        let r = f(&session).await;
+        let _ = session.close().await;
+        r
+    })
+}
+
+/// The names of the nodes under `path` (none if it does not exist).
+pub fn children(url: &str, path: &str) -> Vec<String> {
+    with_session(url, async |s| match s.children(path).await {
+        Ok(c) => c.into_iter().map(|c| c.name).collect(),
+        Err(coord::Error::NotFound { .. }) => Vec::new(),
+        Err(e) => panic!("children of {path}: {e}"),
+    })
+}
+
+/// Delete every node under `path` (one level), as an operator might.
+pub fn delete_children(url: &str, path: &str) -> usize {
+    with_session(url, async |s| {
+        let nodes = s
+            .children(path)
+            .await
+            .unwrap_or_else(|e| panic!("children of {path}: {e}"));
+        for n in &nodes {
+            s.delete(&coord::path::join(path, &n.name), None)
+                .await
+                .unwrap_or_else(|e| panic!("delete: {e}"));
+        }
+        nodes.len()
+    })
+}

@@ -1,0 +1,476 @@
+//! The real coordctl binary against real ZooKeeper, etcd and Redis servers
+//! (COORD_TEST_ZK, COORD_TEST_ETCD, COORD_TEST_REDIS, as scripts/test-all
+//! sets them). Each test runs on each backend; none skips: an unset or
+//! unreachable server fails the test.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+use nix::sys::signal::Signal;
+
+/// The binary was built with every backend (see coordctl's Cargo.toml).
+#[test]
+fn binary_has_every_backend() {
+    let out = run(coordctl("mem://", &["--version"]), 10);
+    let version = stdout(&out);
+    for b in ["mem", "zk", "etcd", "redis"] {
+        assert!(version.contains(b), "{b} missing from {version:?}");
+    }
+}
+
+/// 8 concurrent `coordctl lock` processes: the command runs in one of them
+/// at a time (its start and end timestamps never interleave with
+/// another's), and the fencing tokens increase in the order they held it.
+fn locks_never_overlap_and_tokens_increase(url: &str) {
+    const N: usize = 8;
+    let path = unique("lock");
+    let dir = temp_dir();
+    // Inside the lock: record start time and token, work, record end time.
+    let script =
+        r#"s=$(date +%s%N); sleep 0.15; e=$(date +%s%N); echo "$s $e $COORD_FENCING_TOKEN" > "$1""#;
+    let children: Vec<_> = (0..N)
+        .map(|i| {
+            let file = dir.join(format!("holder-{i}"));
+            let file = file.to_string_lossy().into_owned();
+            let mut c = coordctl(
+                url,
+                &[
+                    "lock",
+                    &path,
+                    "--timeout",
+                    "60s",
+                    "--",
+                    "sh",
+                    "-c",
+                    script,
+                    "sh",
+                    &file,
+                ],
+            );
+            c.stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped());
+            c.spawn().unwrap_or_else(|e| panic!("spawn: {e}"))
+        })
+        .collect();
+    for child in children {
+        let out = finish(child, 90);
+        assert!(out.status.success(), "a lock process failed: {out:?}");
+    }
+    let mut held: Vec<(u128, u128, u64)> = (0..N)
+        .map(|i| {
+            let text = std::fs::read_to_string(dir.join(format!("holder-{i}")))
+                .unwrap_or_else(|e| panic!("holder {i} wrote nothing: {e}"));
+            let f: Vec<&str> = text.split_whitespace().collect();
+            let num = |k: usize| f.get(k).and_then(|s| s.parse::<u128>().ok());
+            match (num(0), num(1), num(2)) {
+                (Some(s), Some(e), Some(t)) => (s, e, u64::try_from(t).unwrap_or(u64::MAX)),
+                _ => panic!("holder {i} wrote {text:?}"),
+            }
+        })
+        .collect();
+    held.sort();
+    for w in held.windows(2) {
+        let ((_, end, token), (next_start, _, next_token)) = (w[0], w[1]);
+        assert!(
+            end <= next_start,
+            "two holders overlapped: {held:?} (times in ns)"
+        );
+        assert!(
+            next_token > token,
+            "tokens did not increase in holding order: {held:?}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `elect` prints `leader VALUE` once elected; `leader` shows that value;
+/// when the leader is stopped, the next in line takes over; with nobody
+/// left, `leader` exits 1.
+fn leader_shows_the_elected_value(url: &str) {
+    let path = unique("election");
+    let mut a = Running::start(coordctl(url, &["elect", &path, "node-a"]));
+    assert_eq!(a.line(20), "leader node-a");
+    let out = run(coordctl(url, &["leader", &path]), 20);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(stdout(&out), "node-a\n");
+
+    let mut b = Running::start(coordctl(url, &["elect", &path, "node-b"]));
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        stdout(&run(coordctl(url, &["leader", &path]), 20)),
+        "node-a\n"
+    );
+
+    // SIGTERM: node-a resigns (and exits 143); node-b takes over.
+    assert_eq!(code(a.signal_and_wait(Signal::SIGTERM, 20)), Some(143));
+    assert_eq!(b.line(20), "leader node-b");
+    assert_eq!(
+        stdout(&run(coordctl(url, &["leader", &path]), 20)),
+        "node-b\n"
+    );
+
+    assert_eq!(code(b.signal_and_wait(Signal::SIGINT, 20)), Some(130));
+    let out = run(coordctl(url, &["leader", &path]), 20);
+    assert_eq!(code(out.status), Some(1), "{out:?}");
+    assert!(stderr(&out).contains("no leader"), "{out:?}");
+}
+
+/// A `lock` holder killed with SIGKILL cannot release: the lock passes on
+/// once the server ends its session, after the session timeout (2 s).
+fn killed_holder_hands_the_lock_on(url: &str) {
+    let path = unique("lock");
+    let dir = temp_dir();
+    let pidfile = dir.join("pid");
+    let pidfile_s = pidfile.to_string_lossy().into_owned();
+    let mut holder = Running::start(coordctl(
+        url,
+        &[
+            "--session-timeout",
+            "2s",
+            "lock",
+            &path,
+            "--",
+            "sh",
+            "-c",
+            r#"echo $$ > "$1"; exec sleep 60"#,
+            "sh",
+            &pidfile_s,
+        ],
+    ));
+    let cmd_pid = wait_for_file(&pidfile, 20);
+    let killed = Instant::now();
+    assert_eq!(
+        holder.signal_and_wait(Signal::SIGKILL, 10).code(),
+        None,
+        "the holder was not killed"
+    );
+    // The orphaned command must not outlive the test.
+    if let Ok(pid) = cmd_pid.trim().parse::<i32>() {
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), Signal::SIGKILL);
+    }
+    let out = run(
+        coordctl(url, &["lock", &path, "--timeout", "30s", "--", "true"]),
+        40,
+    );
+    let waited = killed.elapsed();
+    assert!(out.status.success(), "the lock was not handed on: {out:?}");
+    assert!(
+        waited >= Duration::from_millis(500),
+        "the lock passed on after {waited:?}: before the session timeout, so it was not held"
+    );
+    assert!(
+        waited < Duration::from_secs(20),
+        "the lock passed on only after {waited:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A lock deleted under a running command: the command gets SIGTERM and
+/// coordctl exits 4 with a message.
+fn lost_lock_stops_the_command(url: &str) {
+    let path = unique("lock");
+    let dir = temp_dir();
+    let ready = dir.join("ready");
+    let termed = dir.join("termed");
+    let (ready_s, termed_s) = (
+        ready.to_string_lossy().into_owned(),
+        termed.to_string_lossy().into_owned(),
+    );
+    let mut c = coordctl(
+        url,
+        &[
+            "lock",
+            &path,
+            "--",
+            "sh",
+            "-c",
+            r#"trap 'echo term > "$2"; exit 0' TERM; echo ready > "$1"; while true; do sleep 0.05; done"#,
+            "sh",
+            &ready_s,
+            &termed_s,
+        ],
+    );
+    c.stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let holder = c.spawn().unwrap_or_else(|e| panic!("spawn: {e}"));
+    wait_for_file(&ready, 20);
+    // Someone deletes the holder's node (an operator, a stale-lock reaper).
+    assert_eq!(delete_children(url, &path), 1);
+    let out = finish(holder, 30);
+    assert_eq!(code(out.status), Some(4), "{out:?}");
+    assert!(stderr(&out).contains("lost the lock"), "{out:?}");
+    assert_eq!(wait_for_file(&termed, 5), "term\n");
+    let _ = std::fs::remove_dir_all(&dir);
+
+    // The same for a leader without a command: it exits 4.
+    let election = unique("election");
+    let mut leader = Running::start(coordctl(url, &["elect", &election, "node-a"]));
+    assert_eq!(leader.line(20), "leader node-a");
+    assert_eq!(delete_children(url, &election), 1);
+    assert_eq!(code(leader.wait(20)), Some(4));
+}
+
+/// SIGINT/SIGTERM release everything before exit: a waiter interrupted in
+/// line leaves no node behind; a holder whose command ends on SIGTERM
+/// exits with the command's status and frees the lock at once (not after
+/// its session timeout).
+fn signals_release_everything(url: &str) {
+    let path = unique("lock");
+    let dir = temp_dir();
+    let ready = dir.join("ready");
+    let ready_s = ready.to_string_lossy().into_owned();
+    let mut holder = Running::start(coordctl(
+        url,
+        &[
+            "lock",
+            &path,
+            "--",
+            "sh",
+            "-c",
+            r#"trap 'exit 9' TERM; echo ready > "$1"; while true; do sleep 0.05; done"#,
+            "sh",
+            &ready_s,
+        ],
+    ));
+    wait_for_file(&ready, 20);
+    let mut waiter = Running::start(coordctl(url, &["lock", &path, "--", "true"]));
+    let queued = Instant::now() + Duration::from_secs(20);
+    while children(url, &path).len() < 2 {
+        assert!(Instant::now() < queued, "the waiter never queued");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(code(waiter.signal_and_wait(Signal::SIGINT, 20)), Some(130));
+    assert_eq!(children(url, &path).len(), 1, "the waiter left its node");
+
+    assert_eq!(code(holder.signal_and_wait(Signal::SIGTERM, 20)), Some(9));
+    let start = Instant::now();
+    let out = run(
+        coordctl(url, &["lock", &path, "--timeout", "5s", "--", "true"]),
+        20,
+    );
+    assert!(out.status.success(), "{out:?}");
+    assert!(start.elapsed() < Duration::from_secs(5));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Three `run-once` instances with a 1 s period: each period's command
+/// runs at most once, and periods keep running.
+fn run_once_runs_each_period_at_most_once(url: &str) {
+    let job = unique("job");
+    let dir = temp_dir();
+    let runs = dir.join("runs");
+    let runs_s = runs.to_string_lossy().into_owned();
+    let mut instances: Vec<Running> = (0..3)
+        .map(|i| {
+            let mut c = coordctl(
+                url,
+                &[
+                    "run-once",
+                    &job,
+                    "--every",
+                    "1s",
+                    "--",
+                    "sh",
+                    "-c",
+                    r#"echo "$COORD_PERIOD $COORD_FENCING_TOKEN" >> "$1"; sleep 0.2"#,
+                    "sh",
+                    &runs_s,
+                ],
+            );
+            let log = std::fs::File::create(dir.join(format!("log-{i}")))
+                .unwrap_or_else(|e| panic!("log file: {e}"));
+            c.stderr(log);
+            Running::start(c)
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(3500));
+    for i in &mut instances {
+        assert_eq!(code(i.signal_and_wait(Signal::SIGTERM, 20)), Some(143));
+    }
+    let text = std::fs::read_to_string(&runs).unwrap_or_default();
+    let periods: Vec<u64> = text
+        .lines()
+        .filter_map(|l| l.split_whitespace().next()?.parse().ok())
+        .collect();
+    let mut distinct = periods.clone();
+    distinct.sort();
+    distinct.dedup();
+    assert_eq!(
+        distinct.len(),
+        periods.len(),
+        "a period ran twice: {text:?}"
+    );
+    assert!(periods.len() >= 2, "too few periods ran: {text:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `members --watch` and `leader --watch` print changes as they happen.
+fn watches_print_changes(url: &str) {
+    let g = unique("group");
+    let mut watch = Running::start(coordctl(url, &["members", &g, "--watch"]));
+    let mut member = Running::start(coordctl(url, &["join", &g, "host-1"]));
+    assert!(member.line(20).starts_with("joined "));
+    assert_eq!(watch.line(20), "+ host-1");
+    assert_eq!(code(member.signal_and_wait(Signal::SIGTERM, 20)), Some(143));
+    assert_eq!(watch.line(20), "- host-1");
+    assert_eq!(code(watch.signal_and_wait(Signal::SIGINT, 20)), Some(130));
+
+    let e = unique("election");
+    let mut watch = Running::start(coordctl(url, &["leader", &e, "--watch"]));
+    let mut a = Running::start(coordctl(url, &["elect", &e, "node-a"]));
+    assert_eq!(a.line(20), "leader node-a");
+    assert_eq!(watch.line(20), "node-a");
+    let mut b = Running::start(coordctl(url, &["elect", &e, "node-b"]));
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(code(a.signal_and_wait(Signal::SIGTERM, 20)), Some(143));
+    assert_eq!(b.line(20), "leader node-b");
+    assert_eq!(watch.line(20), "node-b");
+    assert_eq!(code(b.signal_and_wait(Signal::SIGTERM, 20)), Some(143));
+    assert_eq!(code(watch.signal_and_wait(Signal::SIGINT, 20)), Some(130));
+}
+
+/// `lock --shared` holders run together and keep an exclusive one out.
+fn shared_holders_share(url: &str) {
+    let path = unique("rwlock");
+    let dir = temp_dir();
+    let release = dir.join("release");
+    let release_s = release.to_string_lossy().into_owned();
+    let mut reader = Running::start(coordctl(
+        url,
+        &[
+            "lock",
+            &path,
+            "--shared",
+            "--",
+            "sh",
+            "-c",
+            r#"echo in; while [ ! -e "$1" ]; do sleep 0.05; done"#,
+            "sh",
+            &release_s,
+        ],
+    ));
+    assert_eq!(reader.line(20), "in");
+    let out = run(
+        coordctl(
+            url,
+            &["lock", &path, "--shared", "--timeout", "5s", "--", "true"],
+        ),
+        20,
+    );
+    assert!(
+        out.status.success(),
+        "a second reader was kept out: {out:?}"
+    );
+    let out = run(
+        coordctl(url, &["lock", &path, "--timeout", "500ms", "--", "true"]),
+        20,
+    );
+    assert_eq!(code(out.status), Some(3), "a writer got in: {out:?}");
+    assert!(stderr(&out).contains("timed out"), "{out:?}");
+    std::fs::write(&release, "").unwrap_or_else(|e| panic!("release: {e}"));
+    assert_eq!(code(reader.wait(20)), Some(0));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `queue` and `join`/`members` across processes.
+fn queue_and_members(url: &str) {
+    let q = unique("queue");
+    let out = run(coordctl(url, &["queue", "push", &q, "a", "b"]), 20);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(
+        stdout(&run(coordctl(url, &["queue", "len", &q]), 20)),
+        "2\n"
+    );
+    assert_eq!(
+        stdout(&run(coordctl(url, &["queue", "pop", &q]), 20)),
+        "a\n"
+    );
+    let out = run(coordctl(url, &["queue", "pop", &q, "--timeout", "1s"]), 20);
+    assert_eq!(stdout(&out), "b\n");
+    let out = run(
+        coordctl(url, &["queue", "pop", &q, "--timeout", "200ms"]),
+        20,
+    );
+    assert_eq!(code(out.status), Some(3), "{out:?}");
+
+    let g = unique("group");
+    let mut member = Running::start(coordctl(url, &["join", &g, "10.0.0.7:8080"]));
+    assert!(member.line(20).starts_with("joined "));
+    assert_eq!(
+        stdout(&run(coordctl(url, &["members", &g]), 20)),
+        "10.0.0.7:8080\n"
+    );
+    assert_eq!(code(member.signal_and_wait(Signal::SIGTERM, 20)), Some(143));
+    assert_eq!(stdout(&run(coordctl(url, &["members", &g]), 20)), "");
+}
+
+/// `coordctl --url … demo` runs the demo on the server.
+fn demo_runs(url: &str) {
+    let out = run(coordctl(url, &["demo"]), 90);
+    assert!(out.status.success(), "{}\n{}", stdout(&out), stderr(&out));
+    assert!(stdout(&out).contains("invariants held"), "{out:?}");
+}
+
+macro_rules! on_backend {
+    ($backend:ident, $url:path) => {
+        mod $backend {
+            use super::*;
+
+            #[test]
+            fn locks_never_overlap_and_tokens_increase() {
+                super::locks_never_overlap_and_tokens_increase(&$url());
+            }
+
+            #[test]
+            fn leader_shows_the_elected_value() {
+                super::leader_shows_the_elected_value(&$url());
+            }
+
+            #[test]
+            fn killed_holder_hands_the_lock_on() {
+                super::killed_holder_hands_the_lock_on(&$url());
+            }
+
+            #[test]
+            fn lost_lock_stops_the_command() {
+                super::lost_lock_stops_the_command(&$url());
+            }
+
+            #[test]
+            fn shared_holders_share() {
+                super::shared_holders_share(&$url());
+            }
+
+            #[test]
+            fn queue_and_members() {
+                super::queue_and_members(&$url());
+            }
+
+            #[test]
+            fn signals_release_everything() {
+                super::signals_release_everything(&$url());
+            }
+
+            #[test]
+            fn run_once_runs_each_period_at_most_once() {
+                super::run_once_runs_each_period_at_most_once(&$url());
+            }
+
+            #[test]
+            fn watches_print_changes() {
+                super::watches_print_changes(&$url());
+            }
+
+            #[test]
+            fn demo_runs() {
+                super::demo_runs(&$url());
+            }
+        }
+    };
+}
+
+on_backend!(zk, common::zk_url);
+on_backend!(etcd, common::etcd_url);
+on_backend!(redis, common::redis_url);
