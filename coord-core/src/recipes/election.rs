@@ -30,7 +30,9 @@ use crate::recipes::contend::wait_counted;
 use crate::recipes::held::HeldNode;
 use crate::recipes::names;
 use crate::recipes::pending::PendingNode;
-use crate::recipes::retry::{backoff, list_retrying, list_watch_retrying, session_end};
+use crate::recipes::retry::{
+    backoff, list_retrying, list_watch_retrying, session_end, settle_watch,
+};
 use crate::recipes::stats::Stats;
 use crate::session::Session;
 
@@ -379,15 +381,7 @@ impl LeaderObserver {
         let dir = self.election.dir.clone();
         let mut attempt = 0;
         loop {
-            if let Some(w) = self.watch.as_mut() {
-                let r = w.await;
-                self.watch = None;
-                match r {
-                    Ok(()) => {}
-                    Err(e) if e.is_retryable() => backoff(&mut attempt).await,
-                    Err(e) => return Err(e),
-                }
-            }
+            settle_watch(&mut self.watch, &mut attempt).await?;
             let (children, w) = list_watch_retrying(&session, &dir).await?;
             self.watch = Some(w);
             let Some(first) = children.iter().find(|c| c.sequence.is_some()) else {

@@ -13,7 +13,7 @@ use crate::primitive::{CreateMode, Watch};
 use crate::recipes::held::HeldNode;
 use crate::recipes::names;
 use crate::recipes::pending::PendingNode;
-use crate::recipes::retry::{backoff, list_retrying, list_watch_retrying};
+use crate::recipes::retry::{backoff, list_retrying, list_watch_retrying, settle_watch};
 use crate::session::Session;
 
 /// The marker of a member node joined without a name:
@@ -214,15 +214,7 @@ impl GroupWatcher {
         let session = self.group.session.clone();
         let mut attempt = 0;
         loop {
-            if let Some(w) = self.watch.as_mut() {
-                let r = w.await;
-                self.watch = None;
-                match r {
-                    Ok(()) => {}
-                    Err(e) if e.is_retryable() => backoff(&mut attempt).await,
-                    Err(e) => return Err(e),
-                }
-            }
+            settle_watch(&mut self.watch, &mut attempt).await?;
             let (children, w) = list_watch_retrying(&session, &self.group.dir).await?;
             self.watch = Some(w);
             let names: Vec<String> = children.into_iter().map(|c| c.name).collect();

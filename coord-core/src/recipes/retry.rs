@@ -52,3 +52,19 @@ pub(crate) async fn list_watch_retrying(
         }
     }
 }
+
+/// Await the pending watch, if any, and clear it; a connection error only
+/// backs off (the caller reads again), any other error is returned.
+/// Dropped while waiting, the watch stays pending for the next call.
+pub(crate) async fn settle_watch(watch: &mut Option<Watch>, attempt: &mut u32) -> Result<()> {
+    if let Some(w) = watch.as_mut() {
+        let r = w.await;
+        *watch = None;
+        match r {
+            Ok(()) => {}
+            Err(e) if e.is_retryable() => backoff(attempt).await,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
