@@ -4,12 +4,28 @@
 //! proves itself by implementing [`Harness`] (open a session, expire one) and
 //! calling [`conformance_tests!`] in one short test file:
 //!
-//! ```ignore
+//! ```no_run
 //! // tests/conformance.rs of a backend crate
-//! struct MyHarness { /* connection settings */ }
+//! use coord_conformance::Harness;
+//! use coord_core::Session;
+//!
+//! struct MyHarness; // connection settings, e.g. read from the environment
+//!
 //! #[async_trait::async_trait]
-//! impl coord_conformance::Harness for MyHarness { /* open, expire */ }
-//! coord_conformance::conformance_tests!(MyHarness::from_env());
+//! impl Harness for MyHarness {
+//!     fn name(&self) -> &'static str {
+//!         "mine"
+//!     }
+//!     async fn open(&self) -> Session {
+//!         todo!("connect to the server; panic if it cannot be reached")
+//!     }
+//!     async fn expire(&self, session: &Session) {
+//!         todo!("make the server end {}", session.id())
+//!     }
+//! }
+//!
+//! // At the top level of the test file, this one line is the whole run:
+//! // coord_conformance::conformance_tests!(MyHarness);
 //! ```
 //!
 //! Every test is a plain `pub async fn(&dyn Harness)` in one of the modules
