@@ -1,0 +1,67 @@
+#!/usr/bin/env python3
+"""Plot W2 (contended handoff) throughput vs sessions for every backend.
+
+usage: plot.py RESULTS_DIR OUT.png
+Reads RESULTS_DIR/<backend>.json as written by coord-bench.
+"""
+import json
+import os
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+BACKENDS = ["mem", "zk", "etcd", "redis"]
+SERIES = [
+    ("lock", "coord Lock", "-o"),
+    ("simple", "coord SimpleLock (herd)", "--s"),
+    ("native", "native lock / floor", ":^"),
+]
+
+
+def main():
+    src, dst = sys.argv[1], sys.argv[2]
+    runs = {}
+    for b in BACKENDS:
+        p = os.path.join(src, b + ".json")
+        if os.path.exists(p):
+            with open(p) as f:
+                runs[b] = {r["key"]: r for r in json.load(f)["rows"]}
+    if not runs:
+        sys.exit(f"no <backend>.json in {src}")
+    cols = 2 if len(runs) > 1 else 1
+    nrows = (len(runs) + cols - 1) // cols
+    fig, axes = plt.subplots(nrows, cols, figsize=(5.2 * cols, 3.9 * nrows), squeeze=False)
+    flat = [a for row in axes for a in row]
+    for ax in flat[len(runs):]:
+        ax.set_visible(False)
+    for ax, (b, rows) in zip(flat, runs.items()):
+        for key, label, style in SERIES:
+            pts = []
+            for k in (2, 8, 32):
+                r = rows.get(f"w2.{key}.k{k}.per_s")
+                if r:
+                    pts.append((k, r["value"]))
+            if not pts:
+                continue
+            if key == "native":
+                label = rows[f"w2.native.k{pts[0][0]}.per_s"]["case"].split(" (baseline)")[0]
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], style, label=label)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xticks([2, 8, 32])
+        ax.set_xticklabels(["2", "8", "32"])
+        ax.set_title(b)
+        ax.set_xlabel("contending sessions")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.set_ylabel("handoffs / s (log)")
+        ax.legend(fontsize=8)
+    fig.suptitle("W2: contended lock handoffs per second vs sessions")
+    fig.tight_layout()
+    fig.savefig(dst, dpi=110)
+
+
+if __name__ == "__main__":
+    main()

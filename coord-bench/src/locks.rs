@@ -1,0 +1,514 @@
+//! The lock-like workloads' runners: one contender loop shared by the
+//! recipes and the baselines (W1, W2), and the mixed loops of W3 and W4.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use coord::core::recipes::{SimpleLock, Stats};
+use coord::{Lock, RwLock, Semaphore, Session};
+
+use crate::report::{percentiles, Percentiles};
+use crate::target::Target;
+use crate::BenchResult;
+
+/// Which lock a contender takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LockKind {
+    /// coord's `Lock` (no herd), released with `release().await`.
+    Lock,
+    /// coord's `Lock`, released by dropping the guard (in the background,
+    /// as zookeeper-client's lock guard does).
+    LockDrop,
+    /// coord's `SimpleLock` (the herd baseline).
+    Simple,
+    /// zookeeper-client's Curator-compatible `Client::lock`.
+    ZkNative,
+    /// etcd's server-side lock RPC (`Lock` / `Unlock`).
+    EtcdNative,
+    /// `tokio::sync::Mutex`, in process: the floor.
+    Tokio,
+}
+
+impl LockKind {
+    /// A short name for tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            LockKind::Lock => "Lock",
+            LockKind::LockDrop => "Lock, guard dropped",
+            LockKind::Simple => "SimpleLock",
+            LockKind::ZkNative => "zookeeper-client lock",
+            LockKind::EtcdNative => "etcd lock RPC",
+            LockKind::Tokio => "tokio Mutex",
+        }
+    }
+}
+
+/// One contender: its own session or native client.
+enum Contender {
+    Recipe(Lock),
+    RecipeDrop(Lock),
+    Simple(SimpleLock),
+    Zk(zookeeper_client::Client, String),
+    Etcd(Box<etcd_client::Client>, i64, String),
+    Tokio(Arc<tokio::sync::Mutex<()>>),
+}
+
+impl Contender {
+    /// Acquire, run `inside` (synchronously, while holding), release.
+    async fn hold_once(&mut self, inside: &mut (dyn FnMut() + Send)) -> BenchResult<()> {
+        match self {
+            Contender::Recipe(l) => {
+                let g = l.acquire().await?;
+                inside();
+                g.release().await?;
+            }
+            Contender::RecipeDrop(l) => {
+                let g = l.acquire().await?;
+                inside();
+                // Released in the background; the session's next request
+                // queues behind the delete.
+                drop(g);
+            }
+            Contender::Simple(l) => {
+                let g = l.acquire().await?;
+                inside();
+                g.release().await?;
+            }
+            Contender::Zk(client, dir) => {
+                let prefix = zookeeper_client::LockPrefix::new_curator(dir, "lock-")?;
+                let options =
+                    zookeeper_client::LockOptions::new(zookeeper_client::Acls::anyone_all())
+                        .with_ancestor_options(
+                            zookeeper_client::CreateMode::Persistent
+                                .with_acls(zookeeper_client::Acls::anyone_all()),
+                        )?;
+                let g = client.lock(prefix, b"", options).await?;
+                inside();
+                // The crate's release: dropping the guard deletes the node
+                // in the background; the session's next request queues
+                // behind that delete (FIFO), so a loop pays for it.
+                drop(g);
+            }
+            Contender::Etcd(client, lease, name) => {
+                let r = client
+                    .lock(
+                        name.as_bytes(),
+                        Some(etcd_client::LockOptions::new().with_lease(*lease)),
+                    )
+                    .await?;
+                let key = r.key().to_vec();
+                inside();
+                client.unlock(key).await?;
+            }
+            Contender::Tokio(m) => {
+                let g = m.lock().await;
+                inside();
+                drop(g);
+            }
+        }
+        Ok(())
+    }
+
+    async fn finish(self) {
+        if let Contender::Etcd(mut client, lease, _) = self {
+            let _ = client.lease_revoke(lease).await;
+        }
+    }
+}
+
+/// Make `k` contenders of `kind` on the lock at `dir`, counting into `stats`.
+async fn contenders(
+    target: &Target,
+    sessions: &[Session],
+    kind: LockKind,
+    k: usize,
+    dir: &str,
+    stats: &Stats,
+) -> BenchResult<Vec<Contender>> {
+    let mut out = Vec::with_capacity(k);
+    let tokio_mutex = Arc::new(tokio::sync::Mutex::new(()));
+    for i in 0..k {
+        let c = match kind {
+            LockKind::Lock | LockKind::LockDrop | LockKind::Simple => {
+                let s = sessions.get(i).ok_or("not enough sessions in the pool")?;
+                if kind == LockKind::Lock {
+                    Contender::Recipe(Lock::new(s, dir)?.with_stats(stats.clone()))
+                } else if kind == LockKind::LockDrop {
+                    Contender::RecipeDrop(Lock::new(s, dir)?.with_stats(stats.clone()))
+                } else {
+                    Contender::Simple(SimpleLock::new(s, dir)?.with_stats(stats.clone()))
+                }
+            }
+            LockKind::ZkNative => {
+                let hosts = target.zk_hosts().ok_or("not a ZooKeeper target")?;
+                let client = zookeeper_client::Client::connect(&hosts).await?;
+                Contender::Zk(client, dir.to_owned())
+            }
+            LockKind::EtcdNative => {
+                let endpoints = target.etcd_endpoints().ok_or("not an etcd target")?;
+                let mut client = etcd_client::Client::connect(endpoints, None).await?;
+                let lease = client.lease_grant(60, None).await?.id();
+                Contender::Etcd(Box::new(client), lease, dir.to_owned())
+            }
+            LockKind::Tokio => Contender::Tokio(tokio_mutex.clone()),
+        };
+        out.push(c);
+    }
+    Ok(out)
+}
+
+/// W1: one session, `cycles` acquire + release in a row.
+#[derive(Debug, Clone, Copy)]
+pub struct Cycles {
+    /// Cycles per second.
+    pub per_s: f64,
+    /// Latency of one cycle (acquire start to the next acquire start).
+    pub latency: Percentiles,
+}
+
+/// Run W1 for each of `kinds` on its own lock (`<dir>/<index>`), in
+/// `blocks` alternating blocks of `cycles / blocks` cycles, so that every
+/// kind sees the same machine conditions (a shared machine drifts: run one
+/// after the other, two equal locks differ by ±30 %).
+///
+/// # Errors
+/// Server errors.
+pub async fn uncontended(
+    target: &Target,
+    sessions: &[Session],
+    kinds: &[LockKind],
+    dir: &str,
+    cycles: usize,
+    blocks: usize,
+) -> BenchResult<Vec<Cycles>> {
+    let mut cs = Vec::new();
+    for (i, &kind) in kinds.iter().enumerate() {
+        let mut one = contenders(
+            target,
+            sessions,
+            kind,
+            1,
+            &format!("{dir}/{i}"),
+            &Stats::new(),
+        )
+        .await?;
+        let mut c = one.pop().ok_or("no contender")?;
+        // Warm up (directory creation, connection).
+        for _ in 0..cycles.clamp(1, 20) {
+            c.hold_once(&mut || {}).await?;
+        }
+        cs.push(c);
+    }
+    let blocks = blocks.clamp(1, cycles.max(1));
+    let per_block = cycles / blocks;
+    let mut lat: Vec<Vec<Duration>> = vec![Vec::with_capacity(cycles); kinds.len()];
+    let mut busy = vec![Duration::ZERO; kinds.len()];
+    for b in 0..blocks {
+        for j in 0..cs.len() {
+            // Alternate which kind goes first.
+            let i = if b % 2 == 0 { j } else { cs.len() - 1 - j };
+            let start = Instant::now();
+            let mut last = start;
+            for _ in 0..per_block {
+                cs[i].hold_once(&mut || {}).await?;
+                let now = Instant::now();
+                lat[i].push(now - last);
+                last = now;
+            }
+            busy[i] += start.elapsed();
+        }
+    }
+    for c in cs {
+        c.finish().await;
+    }
+    Ok(lat
+        .iter_mut()
+        .zip(busy)
+        .map(|(l, t)| Cycles {
+            per_s: l.len() as f64 / t.as_secs_f64(),
+            latency: percentiles(l),
+        })
+        .collect())
+}
+
+/// W2's result for one lock and one number of sessions.
+#[derive(Debug, Clone, Copy)]
+pub struct Handoffs {
+    /// Acquisitions per second.
+    pub per_s: f64,
+    /// From a holder's release to the next holder's acquire.
+    pub latency: Percentiles,
+    /// Wake-ups per release (recipes only; `None` for native locks).
+    pub wakeups_per_release: Option<f64>,
+    /// Times two contenders held at once (must be 0).
+    pub violations: usize,
+}
+
+#[derive(Default)]
+struct Shared {
+    last_release: Option<Instant>,
+    handoffs: Vec<Duration>,
+    count: usize,
+    end: Option<Instant>,
+}
+
+/// Run W2: `k` contenders loop acquire → release until `total`
+/// acquisitions.
+///
+/// # Errors
+/// Server errors.
+pub async fn contended(
+    target: &Target,
+    sessions: &[Session],
+    kind: LockKind,
+    k: usize,
+    dir: &str,
+    total: usize,
+) -> BenchResult<Handoffs> {
+    let stats = Stats::new();
+    let cs = contenders(target, sessions, kind, k, dir, &stats).await?;
+    let shared = Arc::new(Mutex::new(Shared::default()));
+    let inside_now = Arc::new(AtomicBool::new(false));
+    let violations = Arc::new(AtomicUsize::new(0));
+    let start_gate = Arc::new(tokio::sync::Barrier::new(k + 1));
+    let mut set = tokio::task::JoinSet::new();
+    for mut c in cs {
+        let shared = shared.clone();
+        let inside_now = inside_now.clone();
+        let violations = violations.clone();
+        let gate = start_gate.clone();
+        set.spawn(async move {
+            gate.wait().await;
+            loop {
+                if lock(&shared).count >= total {
+                    break;
+                }
+                let mut stop = false;
+                let mut inside = || {
+                    if inside_now.swap(true, Ordering::SeqCst) {
+                        violations.fetch_add(1, Ordering::Relaxed);
+                    }
+                    let mut sh = lock(&shared);
+                    let now = Instant::now();
+                    if let Some(r) = sh.last_release.take() {
+                        sh.handoffs.push(now - r);
+                    }
+                    sh.count += 1;
+                    if sh.count == total {
+                        sh.end = Some(now);
+                    }
+                    stop = sh.count >= total;
+                    inside_now.store(false, Ordering::SeqCst);
+                    sh.last_release = Some(Instant::now());
+                };
+                let r = c.hold_once(&mut inside).await;
+                if let Err(e) = r {
+                    c.finish().await;
+                    return Err(e);
+                }
+                if stop {
+                    break;
+                }
+            }
+            c.finish().await;
+            Ok::<(), crate::BenchError>(())
+        });
+    }
+    // Timed from before the gate opens: a fast run may finish before
+    // this task is polled again.
+    let start = Instant::now();
+    start_gate.wait().await;
+    let mut first_err = None;
+    while let Some(r) = set.join_next().await {
+        match r {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                first_err.get_or_insert(e);
+            }
+            Err(e) => {
+                first_err.get_or_insert(e.into());
+            }
+        }
+    }
+    if let Some(e) = first_err {
+        return Err(e);
+    }
+    let mut sh = lock(&shared);
+    let end = sh.end.unwrap_or_else(Instant::now);
+    let acquisitions = sh.count;
+    let latency = percentiles(&mut sh.handoffs);
+    let per_s = total as f64 / (end - start).as_secs_f64();
+    let wakeups_per_release = match kind {
+        LockKind::Lock | LockKind::LockDrop | LockKind::Simple => {
+            Some(stats.wakeups() as f64 / (acquisitions.saturating_sub(1).max(1)) as f64)
+        }
+        _ => None,
+    };
+    Ok(Handoffs {
+        per_s,
+        latency,
+        wakeups_per_release,
+        violations: violations.load(Ordering::Relaxed),
+    })
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// What W3 and W4 take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MixKind {
+    /// `RwLock`: every tenth operation writes, the others read.
+    ReadWrite,
+    /// `Lock` for every operation (W3's and W4's baseline).
+    Exclusive,
+    /// `Semaphore` with this many leases, one lease per operation.
+    Semaphore(u32),
+}
+
+/// W3 / W4 results.
+#[derive(Debug, Clone, Copy)]
+pub struct Mixed {
+    /// Operations (acquire + release) per second, all sessions together.
+    pub per_s: f64,
+    /// Acquire latency of reads (or of every operation).
+    pub read: Percentiles,
+    /// Acquire latency of writes (`ReadWrite` only).
+    pub write: Percentiles,
+    /// The most holders inside at once.
+    pub max_inside: usize,
+}
+
+/// Run W3 / W4: each session does `ops` operations.
+///
+/// # Errors
+/// Server errors.
+pub async fn mixed(
+    sessions: &[Session],
+    kind: MixKind,
+    dir: &str,
+    ops: usize,
+) -> BenchResult<Mixed> {
+    let inside = Arc::new(AtomicUsize::new(0));
+    let max_inside = Arc::new(AtomicUsize::new(0));
+    let gate = Arc::new(tokio::sync::Barrier::new(sessions.len() + 1));
+    let n = sessions.len();
+    let mut set = tokio::task::JoinSet::new();
+    for (t, s) in sessions.iter().enumerate() {
+        let s = s.clone();
+        let dir = dir.to_owned();
+        let inside = inside.clone();
+        let max_inside = max_inside.clone();
+        let gate = gate.clone();
+        set.spawn(async move {
+            let mut reads = Vec::new();
+            let mut writes = Vec::new();
+            let enter = || {
+                let now = inside.fetch_add(1, Ordering::SeqCst) + 1;
+                max_inside.fetch_max(now, Ordering::SeqCst);
+            };
+            let leave = || {
+                inside.fetch_sub(1, Ordering::SeqCst);
+            };
+            gate.wait().await;
+            match kind {
+                MixKind::ReadWrite => {
+                    let rw = RwLock::new(&s, &dir)?;
+                    for i in 0..ops {
+                        let write = (i * n + t) % 10 == 0;
+                        let t0 = Instant::now();
+                        let g = if write {
+                            rw.write().await?
+                        } else {
+                            rw.read().await?
+                        };
+                        let d = t0.elapsed();
+                        if write {
+                            writes.push(d);
+                        } else {
+                            reads.push(d);
+                        }
+                        enter();
+                        leave();
+                        g.release().await?;
+                    }
+                }
+                MixKind::Exclusive => {
+                    let l = Lock::new(&s, &dir)?;
+                    for _ in 0..ops {
+                        let t0 = Instant::now();
+                        let g = l.acquire().await?;
+                        reads.push(t0.elapsed());
+                        enter();
+                        leave();
+                        g.release().await?;
+                    }
+                }
+                MixKind::Semaphore(leases) => {
+                    let sem = Semaphore::new(&s, &dir, leases)?;
+                    for _ in 0..ops {
+                        let t0 = Instant::now();
+                        let l = sem.acquire(1).await?;
+                        reads.push(t0.elapsed());
+                        enter();
+                        // Hold briefly so that leases overlap.
+                        tokio::task::yield_now().await;
+                        leave();
+                        Semaphore::return_all(l).await?;
+                    }
+                }
+            }
+            Ok::<_, crate::BenchError>((reads, writes))
+        });
+    }
+    // Timed from before the gate opens: a fast run may finish before
+    // this task is polled again.
+    let start = Instant::now();
+    gate.wait().await;
+    let mut reads = Vec::new();
+    let mut writes = Vec::new();
+    while let Some(r) = set.join_next().await {
+        let (r, w) = r??;
+        reads.extend(r);
+        writes.extend(w);
+    }
+    let elapsed = start.elapsed().as_secs_f64();
+    Ok(Mixed {
+        per_s: (ops * n) as f64 / elapsed,
+        read: percentiles(&mut reads),
+        write: percentiles(&mut writes),
+        max_inside: max_inside.load(Ordering::SeqCst),
+    })
+}
+
+/// The raw round trip: create an ephemeral node and delete it, `ops` times
+/// on one session.
+///
+/// # Errors
+/// Server errors.
+pub async fn raw_round_trip(session: &Session, dir: &str, ops: usize) -> BenchResult<Cycles> {
+    let path = format!("{dir}/node");
+    session.ensure_dir(dir).await?;
+    for _ in 0..ops.clamp(1, 20) {
+        session
+            .create(&path, b"", coord::CreateMode::Ephemeral)
+            .await?;
+        session.delete(&path, None).await?;
+    }
+    let mut lat = Vec::with_capacity(ops);
+    let start = Instant::now();
+    for _ in 0..ops {
+        let t0 = Instant::now();
+        session
+            .create(&path, b"", coord::CreateMode::Ephemeral)
+            .await?;
+        session.delete(&path, None).await?;
+        lat.push(t0.elapsed());
+    }
+    Ok(Cycles {
+        per_s: ops as f64 / start.elapsed().as_secs_f64(),
+        latency: percentiles(&mut lat),
+    })
+}
