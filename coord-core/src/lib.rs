@@ -11,12 +11,15 @@
 #![warn(missing_docs)]
 
 pub mod error;
+pub mod lease;
+pub mod limits;
 pub mod path;
 pub mod primitive;
 pub mod recipes;
 mod session;
 
 pub use error::{Error, PathErrorKind, Result};
+pub use lease::LeaseClock;
 pub use primitive::{
     Child, CreateMode, Created, Fence, Node, Op, OpResult, PrimitiveSession, SessionId,
     SessionState, Stat, Watch,

@@ -15,6 +15,7 @@ use async_trait::async_trait;
 use tokio::sync::watch;
 
 use crate::error::Result;
+use crate::lease::LeaseClock;
 
 /// The state of a session. `Expired` and `Closed` are final.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -308,4 +309,23 @@ pub trait PrimitiveSession: Send + Sync + 'static {
     /// End the session: its ephemeral nodes are deleted and its state
     /// becomes `Closed`. Closing a closed or expired session is `Ok`.
     async fn close(&self) -> Result<()>;
+
+    /// The session's lease clock (see [`crate::lease`]). The backend calls
+    /// [`LeaseClock::renewed`] with the send time of every answered request
+    /// that renews the session on the server (heartbeats included), so the
+    /// deadline it keeps lies before the instant the server could end the
+    /// session. [`crate::Session`] treats the session as lost when it passes.
+    fn lease(&self) -> &LeaseClock;
+
+    /// The client has given this session up: its lease deadline passed with
+    /// no newer answer (see [`crate::lease`]). Stop renewing it, end it on
+    /// the server as soon as the server can be reached (ZooKeeper: close the
+    /// session; etcd: revoke the lease; Redis: delete the session), so its
+    /// nodes stop blocking others, and set the state to `Expired`.
+    ///
+    /// Retries until the server confirms or the session is certainly over
+    /// there (the server ends it `session_timeout` after it last heard from
+    /// the client, and nothing renews it any more); never fails. Called at
+    /// most once, by the session's monitor.
+    async fn abandon(&self);
 }

@@ -1,7 +1,7 @@
 //! [`Session`]: the handle users and recipes hold. It checks every argument
 //! before any I/O, identically for every backend, then asks the backend.
 
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use tokio::sync::watch;
 
@@ -20,12 +20,29 @@ use crate::primitive::{
 /// [`Error::InvalidArgument`], the same on every backend, with no I/O. Each
 /// method's other errors are listed on [`PrimitiveSession`].
 ///
+/// # The lease deadline
+/// A `Session` keeps the client's side of the session's life (see
+/// [`crate::lease`]): once the backend's [`LeaseClock`] deadline passes
+/// without a newer answer from the server, the session counts as lost here,
+/// before the server can end it and give its holds to anyone else. Its
+/// state becomes [`SessionState::Expired`], every operation (and every
+/// watch in flight) fails with [`Error::SessionExpired`], every `lost()` of
+/// the recipes resolves, and the backend ends the session on the server as
+/// soon as it reaches it ([`PrimitiveSession::abandon`]). A connection that
+/// comes back in time changes nothing: `Suspended`, then `Connected` again.
+///
+/// # Work that must finish
+/// Clean-up that recipes start in the background (deleting a released or
+/// abandoned node, putting a queue item back) is retried until it is done
+/// or the session is over, and [`Session::close`] waits for it.
+///
 /// # Cancel safety
 /// Every async method may be dropped. Reads are then simply not done; a
 /// write may or may not have been applied.
 #[derive(Clone)]
 pub struct Session {
     inner: Arc<dyn PrimitiveSession>,
+    local: Arc<Local>,
 }
 
 impl std::fmt::Debug for Session {
@@ -33,14 +50,149 @@ impl std::fmt::Debug for Session {
         f.debug_struct("Session")
             .field("backend", &self.inner.backend())
             .field("id", &self.inner.id())
+            .field("state", &*self.local.state.borrow())
             .finish()
     }
 }
 
+/// The client's view of the session, shared by every clone of a
+/// [`Session`] and its monitor task.
+struct Local {
+    /// The backend's state, unless the lease deadline passed first (then
+    /// `Expired`, final).
+    state: watch::Sender<SessionState>,
+    /// How many background tasks that must finish are running.
+    pending: watch::Sender<usize>,
+}
+
+impl Local {
+    /// Follow the backend's state, unless ours is already final.
+    fn mirror(&self, next: SessionState) {
+        self.state.send_if_modified(|current| {
+            if current.is_terminal() || *current == next {
+                false
+            } else {
+                *current = next;
+                true
+            }
+        });
+    }
+
+    /// A task that must finish has begun; it ends when the guard drops.
+    fn begin_work(self: &Arc<Self>) -> WorkGuard {
+        self.pending.send_modify(|n| *n += 1);
+        WorkGuard(Arc::clone(self))
+    }
+}
+
+/// Counts one running task that [`Session::close`] waits for.
+struct WorkGuard(Arc<Local>);
+
+impl Drop for WorkGuard {
+    fn drop(&mut self) {
+        self.0.pending.send_modify(|n| *n = n.saturating_sub(1));
+    }
+}
+
+/// The error for a final state.
+fn end_error(state: SessionState) -> Error {
+    match state {
+        SessionState::Expired => Error::SessionExpired,
+        _ => Error::SessionClosed,
+    }
+}
+
+/// Resolve with the session's end, as seen through `rx`.
+async fn ended_of(mut rx: watch::Receiver<SessionState>) -> Error {
+    match rx.wait_for(|s| s.is_terminal()).await {
+        Ok(s) => end_error(*s),
+        // The sender is gone: nothing will ever change again.
+        Err(_) => Error::SessionClosed,
+    }
+}
+
+/// Follow the backend's state into `local`, and declare the session lost
+/// when its lease deadline passes without a renewal; then have the backend
+/// end it on the server. Holds the backend only weakly between wake-ups, so
+/// dropping every `Session` still drops (and so closes) the backend.
+async fn monitor(
+    inner: Weak<dyn PrimitiveSession>,
+    mut backend_state: watch::Receiver<SessionState>,
+    local: Arc<Local>,
+) {
+    loop {
+        let current = *backend_state.borrow_and_update();
+        local.mirror(current);
+        if current.is_terminal() {
+            return;
+        }
+        // With every handle gone there is no deadline to keep, but the
+        // backend's state still ends (its final state is mirrored).
+        let deadline = inner.upgrade().map(|s| s.lease().deadline());
+        let passed = async {
+            match deadline {
+                Some(d) => tokio::time::sleep_until(d).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            changed = backend_state.changed() => {
+                if changed.is_err() {
+                    local.mirror(SessionState::Closed);
+                    return;
+                }
+            }
+            () = passed => {
+                let Some(session) = inner.upgrade() else { continue };
+                if !session.lease().expired() || backend_state.borrow().is_terminal() {
+                    continue;
+                }
+                let lost = local.state.send_if_modified(|s| {
+                    if s.is_terminal() {
+                        false
+                    } else {
+                        *s = SessionState::Expired;
+                        true
+                    }
+                });
+                if lost {
+                    tracing::warn!(
+                        backend = session.backend(),
+                        session = %session.id(),
+                        timeout = ?session.lease().session_timeout(),
+                        "no answer from the server before the lease deadline: the session is lost here, \
+                         before the server can give its holds away; ending it on the server"
+                    );
+                    let _work = local.begin_work();
+                    session.abandon().await;
+                }
+                return;
+            }
+        }
+    }
+}
+
 impl Session {
-    /// Wrap a backend's session.
+    /// Wrap a backend's session, and start following its state and its
+    /// lease deadline (see the type docs).
+    ///
+    /// # Panics
+    /// Outside a tokio runtime: the deadline is watched by a tokio task.
     pub fn new(inner: Arc<dyn PrimitiveSession>) -> Self {
-        Session { inner }
+        let backend_state = inner.state();
+        let initial = *backend_state.borrow();
+        let local = Arc::new(Local {
+            state: watch::Sender::new(initial),
+            pending: watch::Sender::new(0),
+        });
+        if !initial.is_terminal() {
+            tokio::spawn(monitor(
+                Arc::downgrade(&inner),
+                backend_state,
+                Arc::clone(&local),
+            ));
+        }
+        Session { inner, local }
     }
 
     /// The backend behind this session.
@@ -58,14 +210,34 @@ impl Session {
         self.inner.id()
     }
 
-    /// The current state.
+    /// The current state, as the client sees it: the backend's, or
+    /// `Expired` once the lease deadline has passed.
     pub fn state(&self) -> SessionState {
-        *self.inner.state().borrow()
+        let local = *self.local.state.borrow();
+        if local.is_terminal() {
+            return local;
+        }
+        let backend = *self.inner.state().borrow();
+        if !backend.is_terminal() && self.inner.lease().expired() {
+            return SessionState::Expired;
+        }
+        backend
     }
 
-    /// A watch over the state that sees every change.
+    /// A watch over [`Session::state`] that sees every change.
     pub fn state_watch(&self) -> watch::Receiver<SessionState> {
-        self.inner.state()
+        self.local.state.subscribe()
+    }
+
+    /// The instant past which this session counts as lost unless the
+    /// server answers a renewal first (see [`crate::lease`]).
+    pub fn lease_deadline(&self) -> tokio::time::Instant {
+        self.inner.lease().deadline()
+    }
+
+    /// The session timeout the server granted.
+    pub fn session_timeout(&self) -> std::time::Duration {
+        self.inner.lease().session_timeout()
     }
 
     /// Resolve when the session is over, with [`Error::SessionExpired`] or
@@ -77,16 +249,68 @@ impl Session {
     /// # Cancel safety
     /// Cancel safe: it only watches.
     pub async fn ended(&self) -> Error {
-        let mut rx = self.inner.state();
-        let state = match rx.wait_for(|s| s.is_terminal()).await {
-            Ok(s) => *s,
-            // The backend dropped its sender: nothing will ever change again.
-            Err(_) => SessionState::Closed,
-        };
-        match state {
-            SessionState::Expired => Error::SessionExpired,
-            _ => Error::SessionClosed,
+        ended_of(self.local.state.subscribe()).await
+    }
+
+    /// `Err` once the session is over here: its final state, or its lease
+    /// deadline passed (the monitor is about to say so).
+    fn check(&self) -> Result<()> {
+        let state = *self.local.state.borrow();
+        if state.is_terminal() {
+            return Err(end_error(state));
         }
+        if self.inner.lease().expired() {
+            return Err(Error::SessionExpired);
+        }
+        Ok(())
+    }
+
+    /// Run a backend operation, unless the session is over; if it ends
+    /// while the operation waits for an answer, say so at once.
+    async fn run<T>(&self, op: impl std::future::Future<Output = Result<T>>) -> Result<T> {
+        self.check()?;
+        let end = ended_of(self.local.state.subscribe());
+        tokio::select! {
+            biased;
+            r = op => r,
+            e = end => Err(e),
+        }
+    }
+
+    /// A backend's watch that also ends when the session ends here.
+    fn bound(&self, watch: Watch) -> Watch {
+        let end = ended_of(self.local.state.subscribe());
+        Watch::new(async move {
+            tokio::select! {
+                biased;
+                r = watch => r,
+                e = end => Err(e),
+            }
+        })
+    }
+
+    /// Run `work` in the background as work that must finish:
+    /// [`Session::close`] waits for it. `work` itself must end once the
+    /// session is over (every operation then fails at once).
+    pub(crate) fn spawn_work(&self, work: impl std::future::Future<Output = ()> + Send + 'static) {
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            tracing::warn!(
+                session = %self.id(),
+                "no tokio runtime to finish a clean-up in; the session's end is left to do it"
+            );
+            return;
+        };
+        let guard = self.local.begin_work();
+        rt.spawn(async move {
+            let _guard = guard;
+            work.await;
+        });
+    }
+
+    /// Resolve once no background work of this session is running.
+    async fn settled(&self) {
+        let mut rx = self.local.pending.subscribe();
+        let _ = rx.wait_for(|n| *n == 0).await;
     }
 
     /// Create a node; see [`PrimitiveSession::create`].
@@ -102,7 +326,7 @@ impl Session {
     pub async fn create(&self, path: &str, data: &[u8], mode: CreateMode) -> Result<Created> {
         path::validate_non_root(path)?;
         path::validate_data(data)?;
-        self.inner.create(path, data, mode).await
+        self.run(self.inner.create(path, data, mode)).await
     }
 
     /// Read a node; `None` when there is none.
@@ -114,7 +338,7 @@ impl Session {
     /// Cancel safe.
     pub async fn get(&self, path: &str) -> Result<Option<Node>> {
         path::validate(path)?;
-        self.inner.get(path).await
+        self.run(self.inner.get(path)).await
     }
 
     /// Whether a node exists.
@@ -138,7 +362,7 @@ impl Session {
     pub async fn set(&self, path: &str, data: &[u8], version: Option<u64>) -> Result<Stat> {
         path::validate_non_root(path)?;
         path::validate_data(data)?;
-        self.inner.set(path, data, version).await
+        self.run(self.inner.set(path, data, version)).await
     }
 
     /// Delete a node, compare-and-delete when `version` is given.
@@ -150,7 +374,7 @@ impl Session {
     /// Not cancel safe: the delete may land after the drop.
     pub async fn delete(&self, path: &str, version: Option<u64>) -> Result<()> {
         path::validate_non_root(path)?;
-        self.inner.delete(path, version).await
+        self.run(self.inner.delete(path, version)).await
     }
 
     /// The children of `dir` in creation order (see
@@ -163,7 +387,7 @@ impl Session {
     /// Cancel safe.
     pub async fn children(&self, dir: &str) -> Result<Vec<Child>> {
         path::validate(dir)?;
-        self.inner.children(dir).await
+        self.run(self.inner.children(dir)).await
     }
 
     /// The children of `dir` and a watch for the next change to them.
@@ -175,7 +399,8 @@ impl Session {
     /// Cancel safe.
     pub async fn children_watch(&self, dir: &str) -> Result<(Vec<Child>, Watch)> {
         path::validate(dir)?;
-        self.inner.children_watch(dir).await
+        let (children, watch) = self.run(self.inner.children_watch(dir)).await?;
+        Ok((children, self.bound(watch)))
     }
 
     /// Arm a watch on the deletion of the node at `path`: `None` when there
@@ -188,7 +413,10 @@ impl Session {
     /// Cancel safe; dropping the returned watch unregisters it.
     pub async fn watch_gone(&self, path: &str) -> Result<Option<Watch>> {
         path::validate_non_root(path)?;
-        self.inner.watch_gone(path).await
+        Ok(self
+            .run(self.inner.watch_gone(path))
+            .await?
+            .map(|w| self.bound(w)))
     }
 
     /// Resolve once the node now at `path` is gone (at once if there is
@@ -223,7 +451,7 @@ impl Session {
             }
             Op::Delete { path, .. } => path::validate_non_root(path)?,
         }
-        self.inner.guarded(fence, op).await
+        self.run(self.inner.guarded(fence, op)).await
     }
 
     /// Make sure a persistent node exists at `path` (and its parents).
@@ -238,21 +466,38 @@ impl Session {
         if path == "/" {
             return Ok(());
         }
-        match self.inner.create(path, &[], CreateMode::Persistent).await {
+        match self
+            .run(self.inner.create(path, &[], CreateMode::Persistent))
+            .await
+        {
             Ok(_) | Err(Error::AlreadyExists { .. }) => Ok(()),
             Err(e) => Err(e),
         }
     }
 
-    /// End the session; its ephemeral nodes are deleted.
+    /// End the session; its ephemeral nodes are deleted. Waits first for
+    /// the session's background work that must finish (a release or a
+    /// withdrawn acquire deleting its node, a queue item put back): that
+    /// work retries through connection losses until it is done or the
+    /// session is over, so this wait is bounded by the lease deadline.
     ///
     /// # Errors
     /// The backend's, if it could not tell the server (the server then ends
-    /// the session when its timeout runs out).
+    /// the session when its timeout runs out). Closing a session that is
+    /// already over is `Ok`.
     ///
     /// # Cancel safety
-    /// Not cancel safe: dropped, the session may or may not be closed.
+    /// Not cancel safe: dropped, the session may or may not be closed; the
+    /// background work goes on either way.
     pub async fn close(&self) -> Result<()> {
-        self.inner.close().await
+        self.settled().await;
+        let result = self.inner.close().await;
+        let after = *self.inner.state().borrow();
+        self.local.mirror(if after.is_terminal() {
+            after
+        } else {
+            SessionState::Closed
+        });
+        result
     }
 }

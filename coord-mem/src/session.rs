@@ -6,8 +6,8 @@ use std::sync::{Arc, MutexGuard};
 
 use async_trait::async_trait;
 use coord_core::{
-    path, Child, CreateMode, Created, Error, Fence, Node, Op, OpResult, PrimitiveSession, Result,
-    SessionId, SessionState, Stat, Watch,
+    path, Child, CreateMode, Created, Error, Fence, LeaseClock, Node, Op, OpResult,
+    PrimitiveSession, Result, SessionId, SessionState, Stat, Watch,
 };
 use tokio::sync::{oneshot, watch};
 
@@ -23,6 +23,7 @@ pub(crate) struct MemSession {
     key: SessionKey,
     id: SessionId,
     state: Arc<watch::Sender<SessionState>>,
+    pub(crate) lease: LeaseClock,
 }
 
 impl MemSession {
@@ -30,19 +31,24 @@ impl MemSession {
         shared: Arc<Shared>,
         key: SessionKey,
         state: Arc<watch::Sender<SessionState>>,
+        ttl: std::time::Duration,
     ) -> Self {
         MemSession {
             shared,
             key,
             id: SessionId(format!("mem-{key}")),
             state,
+            lease: LeaseClock::new(ttl, tokio::time::Instant::now()),
         }
     }
 
-    /// The store's lock, once this session is found usable.
+    /// The store's lock, once this session is found usable. The store
+    /// answered: that renews the lease (the store's deadline moved too).
     fn live(&self) -> Result<MutexGuard<'_, State>> {
+        let now = tokio::time::Instant::now();
         let mut state = self.shared.lock();
         state.touch(self.key, &self.state)?;
+        self.lease.renewed(now);
         Ok(state)
     }
 
@@ -83,7 +89,47 @@ impl PrimitiveSession for MemSession {
     }
 
     async fn create(&self, path: &str, data: &[u8], mode: CreateMode) -> Result<Created> {
-        self.live()?.tree.create(path, data, mode, self.key)
+        let mut state = self.live()?;
+        let created = state.tree.create(path, data, mode, self.key)?;
+        if !state.take_lost_create_answer(self.key) {
+            return Ok(created);
+        }
+        drop(state);
+        // The answer was lost (test hook): find the node again, as every
+        // backend must. A protected sequential name (`_c_<uuid>-…`) is
+        // unique to this create; any other name is the path itself.
+        tracing::debug!(%path, "mem create answer lost; looking for the node");
+        let state = self.live()?;
+        if !mode.is_sequential() {
+            return match state.tree.get(path) {
+                Some(node) if node.stat.stamp == created.stamp => Ok(created),
+                _ => Err(Error::ConnectionLost(format!(
+                    "the answer to creating {path} was lost"
+                ))),
+            };
+        }
+        let dir = path::parent(path);
+        let prefix = path::name(path);
+        let found = state
+            .tree
+            .children(dir)?
+            .into_iter()
+            .find(|c| prefix.starts_with("_c_") && c.name.starts_with(prefix));
+        match found {
+            Some(c) => {
+                let full = path::join(dir, &c.name);
+                let node = state.tree.get(&full);
+                Ok(Created {
+                    path: full,
+                    sequence: c.sequence,
+                    stamp: node.as_ref().map_or(created.stamp, |n| n.stat.stamp),
+                    version: node.as_ref().map_or(created.version, |n| n.stat.version),
+                })
+            }
+            None => Err(Error::ConnectionLost(format!(
+                "the answer to creating {path} was lost"
+            ))),
+        }
     }
 
     async fn get(&self, path: &str) -> Result<Option<Node>> {
@@ -154,5 +200,13 @@ impl PrimitiveSession for MemSession {
 
     async fn close(&self) -> Result<()> {
         self.shared.lock().close(self.key, &self.state)
+    }
+
+    fn lease(&self) -> &LeaseClock {
+        &self.lease
+    }
+
+    async fn abandon(&self) {
+        self.shared.lock().abandon(self.key);
     }
 }

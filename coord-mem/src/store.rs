@@ -93,6 +93,14 @@ struct SessionEntry {
     /// The session expires at this instant unless a heartbeat moves it.
     deadline: Instant,
     heartbeat_paused: bool,
+    /// Suspended by [`MemStore::silence`]: the store still hears the
+    /// session's heartbeats, but the client hears no answers.
+    silenced: bool,
+    /// The client gave the session up ([`PrimitiveSession::abandon`]): no
+    /// more heartbeats; ended as soon as the client reaches the store.
+    abandoned: bool,
+    /// Test hook: the next create's answer is lost after it was applied.
+    lose_next_create_answer: bool,
 }
 
 impl SessionEntry {
@@ -102,7 +110,14 @@ impl SessionEntry {
 
     /// Whether a heartbeat from a live handle would reach the store now.
     fn beats(&self) -> bool {
-        !self.heartbeat_paused && self.current() == SessionState::Connected
+        !self.heartbeat_paused
+            && !self.abandoned
+            && (self.current() == SessionState::Connected || self.silenced)
+    }
+
+    /// Whether the client hears the store's answers now.
+    fn answers(&self) -> bool {
+        self.current() == SessionState::Connected
     }
 }
 
@@ -124,7 +139,8 @@ impl State {
 
     /// Called by every operation of a session's handle, under the lock:
     /// fails as the session's state says, expires a session whose TTL ran
-    /// out, and otherwise counts as a heartbeat.
+    /// out, and otherwise counts as a heartbeat (also for a silenced
+    /// session: the store hears it, though the client hears no answer).
     pub(crate) fn touch(
         &mut self,
         key: SessionKey,
@@ -144,9 +160,10 @@ impl State {
         };
         if entry.beats() {
             entry.deadline = now + entry.ttl;
-            return Ok(());
-        }
-        if now >= entry.deadline {
+            if entry.answers() {
+                return Ok(());
+            }
+        } else if now >= entry.deadline {
             self.end_session(key, SessionState::Expired);
             return Err(Error::SessionExpired);
         }
@@ -156,6 +173,29 @@ impl State {
             ))),
             _ => Ok(()),
         }
+    }
+
+    /// The handle's `abandon`: the client gave the session up. A session the
+    /// client can reach is ended now; a suspended one as soon as it is
+    /// resumed (or when its TTL runs out, whichever comes first). Either
+    /// way its state is `Expired` from now on.
+    pub(crate) fn abandon(&mut self, key: SessionKey) {
+        let Some(entry) = self.sessions.get_mut(&key) else {
+            return;
+        };
+        if entry.current() == SessionState::Connected {
+            self.end_session(key, SessionState::Expired);
+        } else {
+            entry.abandoned = true;
+            entry.state.send_replace(SessionState::Expired);
+        }
+    }
+
+    /// Take the session's lost-create-answer flag.
+    pub(crate) fn take_lost_create_answer(&mut self, key: SessionKey) -> bool {
+        self.sessions
+            .get_mut(&key)
+            .is_some_and(|e| std::mem::take(&mut e.lose_next_create_answer))
     }
 
     /// The handle's `close`: end the session as `Closed`. A suspended
@@ -225,11 +265,14 @@ impl MemStore {
                     ttl,
                     deadline: Instant::now() + ttl,
                     heartbeat_paused: false,
+                    silenced: false,
+                    abandoned: false,
+                    lose_next_create_answer: false,
                 },
             );
             key
         };
-        let session = Arc::new(MemSession::new(Arc::clone(&self.shared), key, tx));
+        let session = Arc::new(MemSession::new(Arc::clone(&self.shared), key, tx, ttl));
         runtime.spawn(keep_alive(
             Arc::clone(&self.shared),
             Arc::downgrade(&session),
@@ -262,6 +305,35 @@ impl MemStore {
         })
     }
 
+    /// Cut a session off one way: its requests (and heartbeats) still reach
+    /// the store, which keeps the session alive, but the client hears no
+    /// answer: its state becomes [`SessionState::Suspended`], its
+    /// operations fail with [`Error::ConnectionLost`] and its lease clock
+    /// is not renewed, so the client gives the session up at its lease
+    /// deadline while the store still holds it (an asymmetric partition).
+    /// [`MemStore::resume`] heals it. Returns whether it was connected.
+    pub fn silence(&self, id: &SessionId) -> bool {
+        self.with_session(id, |entry| {
+            if entry.current() != SessionState::Connected {
+                return false;
+            }
+            entry.silenced = true;
+            entry.state.send_replace(SessionState::Suspended);
+            true
+        })
+    }
+
+    /// Lose the answer to the session's next create after the store has
+    /// applied it, as a dropped connection would: the session must find the
+    /// node again rather than make a second one. Returns whether the store
+    /// holds the session.
+    pub fn lose_next_create_answer(&self, id: &SessionId) -> bool {
+        self.with_session(id, |entry| {
+            entry.lose_next_create_answer = true;
+            true
+        })
+    }
+
     /// Reconnect a suspended session: [`SessionState::Connected`] again,
     /// which counts as a heartbeat. A session whose TTL ran out meanwhile
     /// is expired instead. Returns whether it is connected again.
@@ -274,9 +346,16 @@ impl MemStore {
         let Some(entry) = state.sessions.get_mut(&key) else {
             return false;
         };
+        if entry.abandoned {
+            // The client gave it up while cut off: reaching the store
+            // again, it ends the session at once.
+            state.end_session(key, SessionState::Expired);
+            return false;
+        }
         if entry.current() != SessionState::Suspended {
             return false;
         }
+        entry.silenced = false;
         if now >= entry.deadline {
             state.end_session(key, SessionState::Expired);
             return false;
@@ -341,8 +420,11 @@ async fn keep_alive(shared: Arc<Shared>, handle: Weak<MemSession>, key: SessionK
             let Some(entry) = state.sessions.get_mut(&key) else {
                 return;
             };
-            if handle.strong_count() > 0 && entry.beats() {
+            if let Some(handle) = handle.upgrade().filter(|_| entry.beats()) {
                 entry.deadline = now + entry.ttl;
+                if entry.answers() {
+                    handle.lease.renewed(now);
+                }
             }
             if now >= entry.deadline {
                 tracing::debug!(session = key, "mem session missed its TTL");

@@ -114,7 +114,7 @@ impl Barrier {
     /// # Cancel safety
     /// Cancel safe.
     pub async fn wait_timeout(&self, timeout: Duration) -> Result<()> {
-        until(Some((Instant::now() + timeout, timeout)), self.wait()).await
+        until(Some(crate::limits::deadline(timeout)?), self.wait()).await
     }
 }
 
@@ -183,7 +183,7 @@ impl DoubleBarrier {
     /// # Cancel safety
     /// Cancel safe, as [`DoubleBarrier::enter`].
     pub async fn enter_timeout(&self, timeout: Duration) -> Result<Inside> {
-        self.enter_until(Some((Instant::now() + timeout, timeout)))
+        self.enter_until(Some(crate::limits::deadline(timeout)?))
             .await
     }
 
@@ -291,7 +291,7 @@ impl Inside {
     /// # Cancel safety
     /// As [`Inside::leave`].
     pub async fn leave_timeout(self, timeout: Duration) -> Result<()> {
-        self.leave_until(Some((Instant::now() + timeout, timeout)))
+        self.leave_until(Some(crate::limits::deadline(timeout)?))
             .await
     }
 

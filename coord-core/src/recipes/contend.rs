@@ -22,6 +22,7 @@ use crate::primitive::{Child, CreateMode};
 use crate::recipes::held::HeldNode;
 use crate::recipes::names;
 use crate::recipes::pending::PendingNode;
+use crate::recipes::retry::pause;
 use crate::recipes::stats::Stats;
 use crate::session::Session;
 
@@ -37,8 +38,22 @@ pub(crate) enum Wait {
 }
 
 impl Wait {
-    pub(crate) fn timeout(d: Duration) -> Self {
-        Wait::Until(Instant::now() + d, d)
+    /// Wait at most `d` from now.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when `d` is over
+    /// [`crate::limits::MAX_TIMEOUT`].
+    /// The length of a timed wait (zero for the others).
+    pub(crate) fn length(self) -> Duration {
+        match self {
+            Wait::Until(_, d) => d,
+            _ => Duration::ZERO,
+        }
+    }
+
+    pub(crate) fn timeout(d: Duration) -> Result<Self> {
+        let (deadline, d) = crate::limits::deadline(d)?;
+        Ok(Wait::Until(deadline, d))
     }
 }
 
@@ -113,10 +128,24 @@ impl Contender<'_> {
             )
         })?;
         let mut listing = first.ok();
+        let mut attempt = 0;
         loop {
             let children = match listing.take() {
                 Some(c) if c.iter().any(|c| c.name == me_name) => c,
-                _ => self.session.children(self.dir).await?,
+                _ => match self.session.children(self.dir).await {
+                    Ok(c) => c,
+                    // A connection loss while queued: keep our place and
+                    // wait for the connection (or our deadline, or the
+                    // session's end, which the next read reports).
+                    Err(e) if e.is_retryable() && !matches!(wait, Wait::No) => {
+                        if !self.pause_within(wait, &mut attempt).await {
+                            pending.remove().await;
+                            return Err(Error::Timeout(wait.length()));
+                        }
+                        continue;
+                    }
+                    Err(e) => return Err(e),
+                },
             };
             let Some(pred) = predecessor(&children, &me_name, me_seq, self.blocked_by) else {
                 // Our node is gone: the session ended, or someone deleted it.
@@ -138,17 +167,47 @@ impl Contender<'_> {
                     pending.remove().await;
                     return Ok(None);
                 }
-                Wait::Forever => wait_counted(self.session, self.stats, &pred_path).await?,
+                Wait::Forever => match wait_counted(self.session, self.stats, &pred_path).await {
+                    Err(e) if e.is_retryable() => {
+                        self.pause_within(wait, &mut attempt).await;
+                    }
+                    r => r?,
+                },
                 Wait::Until(deadline, d) => {
                     let waited = wait_counted(self.session, self.stats, &pred_path);
-                    match tokio::time::timeout_at(deadline, waited).await {
-                        Ok(r) => r?,
-                        Err(_) => {
-                            pending.remove().await;
-                            return Err(Error::Timeout(d));
+                    let in_time = match tokio::time::timeout_at(deadline, waited).await {
+                        Ok(Err(e)) if e.is_retryable() => {
+                            self.pause_within(wait, &mut attempt).await
                         }
+                        Ok(r) => {
+                            r?;
+                            true
+                        }
+                        Err(_) => false,
+                    };
+                    if !in_time {
+                        pending.remove().await;
+                        return Err(Error::Timeout(d));
                     }
                 }
+            }
+        }
+    }
+
+    /// After a connection loss: wait for the connection (or the next
+    /// backoff step), but not past the wait's deadline. `false` when the
+    /// deadline passed.
+    async fn pause_within(&self, wait: Wait, attempt: &mut u32) -> bool {
+        match wait {
+            Wait::Until(deadline, _) => {
+                tokio::time::timeout_at(deadline, pause(self.session, attempt))
+                    .await
+                    .is_ok()
+                    && Instant::now() < deadline
+            }
+            _ => {
+                pause(self.session, attempt).await;
+                true
             }
         }
     }

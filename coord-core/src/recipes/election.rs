@@ -135,11 +135,13 @@ impl Election {
     ///
     /// # Errors
     /// [`Error::Timeout`] when it runs out (the offer is withdrawn);
-    /// otherwise as [`Election::campaign`].
+    /// [`Error::InvalidArgument`] for a timeout over
+    /// [`crate::limits::MAX_TIMEOUT`]; otherwise as [`Election::campaign`].
     ///
     /// # Cancel safety
     /// Cancel safe, as [`Election::campaign`].
     pub async fn campaign_timeout(&self, value: &[u8], timeout: Duration) -> Result<Leadership> {
+        crate::limits::check_timeout(timeout)?;
         match tokio::time::timeout(timeout, self.campaign(value)).await {
             Ok(r) => r,
             Err(_) => Err(Error::Timeout(timeout)),

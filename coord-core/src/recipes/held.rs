@@ -2,7 +2,8 @@
 
 use crate::error::{Error, Result};
 use crate::primitive::{Created, Fence, Op, OpResult};
-use crate::recipes::pending::{delete_if_present, delete_in_background};
+use crate::recipes::pending::{delete_in_background, delete_until_gone};
+use crate::recipes::retry;
 use crate::session::Session;
 
 /// A node held by a session: the thing behind every guard (a lock, a lease,
@@ -10,7 +11,8 @@ use crate::session::Session;
 /// ends, or someone deletes it) loses the hold.
 ///
 /// Dropping a `HeldNode` without [`HeldNode::release`] deletes its node in
-/// the background, best effort; the session's end is the backstop.
+/// the background, retrying through connection losses until it is gone or
+/// the session is over; [`Session::close`] waits for that.
 #[must_use = "dropping a held node releases it"]
 #[derive(Debug)]
 pub struct HeldNode {
@@ -96,12 +98,18 @@ impl HeldNode {
         }
     }
 
-    /// Give up the hold: delete the node.
+    /// Give up the hold: delete the node. Through a connection loss the
+    /// delete is retried until it is done or the session is over (then the
+    /// node went with it), so a release never leaves the node blocking
+    /// others while the session lives on. That wait is bounded by the
+    /// session's lease deadline.
     ///
     /// # Errors
     /// [`Error::LockLost`] when the node was already gone (the hold had been
     /// lost before this call: whatever it protected was not protected to
-    /// the end); the session's errors otherwise.
+    /// the end); [`Error::SessionExpired`] / [`Error::SessionClosed`] when
+    /// the session ended first (the node went with it); other backend
+    /// errors (the delete is then retried in the background).
     ///
     /// # Cancel safety
     /// Cancel safe in effect: if dropped, the node is deleted in the
@@ -109,31 +117,44 @@ impl HeldNode {
     pub async fn release(mut self) -> Result<()> {
         // If this future is dropped during the delete, `released` is still
         // false and `Drop` deletes in the background.
-        let res = self.session.delete(&self.node.path, None).await;
-        match res {
-            Ok(()) => {
-                self.released = true;
-                Ok(())
+        let mut attempt = 0;
+        let mut tried = false;
+        loop {
+            match self.session.delete(&self.node.path, None).await {
+                Ok(()) => {
+                    self.released = true;
+                    return Ok(());
+                }
+                // After a lost answer, "gone" may be our own delete landing.
+                Err(Error::NotFound { .. }) if tried => {
+                    self.released = true;
+                    return Ok(());
+                }
+                Err(Error::NotFound { .. }) => {
+                    self.released = true;
+                    return Err(Error::LockLost {
+                        path: self.node.path.clone(),
+                    });
+                }
+                Err(e) if e.is_session_end() => {
+                    self.released = true;
+                    return Err(e);
+                }
+                Err(e) if e.is_retryable() => {
+                    tried = true;
+                    tracing::debug!(path = %self.node.path, error = %e, "release failed; retrying once the connection is back");
+                    retry::pause(&self.session, &mut attempt).await;
+                }
+                // Not known to be deleted: `Drop` tries again in the background.
+                Err(e) => return Err(e),
             }
-            Err(Error::NotFound { .. }) => {
-                self.released = true;
-                Err(Error::LockLost {
-                    path: self.node.path.clone(),
-                })
-            }
-            Err(e) if e.is_session_end() => {
-                self.released = true;
-                Err(e)
-            }
-            // Not known to be deleted: `Drop` tries again in the background.
-            Err(e) => Err(e),
         }
     }
 
     /// Delete the node, treating "already gone" as done.
     pub(crate) async fn discard(mut self) -> Result<()> {
         self.released = true;
-        delete_if_present(&self.session, &self.node.path).await
+        delete_until_gone(&self.session, &self.node.path).await
     }
 }
 

@@ -135,7 +135,7 @@ impl Lock {
     /// # Cancel safety
     /// Cancel safe, as [`Lock::acquire`].
     pub async fn acquire_timeout(&self, timeout: Duration) -> Result<LockGuard> {
-        let held = self.contender().acquire(Wait::timeout(timeout)).await?;
+        let held = self.contender().acquire(Wait::timeout(timeout)?).await?;
         held.map(LockGuard).ok_or(Error::Timeout(timeout))
     }
 }

@@ -14,6 +14,7 @@ use tokio::task::JoinHandle;
 
 use crate::error::{Error, Result};
 use crate::primitive::{CreateMode, Created};
+use crate::recipes::retry;
 use crate::session::Session;
 
 /// Polls the inner future and says so after its first poll: by then a
@@ -43,6 +44,10 @@ enum State {
     Created(Created),
     Taken,
 }
+
+/// How long a withdrawn attempt waits for its node's delete before leaving
+/// it to the background (where it is retried until done).
+const REMOVE_PATIENCE: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// A node being created on behalf of a recipe; see the module docs.
 pub(crate) struct PendingNode {
@@ -117,15 +122,20 @@ impl PendingNode {
             Err(_) => return,
         };
         // Dropped during the delete: state is still `Created`, and `Drop`
-        // deletes in the background.
-        if delete_if_present(&self.session, &path).await.is_err() {
+        // deletes in the background. A delete that fails or does not answer
+        // promptly (a partition) goes on in the background, retried until
+        // done: the caller's timeout is not held hostage by the network.
+        let quick =
+            tokio::time::timeout(REMOVE_PATIENCE, delete_if_present(&self.session, &path)).await;
+        if !matches!(quick, Ok(Ok(()))) {
             delete_in_background(self.session.clone(), path);
         }
         self.state = State::Taken;
     }
 }
 
-/// Delete `path`; a node already gone is fine.
+/// Delete `path` once; a node already gone is fine, and so is the
+/// session's end (the node is ephemeral: it went with the session).
 pub(crate) async fn delete_if_present(session: &Session, path: &str) -> Result<()> {
     match session.delete(path, None).await {
         Ok(()) | Err(Error::NotFound { .. }) => Ok(()),
@@ -134,15 +144,36 @@ pub(crate) async fn delete_if_present(session: &Session, path: &str) -> Result<(
     }
 }
 
-/// Delete `path` in the background, best effort (for `Drop`).
-pub(crate) fn delete_in_background(session: Session, path: String) {
-    if let Ok(rt) = tokio::runtime::Handle::try_current() {
-        rt.spawn(async move {
-            if let Err(e) = delete_if_present(&session, &path).await {
-                tracing::warn!(%path, error = %e, "background delete failed; the session's end will remove the node");
+/// Delete the ephemeral node at `path` until it is gone, retrying through
+/// connection losses until that is done or the session is over (then the
+/// node went with it): Curator's "guaranteed" delete. A node that must go
+/// cannot be left to the session's end while the session lives on.
+///
+/// # Errors
+/// Only what retrying cannot mend (a backend error, `NotEmpty`).
+pub(crate) async fn delete_until_gone(session: &Session, path: &str) -> Result<()> {
+    let mut attempt = 0;
+    loop {
+        match delete_if_present(session, path).await {
+            Err(e) if e.is_retryable() => {
+                tracing::debug!(%path, error = %e, "delete failed; retrying once the connection is back");
+                retry::pause(session, &mut attempt).await;
             }
-        });
+            done => return done,
+        }
     }
+}
+
+/// Delete the ephemeral node at `path` in the background, retrying until it
+/// is gone or the session is over (see [`delete_until_gone`]).
+/// [`Session::close`] waits for it.
+pub(crate) fn delete_in_background(session: Session, path: String) {
+    let s = session.clone();
+    session.spawn_work(async move {
+        if let Err(e) = delete_until_gone(&s, &path).await {
+            tracing::warn!(%path, error = %e, "could not delete a node this session no longer needs");
+        }
+    });
 }
 
 impl Drop for PendingNode {
@@ -152,13 +183,13 @@ impl Drop for PendingNode {
             State::Created(c) => delete_in_background(self.session.clone(), c.path),
             State::Creating { task, .. } => {
                 let session = self.session.clone();
-                if let Ok(rt) = tokio::runtime::Handle::try_current() {
-                    rt.spawn(async move {
-                        if let Ok(Ok(c)) = task.await {
-                            let _ = delete_if_present(&session, &c.path).await;
+                self.session.spawn_work(async move {
+                    if let Ok(Ok(c)) = task.await {
+                        if let Err(e) = delete_until_gone(&session, &c.path).await {
+                            tracing::warn!(path = %c.path, error = %e, "could not delete the node of a withdrawn create");
                         }
-                    });
-                }
+                    }
+                });
             }
         }
     }

@@ -36,8 +36,6 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::time::Instant;
-
 use crate::error::{Error, Result};
 use crate::path;
 use crate::primitive::CreateMode;
@@ -196,10 +194,13 @@ impl Queue {
     /// # Cancel safety
     /// Cancel safe, as [`Queue::poll`].
     pub async fn take_timeout(&self, timeout: Duration) -> Result<Vec<u8>> {
-        self.take_inner(Wait::Until(Instant::now() + timeout, timeout))
-            .await?
-            .and_then(Got::plain)
-            .ok_or(Error::Timeout(timeout))
+        self.take_inner({
+            let (at, timeout) = crate::limits::deadline(timeout)?;
+            Wait::Until(at, timeout)
+        })
+        .await?
+        .and_then(Got::plain)
+        .ok_or(Error::Timeout(timeout))
     }
 
     /// How many items are in the queue (in reliable mode including leased

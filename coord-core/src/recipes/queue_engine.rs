@@ -16,7 +16,7 @@ use crate::recipes::names;
 use crate::recipes::pending::PendingNode;
 use crate::recipes::queue::{Queue, ITEM_MARKER};
 use crate::recipes::queue_reliable::Delivery;
-use crate::recipes::retry::{backoff, list_watch_retrying};
+use crate::recipes::retry::{backoff, list_watch_retrying, pause};
 use crate::recipes::stats::Stats;
 use crate::session::Session;
 
@@ -56,21 +56,29 @@ impl Drop for Inner {
             return;
         }
         // Removed from the queue for a take that was dropped, and nobody is
-        // left to take them here: put them back (at the tail).
+        // left to take them here: put them back (at the tail), retrying
+        // through connection losses; `Session::close` waits for it.
         let session = self.session.clone();
         let prefix = path::join(&self.items, &names::protected(ITEM_MARKER));
-        if let Ok(rt) = tokio::runtime::Handle::try_current() {
-            rt.spawn(async move {
-                for item in stashed {
-                    if let Err(e) = session
+        let s = session.clone();
+        session.spawn_work(async move {
+            for item in stashed {
+                let mut attempt = 0;
+                loop {
+                    match s
                         .create(&prefix, &item.data, CreateMode::PersistentSequential)
                         .await
                     {
-                        tracing::error!(item = %item.name, error = %e, "could not put a dropped take's item back");
+                        Ok(_) => break,
+                        Err(e) if e.is_retryable() => pause(&s, &mut attempt).await,
+                        Err(e) => {
+                            tracing::error!(item = %item.name, error = %e, "could not put a dropped take's item back");
+                            break;
+                        }
                     }
                 }
-            });
-        }
+            }
+        });
     }
 }
 

@@ -3,8 +3,6 @@
 
 use std::time::Duration;
 
-use tokio::time::Instant;
-
 use crate::error::{Error, Result};
 use crate::primitive::Op;
 use crate::recipes::held::HeldNode;
@@ -84,7 +82,10 @@ impl ReliableQueue {
     /// Cancel safe, as [`ReliableQueue::poll`].
     pub async fn take_timeout(&self, timeout: Duration) -> Result<Delivery> {
         self.queue
-            .take_inner(Wait::Until(Instant::now() + timeout, timeout))
+            .take_inner({
+                let (at, timeout) = crate::limits::deadline(timeout)?;
+                Wait::Until(at, timeout)
+            })
             .await?
             .and_then(Got::leased)
             .ok_or(Error::Timeout(timeout))

@@ -14,6 +14,19 @@ pub(crate) async fn backoff(attempt: &mut u32) {
     tokio::time::sleep(Duration::from_millis(ms.min(1000))).await;
 }
 
+/// Wait before retrying a write that failed with a retryable error: the
+/// next backoff step, or less if the session's state changes meanwhile (the
+/// connection came back: retry at once; the session ended: the retry fails
+/// at once and says so).
+pub(crate) async fn pause(session: &Session, attempt: &mut u32) {
+    let mut state = session.state_watch();
+    state.borrow_and_update();
+    tokio::select! {
+        () = backoff(attempt) => {}
+        _ = state.changed() => {}
+    }
+}
+
 /// The session's end as an error, if it has ended.
 pub(crate) fn session_end(session: &Session) -> Option<Error> {
     match session.state() {

@@ -117,7 +117,7 @@ impl RwLock {
     /// # Cancel safety
     /// Cancel safe.
     pub async fn read_timeout(&self, timeout: Duration) -> Result<LockGuard> {
-        self.acquire(false, Wait::timeout(timeout))
+        self.acquire(false, Wait::timeout(timeout)?)
             .await?
             .ok_or(Error::Timeout(timeout))
     }
@@ -153,7 +153,7 @@ impl RwLock {
     /// # Cancel safety
     /// Cancel safe.
     pub async fn write_timeout(&self, timeout: Duration) -> Result<LockGuard> {
-        self.acquire(true, Wait::timeout(timeout))
+        self.acquire(true, Wait::timeout(timeout)?)
             .await?
             .ok_or(Error::Timeout(timeout))
     }

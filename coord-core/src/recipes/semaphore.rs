@@ -290,7 +290,7 @@ impl Semaphore {
     /// # Cancel safety
     /// Cancel safe.
     pub async fn acquire_timeout(&self, qty: u32, timeout: Duration) -> Result<Vec<Lease>> {
-        self.acquire_inner(qty, Wait::timeout(timeout))
+        self.acquire_inner(qty, Wait::timeout(timeout)?)
             .await?
             .ok_or(Error::Timeout(timeout))
     }

@@ -120,7 +120,7 @@ impl SimpleLock {
     /// # Cancel safety
     /// Cancel safe.
     pub async fn acquire_timeout(&self, timeout: Duration) -> Result<LockGuard> {
-        self.acquire_inner(Wait::timeout(timeout))
+        self.acquire_inner(Wait::timeout(timeout)?)
             .await?
             .ok_or(Error::Timeout(timeout))
     }
