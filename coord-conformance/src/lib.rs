@@ -55,6 +55,8 @@ use coord_core::{Session, SessionState};
 pub mod barrier;
 mod conditions;
 pub mod election;
+pub mod fault;
+pub mod faults;
 pub mod locks;
 pub mod membership;
 pub mod primitives;
@@ -82,6 +84,13 @@ pub trait Harness: Send + Sync {
     /// Returns once the server has ended it; the session's own state may
     /// learn of it a little later.
     async fn expire(&self, session: &Session);
+
+    /// Open a session behind a fault injector (a [`fault::FaultProxy`]
+    /// between it and the server; in memory, the store's hooks) asking for
+    /// `session_timeout` as its session timeout (etcd rounds it up to whole
+    /// seconds). Only that session's traffic is affected. Panics if the
+    /// backend cannot be reached.
+    async fn open_faulty(&self, session_timeout: Duration) -> (Session, Box<dyn fault::Fault>);
 
     /// A fresh, unique root for one test.
     fn root(&self, test: &str) -> String {
@@ -155,5 +164,6 @@ macro_rules! conformance_tests {
         $crate::__membership_tests!($make);
         $crate::__barrier_tests!($make);
         $crate::__run_once_tests!($make);
+        $crate::__fault_tests!($make);
     };
 }

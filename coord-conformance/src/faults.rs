@@ -1,0 +1,627 @@
+//! What a hold promises when the network fails, tested under the fault that
+//! breaks it, identically on every backend: each test puts one session
+//! behind the harness's [`crate::fault::Fault`] (a TCP proxy for a server
+//! backend, the store's hooks in memory) and checks the others through
+//! direct sessions.
+//!
+//! The partition tests print one line each, `fault figures: …`, with what
+//! they measured (the holder's loss-detection time after the partition
+//! began, and the gap from its loss to the next grant): the README's
+//! guarantees table is taken from them.
+
+use std::time::Duration;
+
+use coord_core::path::join;
+use coord_core::recipes::{Election, Group, Lock, LockGuard, Queue};
+use coord_core::{CreateMode, Error, Op, Session, SessionState};
+use futures_util::future::join_all;
+use tokio::sync::oneshot;
+use tokio::time::Instant;
+
+use crate::{await_children, children_or_none, within, Harness};
+
+/// The session timeout of the partition tests: short, so a test that waits
+/// out a session does not wait long (etcd's minimum TTL is 2 s).
+pub const PARTITION_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// The session timeout of the tests whose fault must end *before* the
+/// session could expire: long enough that a loaded machine does not turn a
+/// short fault into a lost session.
+pub const SHORT_FAULT_TIMEOUT: Duration = Duration::from_secs(8);
+
+/// How many holders each partition test partitions (at once, each on its
+/// own lock, behind its own fault).
+pub const ROUNDS: usize = 10;
+
+/// Times of one partitioned holder.
+#[derive(Debug, Clone, Copy)]
+struct Round {
+    /// From the partition's start to the holder's `lost()`.
+    detect: Duration,
+    /// From the holder's `lost()` to the next holder's grant.
+    gap: Duration,
+}
+
+fn ms(d: Duration) -> u128 {
+    d.as_millis()
+}
+
+/// Print the figures of a partition test, for the README.
+fn report(h: &dyn Harness, test: &str, rounds: &[Round]) {
+    let mut detect: Vec<Duration> = rounds.iter().map(|r| r.detect).collect();
+    let mut gap: Vec<Duration> = rounds.iter().map(|r| r.gap).collect();
+    detect.sort();
+    gap.sort();
+    let mid = rounds.len() / 2;
+    println!(
+        "fault figures: backend={} test={test} session_timeout={}ms rounds={} \
+         detect_ms(min/median/max)={}/{}/{} gap_to_next_grant_ms(min/median/max)={}/{}/{}",
+        h.name(),
+        ms(PARTITION_TIMEOUT),
+        rounds.len(),
+        ms(detect[0]),
+        ms(detect[mid]),
+        ms(detect[rounds.len() - 1]),
+        ms(gap[0]),
+        ms(gap[mid]),
+        ms(gap[rounds.len() - 1]),
+    );
+}
+
+/// Await the instant a spawned contender reports, failing with `what`.
+async fn granted<T>(what: &str, rx: oneshot::Receiver<(Instant, T)>) -> (Instant, T) {
+    within(what, rx)
+        .await
+        .unwrap_or_else(|_| panic!("{what}: the contender's task failed"))
+}
+
+/// Assert a hold that a partition ended ended as a lost session.
+fn assert_session_lost(what: &str, why: &Error) {
+    assert!(
+        matches!(why, Error::SessionExpired),
+        "{what}: a partitioned holder can only learn of its loss from its lease deadline; got {why}"
+    );
+}
+
+/// One partitioned lock holder: its `lost()` against the next grant.
+async fn lock_round(h: &dyn Harness, dir: String) -> Round {
+    let (holder, fault) = h.open_faulty(PARTITION_TIMEOUT).await;
+    let other = h.open().await;
+    let guard = Lock::new(&holder, &dir)
+        .expect("lock")
+        .acquire()
+        .await
+        .expect("the first acquire of a free lock");
+    let next = Lock::new(&other, &dir).expect("lock");
+    let (tx, rx) = oneshot::channel();
+    tokio::spawn(async move {
+        let g = next.acquire().await.expect("the next contender acquires");
+        let _ = tx.send((Instant::now(), g));
+    });
+    await_children(&other, &dir, "the next contender queued", |k| k.len() == 2).await;
+
+    let start = Instant::now();
+    fault.partition();
+    let lost = async {
+        let why = guard.lost().await;
+        (Instant::now(), why)
+    };
+    let ((t_lost, why), (t_grant, next_guard)) =
+        within("the partitioned holder's loss and the next grant", async {
+            tokio::join!(lost, granted("the next grant", rx))
+        })
+        .await;
+    assert_session_lost("lock holder", &why);
+    assert!(
+        t_lost < t_grant,
+        "two holders: the next contender got the lock {:?} before the partitioned holder knew it had lost it",
+        t_lost - t_grant
+    );
+    assert_eq!(holder.state(), SessionState::Expired);
+    assert!(
+        matches!(
+            guard
+                .write(Op::Create {
+                    path: join(&dir, "fenced"),
+                    data: Vec::new(),
+                    mode: CreateMode::Persistent,
+                })
+                .await,
+            Err(Error::SessionExpired)
+        ),
+        "a guarded write after the loss is refused locally"
+    );
+    fault.heal();
+    next_guard
+        .release()
+        .await
+        .expect("release by the next holder");
+    drop(guard);
+    let _ = holder.close().await;
+    let _ = other.close().await;
+    Round {
+        detect: t_lost - start,
+        gap: t_grant - t_lost,
+    }
+}
+
+/// A lock holder partitioned past its session timeout learns of the loss
+/// (its `lost()` resolves, its guarded writes are refused) strictly before
+/// a second session is granted the lock. Ten holders at once, each on its
+/// own lock behind its own fault.
+pub async fn fault_partitioned_lock_holder_learns_first(h: &dyn Harness) {
+    let root = h.root("fault_partitioned_lock_holder_learns_first");
+    let rounds =
+        join_all((0..ROUNDS).map(|i| lock_round(h, join(&root, &format!("lock{i}"))))).await;
+    report(h, "lock", &rounds);
+}
+
+async fn leader_round(h: &dyn Harness, dir: String) -> Round {
+    let (holder, fault) = h.open_faulty(PARTITION_TIMEOUT).await;
+    let other = h.open().await;
+    let leadership = Election::new(&holder, &dir)
+        .expect("election")
+        .campaign(b"first")
+        .await
+        .expect("the first campaign leads");
+    let next = Election::new(&other, &dir).expect("election");
+    let (tx, rx) = oneshot::channel();
+    tokio::spawn(async move {
+        let l = next.campaign(b"second").await.expect("the follower leads");
+        let _ = tx.send((Instant::now(), l));
+    });
+    await_children(&other, &dir, "the follower's offer", |k| k.len() == 2).await;
+
+    let start = Instant::now();
+    fault.partition();
+    let lost = async {
+        let why = leadership.lost().await;
+        (Instant::now(), why)
+    };
+    let ((t_lost, why), (t_lead, next_leadership)) =
+        within("the leader's loss and the next leader", async {
+            tokio::join!(lost, granted("the next leader", rx))
+        })
+        .await;
+    assert_session_lost("leader", &why);
+    assert!(
+        t_lost < t_lead,
+        "two leaders: the follower led {:?} before the partitioned leader knew it had lost",
+        t_lost - t_lead
+    );
+    fault.heal();
+    next_leadership.resign().await.expect("resign");
+    drop(leadership);
+    let _ = holder.close().await;
+    let _ = other.close().await;
+    Round {
+        detect: t_lost - start,
+        gap: t_lead - t_lost,
+    }
+}
+
+/// A leader partitioned past its session timeout learns it no longer leads
+/// strictly before the next participant leads. Ten at once.
+pub async fn fault_partitioned_leader_learns_first(h: &dyn Harness) {
+    let root = h.root("fault_partitioned_leader_learns_first");
+    let rounds =
+        join_all((0..ROUNDS).map(|i| leader_round(h, join(&root, &format!("el{i}"))))).await;
+    report(h, "leadership", &rounds);
+}
+
+async fn member_round(h: &dyn Harness, dir: String) -> Round {
+    let (member_session, fault) = h.open_faulty(PARTITION_TIMEOUT).await;
+    let other = h.open().await;
+    let membership = Group::new(&member_session, &dir)
+        .expect("group")
+        .join(b"member")
+        .await
+        .expect("join");
+    await_children(&other, &dir, "the member listed", |k| k.len() == 1).await;
+
+    let start = Instant::now();
+    fault.partition();
+    let lost = async {
+        let why = membership.lost().await;
+        (Instant::now(), why)
+    };
+    let seen_gone = async {
+        await_children(&other, &dir, "the member seen gone", |k| k.is_empty()).await;
+        Instant::now()
+    };
+    let ((t_lost, why), t_gone) = within("the member's loss and its departure seen", async {
+        tokio::join!(lost, seen_gone)
+    })
+    .await;
+    assert_session_lost("member", &why);
+    assert!(
+        t_lost < t_gone,
+        "the group saw the member gone {:?} before the member knew it was out",
+        t_lost - t_gone
+    );
+    fault.heal();
+    drop(membership);
+    let _ = member_session.close().await;
+    let _ = other.close().await;
+    Round {
+        detect: t_lost - start,
+        gap: t_gone - t_lost,
+    }
+}
+
+/// A member partitioned past its session timeout learns it is out of the
+/// group strictly before the others see it gone. Ten at once.
+pub async fn fault_partitioned_member_learns_first(h: &dyn Harness) {
+    let root = h.root("fault_partitioned_member_learns_first");
+    let rounds =
+        join_all((0..ROUNDS).map(|i| member_round(h, join(&root, &format!("g{i}"))))).await;
+    report(h, "membership", &rounds);
+}
+
+/// Hold a lock through `holder` with a contender queued behind it through
+/// a direct session; the contender's grant arrives on the receiver.
+async fn held_with_waiter(
+    h: &dyn Harness,
+    holder: &Session,
+    dir: &str,
+) -> (LockGuard, Session, oneshot::Receiver<(Instant, LockGuard)>) {
+    let guard = Lock::new(holder, dir)
+        .expect("lock")
+        .acquire()
+        .await
+        .expect("acquire a free lock");
+    let other = h.open().await;
+    let next = Lock::new(&other, dir).expect("lock");
+    let (tx, rx) = oneshot::channel();
+    tokio::spawn(async move {
+        if let Ok(g) = next.acquire().await {
+            let _ = tx.send((Instant::now(), g));
+        }
+    });
+    await_children(&other, dir, "the contender queued", |k| k.len() == 2).await;
+    (guard, other, rx)
+}
+
+/// Await the session's state `want`.
+async fn await_session_state(what: &str, session: &Session, want: SessionState) {
+    let mut rx = session.state_watch();
+    within(what, rx.wait_for(|s| *s == want))
+        .await
+        .unwrap_or_else(|_| panic!("{what}: the state watch closed"));
+}
+
+/// A connection cut shorter than the session timeout changes nothing that
+/// is held: the session goes `Suspended`, then `Connected` again; `lost()`
+/// never fires; the hold's guarded writes still land; nobody else gets the
+/// lock meanwhile.
+pub async fn fault_short_cut_keeps_the_hold(h: &dyn Harness) {
+    let dir = join(&h.root("fault_short_cut_keeps_the_hold"), "lock");
+    let (holder, fault) = h.open_faulty(SHORT_FAULT_TIMEOUT).await;
+    let (guard, other, mut next) = held_with_waiter(h, &holder, &dir).await;
+
+    let outage = async {
+        fault.cut();
+        await_session_state("Suspended after the cut", &holder, SessionState::Suspended).await;
+        fault.heal();
+        await_session_state("Connected after the heal", &holder, SessionState::Connected).await;
+    };
+    tokio::select! {
+        why = guard.lost() => panic!("lost() fired during a cut shorter than the session timeout: {why}"),
+        () = outage => {}
+    }
+    let counter = join(&dir, "counter");
+    guard
+        .write(Op::Create {
+            path: counter.clone(),
+            data: b"1".to_vec(),
+            mode: CreateMode::Persistent,
+        })
+        .await
+        .expect("a guarded write after the reconnect: the hold survived");
+    assert!(
+        next.try_recv().is_err(),
+        "the contender was granted the lock while the holder was only suspended"
+    );
+    assert_eq!(holder.state(), SessionState::Connected);
+    guard.release().await.expect("release");
+    let (_, g) = granted("the contender after the release", next).await;
+    g.release().await.expect("release by the contender");
+    other.delete(&counter, None).await.expect("cleanup");
+    let _ = holder.close().await;
+    let _ = other.close().await;
+}
+
+/// Queue a contender through a faulty session behind a direct holder.
+async fn queued_behind(
+    h: &dyn Harness,
+    test: &str,
+) -> (
+    String,
+    Session,
+    LockGuard,
+    Session,
+    Box<dyn crate::fault::Fault>,
+) {
+    let dir = join(&h.root(test), "lock");
+    let holder = h.open().await;
+    let guard = Lock::new(&holder, &dir)
+        .expect("lock")
+        .acquire()
+        .await
+        .expect("acquire a free lock");
+    let (faulty, fault) = h.open_faulty(SHORT_FAULT_TIMEOUT).await;
+    (dir, holder, guard, faulty, fault)
+}
+
+/// After the faulty contender gave up during the fault and the fault
+/// healed: its node is deleted while its session lives on, and the next
+/// contender gets the lock.
+async fn withdrawn_node_is_deleted(
+    dir: &str,
+    holder: &Session,
+    guard: LockGuard,
+    faulty: &Session,
+) {
+    await_children(holder, dir, "the withdrawn contender's node deleted", |k| {
+        k.len() == 1
+    })
+    .await;
+    assert_eq!(
+        faulty.state(),
+        SessionState::Connected,
+        "the node must go because its delete was retried, not because the session ended"
+    );
+    let third = Lock::new(holder, dir).expect("lock");
+    guard.release().await.expect("release");
+    let g = within("the next contender acquires", third.acquire())
+        .await
+        .expect("acquire");
+    g.release().await.expect("release");
+    assert!(children_or_none(holder, dir).await.is_empty());
+}
+
+/// An `acquire_timeout` that runs out during a partition returns (about)
+/// on time, and its node is deleted once the partition heals — retried
+/// until done, while the session lives on (kazoo #732, CURATOR-678).
+pub async fn fault_timed_out_acquire_leaves_no_node(h: &dyn Harness) {
+    let (dir, holder, guard, faulty, fault) =
+        queued_behind(h, "fault_timed_out_acquire_leaves_no_node").await;
+    let lock = Lock::new(&faulty, &dir).expect("lock");
+    let timeout = Duration::from_secs(2);
+    let attempt = tokio::spawn(async move { lock.acquire_timeout(timeout).await.map(|_| ()) });
+    await_children(&holder, &dir, "the contender queued", |k| k.len() == 2).await;
+    fault.partition();
+    let started = Instant::now();
+    let r = within("the timed-out acquire returns", attempt)
+        .await
+        .expect("join");
+    assert!(
+        matches!(r, Err(Error::Timeout(_))),
+        "expected a timeout, got {r:?}"
+    );
+    assert!(
+        started.elapsed() < SHORT_FAULT_TIMEOUT / 2,
+        "acquire_timeout({timeout:?}) took {:?} to return during a partition",
+        started.elapsed()
+    );
+    fault.heal();
+    withdrawn_node_is_deleted(&dir, &holder, guard, &faulty).await;
+    let _ = faulty.close().await;
+    let _ = holder.close().await;
+}
+
+/// An acquire whose future is dropped while the connection is cut leaves no
+/// node once the connection is back, while its session lives on.
+pub async fn fault_cancelled_acquire_leaves_no_node(h: &dyn Harness) {
+    let (dir, holder, guard, faulty, fault) =
+        queued_behind(h, "fault_cancelled_acquire_leaves_no_node").await;
+    let lock = Lock::new(&faulty, &dir).expect("lock");
+    let attempt = tokio::spawn(async move { lock.acquire().await.map(|_| ()) });
+    await_children(&holder, &dir, "the contender queued", |k| k.len() == 2).await;
+    fault.cut();
+    await_session_state("Suspended after the cut", &faulty, SessionState::Suspended).await;
+    attempt.abort();
+    let _ = attempt.await;
+    fault.heal();
+    withdrawn_node_is_deleted(&dir, &holder, guard, &faulty).await;
+    let _ = faulty.close().await;
+    let _ = holder.close().await;
+}
+
+/// A `release()` while the connection is cut does not return while the
+/// connection is down; it deletes the node once the connection is back and
+/// then returns `Ok`, and the next contender acquires — the node is never
+/// left for the session's end while the session lives on.
+pub async fn fault_release_during_cut_completes_after_heal(h: &dyn Harness) {
+    let dir = join(
+        &h.root("fault_release_during_cut_completes_after_heal"),
+        "lock",
+    );
+    let (holder, fault) = h.open_faulty(SHORT_FAULT_TIMEOUT).await;
+    let (guard, other, next) = held_with_waiter(h, &holder, &dir).await;
+    fault.cut();
+    await_session_state("Suspended after the cut", &holder, SessionState::Suspended).await;
+    let mut release = tokio::spawn(guard.release());
+    assert!(
+        tokio::time::timeout(Duration::from_millis(300), &mut release)
+            .await
+            .is_err(),
+        "release() returned while the connection was cut, with the node still there"
+    );
+    fault.heal();
+    within("the release completes after the heal", release)
+        .await
+        .expect("join")
+        .expect("release after the heal");
+    let (_, g) = granted("the next contender acquires", next).await;
+    g.release().await.expect("release by the next holder");
+    assert_eq!(holder.state(), SessionState::Connected);
+    let _ = holder.close().await;
+    let _ = other.close().await;
+}
+
+/// A guard dropped while the connection is cut: its node is deleted once
+/// the connection is back, and the next contender acquires, while the
+/// session lives on.
+pub async fn fault_dropped_guard_released_after_heal(h: &dyn Harness) {
+    let dir = join(&h.root("fault_dropped_guard_released_after_heal"), "lock");
+    let (holder, fault) = h.open_faulty(SHORT_FAULT_TIMEOUT).await;
+    let (guard, other, next) = held_with_waiter(h, &holder, &dir).await;
+    fault.cut();
+    await_session_state("Suspended after the cut", &holder, SessionState::Suspended).await;
+    drop(guard);
+    fault.heal();
+    let (_, g) = granted("the next contender acquires", next).await;
+    g.release().await.expect("release by the next holder");
+    assert_eq!(holder.state(), SessionState::Connected);
+    // Nothing left to wait for: close returns.
+    within("close", holder.close()).await.expect("close");
+    let _ = other.close().await;
+}
+
+/// A create whose answer is lost (the request reached the server, the
+/// answer never came back) is found again, not made twice: the session's
+/// contender node exists once, at the path the create returned.
+pub async fn fault_lost_create_answer_is_found(h: &dyn Harness) {
+    let dir = join(&h.root("fault_lost_create_answer_is_found"), "lock");
+    let (session, fault) = h.open_faulty(SHORT_FAULT_TIMEOUT).await;
+    let observer = h.open().await;
+    session.ensure_dir(&dir).await.expect("ensure_dir");
+    fault.lose_next_answer();
+    let prefix = join(&dir, &format!("_c_{}-lock-", uuid::Uuid::new_v4()));
+    let created = within(
+        "the create whose answer was lost",
+        session.create(&prefix, b"x", CreateMode::EphemeralSequential),
+    )
+    .await
+    .expect("a create whose answer was lost still succeeds");
+    let kids = children_or_none(&observer, &dir).await;
+    assert_eq!(kids.len(), 1, "the create was duplicated: {kids:?}");
+    assert_eq!(join(&dir, &kids[0].name), created.path);
+    assert_eq!(kids[0].sequence, created.sequence);
+    let node = observer
+        .get(&created.path)
+        .await
+        .expect("get")
+        .expect("the node");
+    assert_eq!(node.stat.stamp, created.stamp);
+    assert!(node.stat.ephemeral);
+    let _ = session.close().await;
+    let _ = observer.close().await;
+}
+
+/// A reliable-queue delivery whose consumer is partitioned past its session
+/// timeout: the consumer's `lost()` resolves first, then the item is
+/// delivered to another consumer, once; the first consumer's ack is
+/// refused, and nothing is delivered again after the second one's ack.
+pub async fn fault_partitioned_delivery_redelivered_once(h: &dyn Harness) {
+    let dir = join(&h.root("fault_partitioned_delivery_redelivered_once"), "q");
+    let producer = h.open().await;
+    Queue::reliable(&producer, &dir)
+        .expect("queue")
+        .offer(b"item-1")
+        .await
+        .expect("offer");
+    let (consumer, fault) = h.open_faulty(PARTITION_TIMEOUT).await;
+    let first = Queue::reliable(&consumer, &dir)
+        .expect("queue")
+        .take()
+        .await
+        .expect("the first consumer takes the item");
+    assert_eq!(first.data(), b"item-1");
+    let other = h.open().await;
+    let second_q = Queue::reliable(&other, &dir).expect("queue");
+    let (tx, rx) = oneshot::channel();
+    {
+        let q = second_q.clone();
+        tokio::spawn(async move {
+            if let Ok(d) = q.take().await {
+                let _ = tx.send((Instant::now(), d));
+            }
+        });
+    }
+    fault.partition();
+    let lost = async {
+        let why = first.lost().await;
+        (Instant::now(), why)
+    };
+    let ((t_lost, why), (t_again, second)) =
+        within("the consumer's loss and the redelivery", async {
+            tokio::join!(lost, granted("the redelivery", rx))
+        })
+        .await;
+    assert_session_lost("consumer", &why);
+    assert!(
+        t_lost < t_again,
+        "the item was redelivered {:?} before its first consumer knew its lease was lost",
+        t_lost - t_again
+    );
+    assert_eq!(second.data(), b"item-1");
+    fault.heal();
+    assert!(
+        first.ack().await.is_err(),
+        "the first consumer's ack after its lease was lost was accepted"
+    );
+    second.ack().await.expect("ack by the second consumer");
+    assert!(
+        second_q.poll().await.expect("poll").is_none(),
+        "the item was delivered again after its ack"
+    );
+    assert_eq!(second_q.len().await.expect("len"), 0);
+    let _ = consumer.close().await;
+    let _ = other.close().await;
+    let _ = producer.close().await;
+}
+
+/// A session the client gave up (answers stopped coming while the server
+/// kept hearing its heartbeats: a one-way partition) ends itself on the
+/// server as soon as it reaches it again: its holds go at once, not when
+/// the server would have timed it out.
+pub async fn fault_session_lost_here_ends_on_the_server(h: &dyn Harness) {
+    let dir = join(
+        &h.root("fault_session_lost_here_ends_on_the_server"),
+        "lock",
+    );
+    let timeout = SHORT_FAULT_TIMEOUT;
+    let (holder, fault) = h.open_faulty(timeout).await;
+    let (guard, other, next) = held_with_waiter(h, &holder, &dir).await;
+    fault.silence();
+    let why = within("the holder's loss", guard.lost()).await;
+    assert_session_lost("holder", &why);
+    assert_eq!(holder.state(), SessionState::Expired);
+    fault.heal();
+    let healed = Instant::now();
+    let (t_grant, g) = granted("the next contender acquires", next).await;
+    // Without the session ending itself, the server would keep it (and the
+    // lock) until a whole session timeout after the last heartbeat it
+    // heard, which was at about the time of the loss.
+    assert!(
+        t_grant - healed < timeout / 2,
+        "the lock came free {:?} after the heal: the session was not ended on the server",
+        t_grant - healed
+    );
+    g.release().await.expect("release");
+    drop(guard);
+    let _ = holder.close().await;
+    let _ = other.close().await;
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __fault_tests {
+    ($make:expr) => {
+        $crate::__conformance_each!($make;
+            faults::fault_partitioned_lock_holder_learns_first,
+            faults::fault_partitioned_leader_learns_first,
+            faults::fault_partitioned_member_learns_first,
+            faults::fault_short_cut_keeps_the_hold,
+            faults::fault_timed_out_acquire_leaves_no_node,
+            faults::fault_cancelled_acquire_leaves_no_node,
+            faults::fault_release_during_cut_completes_after_heal,
+            faults::fault_dropped_guard_released_after_heal,
+            faults::fault_lost_create_answer_is_found,
+            faults::fault_partitioned_delivery_redelivered_once,
+            faults::fault_session_lost_here_ends_on_the_server,
+        );
+    };
+}
