@@ -1,7 +1,8 @@
 //! # coord-conformance
 //!
 //! One suite of tests that every coord backend runs, identically. A backend
-//! proves itself by implementing [`Harness`] (open a session, expire one) and
+//! proves itself by implementing [`Harness`] (open a session, expire one,
+//! open one behind a [`fault::Fault`]) and
 //! calling [`conformance_tests!`] in one short test file:
 //!
 //! ```no_run
@@ -21,6 +22,14 @@
 //!     }
 //!     async fn expire(&self, session: &Session) {
 //!         todo!("make the server end {}", session.id())
+//!     }
+//!     async fn open_faulty(
+//!         &self,
+//!         timeout: std::time::Duration,
+//!     ) -> (Session, Box<dyn coord_conformance::fault::Fault>) {
+//!         // Put the session behind a FaultProxy in front of the server.
+//!         let proxy = coord_conformance::fault::FaultProxy::start("127.0.0.1:2181").await;
+//!         todo!("connect to {} with session timeout {timeout:?}", proxy.addr())
 //!     }
 //! }
 //!
