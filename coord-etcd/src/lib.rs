@@ -59,8 +59,12 @@
 //!
 //! The session is `Suspended` while keep-alives fail, `Connected` again when
 //! one succeeds, and `Expired` when the server says the lease is gone (TTL 0,
-//! revoked) or keep-alives have failed for a whole TTL. Closing revokes the
-//! lease: its ephemeral nodes go at once.
+//! revoked) or when no keep-alive was answered before the lease deadline
+//! (90 % of the TTL after the send time of the last answered one; see
+//! [`coord_core::lease`]): then the client gives the session up before the
+//! server can, and revokes the lease as soon as it reaches a member, so its
+//! nodes stop blocking others. Closing revokes the lease: its ephemeral
+//! nodes go at once.
 //!
 //! ## Working with Go's `concurrency` package
 //!
@@ -100,5 +104,5 @@ pub mod testing {
 }
 
 pub use lease::lease_id;
-pub use options::{EtcdOptions, DEFAULT_REQUEST_TIMEOUT, DEFAULT_TTL};
+pub use options::{EtcdOptions, DEFAULT_REQUEST_TIMEOUT, DEFAULT_TTL, MAX_REQUEST_TIMEOUT};
 pub use session::connect;

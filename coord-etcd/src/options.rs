@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use coord_core::limits::MAX_SESSION_TIMEOUT;
 use coord_core::{Error, Result};
 
 /// The session TTL used unless [`EtcdOptions::ttl`] says otherwise.
@@ -10,6 +11,10 @@ pub const DEFAULT_TTL: Duration = Duration::from_secs(10);
 /// How long one request may take before it counts as a lost connection,
 /// unless [`EtcdOptions::request_timeout`] says otherwise.
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The longest request or connect timeout accepted: an hour. A request
+/// that may take longer than that is not waited for, it is lost.
+pub const MAX_REQUEST_TIMEOUT: Duration = Duration::from_secs(3600);
 
 /// How to reach an etcd cluster and how sessions on it behave.
 ///
@@ -22,7 +27,7 @@ pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 ///     .ttl(Duration::from_secs(15));
 /// assert_eq!(options.endpoints().len(), 2);
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct EtcdOptions {
     endpoints: Vec<String>,
     namespace: String,
@@ -30,6 +35,20 @@ pub struct EtcdOptions {
     request_timeout: Duration,
     connect_timeout: Duration,
     user: Option<(String, String)>,
+}
+
+/// Shows everything but the password.
+impl std::fmt::Debug for EtcdOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EtcdOptions")
+            .field("endpoints", &self.endpoints)
+            .field("namespace", &self.namespace)
+            .field("ttl", &self.ttl)
+            .field("request_timeout", &self.request_timeout)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("user", &self.user.as_ref().map(|(user, _)| user))
+            .finish()
+    }
 }
 
 impl EtcdOptions {
@@ -130,9 +149,14 @@ impl EtcdOptions {
     }
 
     /// The session's lease TTL (default [`DEFAULT_TTL`], 10 s; etcd counts
-    /// whole seconds, so it is rounded up). Ephemeral nodes outlive a
-    /// crashed client by at most this long; a session whose keep-alives
-    /// fail for this long is `Expired`.
+    /// whole seconds, so it is rounded up, and the server may raise it to
+    /// its minimum). Ephemeral nodes outlive a crashed client by at most
+    /// this long. A session whose keep-alives go unanswered for 90 % of it
+    /// (from the send time of the last answered one) counts as lost on the
+    /// client, before the server can drop the lease (see
+    /// [`coord_core::lease`]). Zero or over
+    /// [`coord_core::limits::MAX_SESSION_TIMEOUT`] is refused by
+    /// [`crate::connect`].
     pub fn ttl(mut self, ttl: Duration) -> Self {
         self.ttl = ttl;
         self
@@ -140,13 +164,15 @@ impl EtcdOptions {
 
     /// How long one request may take before it fails with
     /// [`coord_core::Error::ConnectionLost`] (default
-    /// [`DEFAULT_REQUEST_TIMEOUT`], 5 s).
+    /// [`DEFAULT_REQUEST_TIMEOUT`], 5 s). Zero or over
+    /// [`MAX_REQUEST_TIMEOUT`] is refused by [`crate::connect`].
     pub fn request_timeout(mut self, timeout: Duration) -> Self {
         self.request_timeout = timeout;
         self
     }
 
-    /// How long connecting to an endpoint may take (default 5 s).
+    /// How long connecting to an endpoint may take (default 5 s). Zero or
+    /// over [`MAX_REQUEST_TIMEOUT`] is refused by [`crate::connect`].
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = timeout;
         self
@@ -180,8 +206,7 @@ impl EtcdOptions {
 
     /// The TTL in whole seconds, as the lease is granted.
     pub(crate) fn ttl_secs(&self) -> i64 {
-        let ms = self.ttl.as_millis();
-        let secs = ms.div_ceil(1000).max(1);
+        let secs = self.ttl.as_nanos().div_ceil(1_000_000_000).max(1);
         i64::try_from(secs).unwrap_or(i64::MAX)
     }
 
@@ -202,23 +227,32 @@ impl EtcdOptions {
         o
     }
 
-    /// Refuse options that cannot work, before any I/O.
+    /// Refuse options that cannot work, before any I/O: no endpoint, a TTL
+    /// of zero or over [`MAX_SESSION_TIMEOUT`], a request or connect
+    /// timeout of zero or over [`MAX_REQUEST_TIMEOUT`]. Within these bounds
+    /// no arithmetic on them can overflow.
     pub(crate) fn check(&self) -> Result<()> {
         if self.endpoints.is_empty() {
             return Err(Error::InvalidArgument(
                 "etcd: at least one endpoint is needed".into(),
             ));
         }
-        if self.ttl.is_zero() {
-            return Err(Error::InvalidArgument(
-                "etcd: the TTL must be positive".into(),
-            ));
-        }
-        if self.request_timeout.is_zero() {
-            return Err(Error::InvalidArgument(
-                "etcd: the request timeout must be positive".into(),
-            ));
-        }
+        let bounded = |what: &str, value: Duration, max: Duration| {
+            if value.is_zero() {
+                Err(Error::InvalidArgument(format!(
+                    "etcd: the {what} must be positive"
+                )))
+            } else if value > max {
+                Err(Error::InvalidArgument(format!(
+                    "etcd: the {what} of {value:?} is longer than the maximum of {max:?}"
+                )))
+            } else {
+                Ok(())
+            }
+        };
+        bounded("TTL", self.ttl, MAX_SESSION_TIMEOUT)?;
+        bounded("request timeout", self.request_timeout, MAX_REQUEST_TIMEOUT)?;
+        bounded("connect timeout", self.connect_timeout, MAX_REQUEST_TIMEOUT)?;
         Ok(())
     }
 }
@@ -286,10 +320,52 @@ mod tests {
 
     #[test]
     fn bad_options_are_refused() {
-        assert!(EtcdOptions::new(Vec::<String>::new()).check().is_err());
-        assert!(EtcdOptions::new(["x:1"])
-            .ttl(Duration::ZERO)
-            .check()
-            .is_err());
+        let refused = |o: EtcdOptions| matches!(o.check(), Err(Error::InvalidArgument(_)));
+        let o = || EtcdOptions::new(["x:1"]);
+        assert!(refused(EtcdOptions::new(Vec::<String>::new())));
+        assert!(refused(o().ttl(Duration::ZERO)));
+        assert!(refused(
+            o().ttl(MAX_SESSION_TIMEOUT + Duration::from_nanos(1))
+        ));
+        assert!(refused(o().ttl(Duration::MAX)));
+        assert!(refused(o().request_timeout(Duration::ZERO)));
+        assert!(refused(o().request_timeout(Duration::MAX)));
+        assert!(refused(
+            o().request_timeout(MAX_REQUEST_TIMEOUT + Duration::from_nanos(1))
+        ));
+        assert!(refused(o().connect_timeout(Duration::ZERO)));
+        assert!(refused(o().connect_timeout(Duration::MAX)));
+        // The largest accepted values work, and their arithmetic holds.
+        let max = o()
+            .ttl(MAX_SESSION_TIMEOUT)
+            .request_timeout(MAX_REQUEST_TIMEOUT)
+            .connect_timeout(MAX_REQUEST_TIMEOUT);
+        assert!(max.check().is_ok());
+        assert_eq!(max.ttl_secs(), 24 * 3600);
+        // A sub-second TTL is rounded up to a whole second.
+        assert_eq!(o().ttl(Duration::from_nanos(1)).ttl_secs(), 1);
+    }
+
+    #[test]
+    fn the_password_stays_out_of_debug() {
+        let o = EtcdOptions::new(["x:1"]).user("alice", "hunter2-secret");
+        let shown = format!("{o:?}");
+        assert!(shown.contains("alice"), "{shown}");
+        assert!(!shown.contains("hunter2"), "{shown}");
+    }
+
+    /// Refused before any I/O: the endpoint is never dialled.
+    #[tokio::test]
+    async fn connect_refuses_bad_durations_without_io() {
+        for o in [
+            EtcdOptions::new(["http://127.0.0.1:1"]).ttl(Duration::MAX),
+            EtcdOptions::new(["http://127.0.0.1:1"]).request_timeout(Duration::MAX),
+            EtcdOptions::new(["http://127.0.0.1:1"]).ttl(Duration::ZERO),
+        ] {
+            assert!(matches!(
+                crate::connect(o).await,
+                Err(Error::InvalidArgument(_))
+            ));
+        }
     }
 }

@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use coord_core::{
-    Child, CreateMode, Created, Error, Fence, Node, Op, OpResult, PrimitiveSession, Result,
-    Session, SessionId, SessionState, Stat, Watch,
+    Child, CreateMode, Created, Error, Fence, LeaseClock, Node, Op, OpResult, PrimitiveSession,
+    Result, Session, SessionId, SessionState, Stat, Watch,
 };
 use etcd_client::{Client, GetOptions, Txn, TxnOp, TxnOpResponse};
 use tokio::sync::watch;
@@ -36,8 +36,11 @@ use crate::txn::{self, stat_of, urev, CreatePlan, DeletePlan, FenceKey, Plan, Se
 /// ```
 ///
 /// # Errors
-/// [`Error::InvalidArgument`] for options that cannot work (no endpoint, a
-/// zero TTL); [`Error::ConnectionLost`] when no endpoint answers within the
+/// [`Error::InvalidArgument`] for options that cannot work, before any I/O
+/// (no endpoint; a TTL of zero or over
+/// [`coord_core::limits::MAX_SESSION_TIMEOUT`]; a request or connect
+/// timeout of zero or over [`crate::MAX_REQUEST_TIMEOUT`]);
+/// [`Error::ConnectionLost`] when no endpoint answers within the
 /// request timeout; [`Error::Backend`] for anything else the client or the
 /// server says (a malformed endpoint, failed authentication).
 ///
@@ -59,15 +62,18 @@ pub async fn connect(options: EtcdOptions) -> Result<Session> {
     };
     // Granting twice would leak a lease, so only a request that never left
     // (a member the client cannot connect to) is sent again.
-    let deadline = Instant::now() + timeout;
-    let grant = loop {
+    let started = Instant::now();
+    let deadline = started.checked_add(timeout).unwrap_or(started);
+    let (grant, sent) = loop {
         let mut lease_client = client.lease_client();
         let left = deadline.saturating_duration_since(Instant::now());
+        let sent = tokio::time::Instant::now();
         match tokio::time::timeout(left, lease_client.grant(options.ttl_secs(), None)).await {
-            Ok(Ok(g)) => break g,
+            Ok(Ok(g)) => break (g, sent),
             Ok(Err(e))
                 if error::never_sent(&e)
-                    && Instant::now() + Duration::from_millis(100) < deadline =>
+                    && deadline.saturating_duration_since(Instant::now())
+                        > Duration::from_millis(100) =>
             {
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
@@ -76,17 +82,22 @@ pub async fn connect(options: EtcdOptions) -> Result<Session> {
             Err(_) => return Err(error::timed_out(timeout)),
         }
     };
-    let ttl = Duration::from_secs(u64::try_from(grant.ttl()).unwrap_or(1).max(1));
+    // The TTL the server granted (it may raise a short one to its minimum),
+    // kept within what coord accepts whatever the server says.
+    let granted = u64::try_from(grant.ttl()).unwrap_or(0).max(1);
+    let ttl = Duration::from_secs(granted).min(coord_core::limits::MAX_SESSION_TIMEOUT);
     let (state, _) = watch::channel(SessionState::Connected);
     let shared = Arc::new(Shared {
         client,
         keys: KeySpace::new(options.get_namespace()),
         lease: grant.id(),
         ttl,
+        clock: LeaseClock::new(ttl, sent),
         request_timeout: timeout,
         state,
         seen: AtomicI64::new(0),
         closing: AtomicBool::new(false),
+        beat_now: tokio::sync::Notify::new(),
     });
     tracing::debug!(lease = %format!("{:x}", grant.id()), ?ttl, "etcd session opened");
     let keep_alive = tokio::spawn(keep_alive(shared.clone()));
@@ -500,6 +511,68 @@ impl PrimitiveSession for EtcdSession {
             }),
         };
         self.write(plan, Some(fence)).await
+    }
+
+    fn lease(&self) -> &LeaseClock {
+        &self.shared.clock
+    }
+
+    /// Stop the keep-alive, make the state `Expired` (watches in flight end
+    /// with it), and revoke the lease: sent again after every connection
+    /// error until the server answers, for at most TTL + request timeout
+    /// from the call. Past that, with no keep-alive sent since the call,
+    /// the server has dropped the lease itself.
+    async fn abandon(&self) {
+        let shared = &self.shared;
+        let started = Instant::now();
+        self.stop_keep_alive();
+        shared.set_state(SessionState::Expired);
+        let budget = shared.ttl.saturating_add(shared.request_timeout);
+        let deadline = started.checked_add(budget).unwrap_or(started);
+        let lease = format!("{:x}", shared.lease);
+        let mut pause = Duration::from_millis(50);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            // `closing` stays unset: a lease the server no longer knows
+            // comes back as `SessionExpired` (as `SessionClosed` only if a
+            // `close` raced this), and the state is `Expired` already.
+            let revoke = shared.call(false, || {
+                let mut client = shared.client.lease_client();
+                let id = shared.lease;
+                async move { client.revoke(id).await }
+            });
+            match tokio::time::timeout(left, revoke).await {
+                Ok(Ok(_)) => {
+                    tracing::info!(%lease, "etcd lease revoked: the session given up on the client has ended on the server");
+                    return;
+                }
+                Ok(Err(Error::SessionExpired | Error::SessionClosed)) => {
+                    tracing::debug!(%lease, "etcd lease already gone on the server");
+                    return;
+                }
+                Ok(Err(e)) if e.is_retryable() => {
+                    tracing::debug!(%lease, error = %e, "revoking the etcd lease failed; again");
+                }
+                Ok(Err(e)) => {
+                    // Nothing a retry can change (auth, say): the server drops
+                    // the lease after its TTL, nothing renewing it.
+                    tracing::warn!(%lease, error = %e, "cannot revoke the etcd lease; the server drops it after its TTL");
+                    return;
+                }
+                Err(_) => {}
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                tracing::warn!(
+                    %lease,
+                    waited = ?started.elapsed(),
+                    "etcd unreachable while revoking the lease; the server has dropped it by now"
+                );
+                return;
+            }
+            tokio::time::sleep(pause.min(left)).await;
+            pause = pause.saturating_mul(2).min(Duration::from_secs(1));
+        }
     }
 
     async fn close(&self) -> Result<()> {

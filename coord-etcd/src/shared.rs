@@ -6,9 +6,9 @@ use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::time::{Duration, Instant};
 
-use coord_core::{Error, Result, SessionState};
+use coord_core::{Error, LeaseClock, Result, SessionState};
 use etcd_client::{Client, GetOptions, Txn};
-use tokio::sync::watch;
+use tokio::sync::{watch, Notify};
 
 use crate::error;
 use crate::keys::KeySpace;
@@ -20,14 +20,22 @@ pub(crate) struct Shared {
     pub(crate) lease: i64,
     /// The TTL the server granted.
     pub(crate) ttl: Duration,
+    /// The lease deadline on the client (see `coord_core::lease`): renewed
+    /// by every keep-alive the server answers with the lease alive, and by
+    /// nothing else (a Put does not renew a lease).
+    pub(crate) clock: LeaseClock,
     pub(crate) request_timeout: Duration,
     pub(crate) state: watch::Sender<SessionState>,
     /// The highest store revision any answer to this session carried: a
     /// listing older than it could miss this session's own writes.
     pub(crate) seen: AtomicI64,
     /// Set by `close` before it revokes the lease: a request that then
-    /// finds the lease gone sees the close, not an expiry.
+    /// finds the lease gone sees the close, not an expiry. Never set by
+    /// `abandon`, whose end is an expiry.
     pub(crate) closing: AtomicBool,
+    /// Wakes a keep-alive that is waiting to retry a failed beat: a request
+    /// was just answered, so the connection is back.
+    pub(crate) beat_now: Notify,
 }
 
 impl Shared {
@@ -56,6 +64,17 @@ impl Shared {
         });
     }
 
+    /// A request was answered: the connection is up. A `Suspended` session
+    /// is `Connected` again if its lease deadline has not passed (so the
+    /// server still holds the lease), and its keep-alive beats at once
+    /// rather than at its next retry, to renew the lease clock.
+    pub(crate) fn answered(&self) {
+        if *self.state.borrow() == SessionState::Suspended && !self.clock.expired() {
+            self.set_state(SessionState::Connected);
+            self.beat_now.notify_one();
+        }
+    }
+
     /// `Err` once the session is over.
     pub(crate) fn check_open(&self) -> Result<()> {
         match *self.state.borrow() {
@@ -77,12 +96,18 @@ impl Shared {
         F: FnMut() -> Fut,
         Fut: Future<Output = std::result::Result<T, etcd_client::Error>>,
     {
-        let deadline = Instant::now() + self.request_timeout;
+        // The request timeout is bounded by `EtcdOptions::check`; saturate
+        // anyway rather than panic.
+        let start = Instant::now();
+        let deadline = start.checked_add(self.request_timeout).unwrap_or(start);
         loop {
             crate::testing::count_request();
             let left = deadline.saturating_duration_since(Instant::now());
             let err = match tokio::time::timeout(left, make()).await {
-                Ok(Ok(v)) => return Ok(v),
+                Ok(Ok(v)) => {
+                    self.answered();
+                    return Ok(v);
+                }
                 Ok(Err(e)) => e,
                 Err(_) => return Err(error::timed_out(self.request_timeout)),
             };
@@ -97,7 +122,10 @@ impl Shared {
             }
             let again = unsent || (idempotent && mapped.is_retryable());
             let pause = Duration::from_millis(20);
-            if !again || Instant::now() + pause >= deadline || self.check_open().is_err() {
+            if !again
+                || deadline.saturating_duration_since(Instant::now()) <= pause
+                || self.check_open().is_err()
+            {
                 return Err(mapped);
             }
             tracing::debug!(error = %mapped, "etcd request failed before it was answered; again");

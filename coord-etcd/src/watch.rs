@@ -100,7 +100,7 @@ async fn watch_once(
 /// Pause before opening a broken watch again.
 async fn backoff(attempt: &mut u32) {
     let ms = 50u64 << (*attempt).min(5);
-    *attempt += 1;
+    *attempt = attempt.saturating_add(1);
     tokio::time::sleep(Duration::from_millis(ms.min(1000))).await;
 }
 
@@ -125,7 +125,7 @@ async fn wait_deleted(shared: &Shared, key: &str, mut create_revision: i64, mut 
     let mut attempt = 0;
     loop {
         let opts = WatchOptions::new()
-            .with_start_revision(revision + 1)
+            .with_start_revision(revision.saturating_add(1))
             .with_filters([WatchFilterType::NoPut]);
         let watchers = [(key.to_owned(), opts)];
         let fires = |e: &Event| e.event_type() == EventType::Delete;
@@ -186,7 +186,7 @@ async fn children_changed_inner(
     prefix: String,
     revision: i64,
 ) {
-    let start = revision + 1;
+    let start = revision.saturating_add(1);
     let mut watchers = vec![(
         prefix.clone(),
         WatchOptions::new().with_prefix().with_start_revision(start),

@@ -2,7 +2,10 @@
 //! (`http://127.0.0.1:2379`, or several, comma-separated); scripts/test-all
 //! starts one and sets it. Without it every test fails: nothing is skipped.
 
+use std::time::Duration;
+
 use async_trait::async_trait;
+use coord_conformance::fault::{Fault, FaultProxy};
 use coord_conformance::Harness;
 use coord_core::Session;
 use coord_etcd::EtcdOptions;
@@ -24,6 +27,20 @@ impl EtcdHarness {
 
     fn options(&self) -> EtcdOptions {
         EtcdOptions::from_endpoint_list(&self.endpoints)
+    }
+
+    /// The first endpoint as `host:port`, for a proxy to dial.
+    fn first_host_port(&self) -> String {
+        let options = self.options();
+        let first = options
+            .endpoints()
+            .first()
+            .unwrap_or_else(|| panic!("COORD_TEST_ETCD={} names no endpoint", self.endpoints));
+        first
+            .trim_start_matches("http://")
+            .trim_start_matches("https://")
+            .trim_end_matches('/')
+            .to_owned()
     }
 }
 
@@ -58,6 +75,35 @@ impl Harness for EtcdHarness {
             .await
             .unwrap_or_else(|e| panic!("revoking lease {lease:x}: {e}"));
     }
+
+    /// One session on its own client through a [`FaultProxy`] in front of
+    /// the first endpoint (only that session's connections cross it). etcd
+    /// counts whole seconds, with a minimum of 2 s here.
+    async fn open_faulty(&self, session_timeout: Duration) -> (Session, Box<dyn Fault>) {
+        let proxy = FaultProxy::start(&self.first_host_port()).await;
+        let ttl_secs =
+            (session_timeout.as_secs() + u64::from(session_timeout.subsec_nanos() > 0)).max(2);
+        let timeout = faulty_request_timeout(ttl_secs);
+        let options = EtcdOptions::new([format!("http://{}", proxy.addr())])
+            .ttl(Duration::from_secs(ttl_secs))
+            .request_timeout(timeout)
+            .connect_timeout(timeout);
+        match coord_etcd::connect(options).await {
+            Ok(session) => (session, Box::new(proxy)),
+            Err(e) => panic!(
+                "cannot open an etcd session through a fault proxy to {}: {e}",
+                self.first_host_port()
+            ),
+        }
+    }
+}
+
+/// The request timeout of a session behind a fault: a third of the TTL
+/// (at least 500 ms, at most 3 s), so a request or keep-alive stalled by a
+/// partition fails, and the next is tried, well before the lease deadline
+/// (90 % of the TTL after the last answered keep-alive was sent).
+fn faulty_request_timeout(ttl_secs: u64) -> Duration {
+    (Duration::from_secs(ttl_secs) / 3).clamp(Duration::from_millis(500), Duration::from_secs(3))
 }
 
 coord_conformance::conformance_tests!(EtcdHarness::from_env());

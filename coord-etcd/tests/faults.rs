@@ -1,20 +1,17 @@
-//! What the conformance suite cannot do to a real server: lose answers and
-//! connections. A TCP proxy between one session and etcd cuts a request's
-//! answer, or swallows all traffic, while a second session (direct) checks
-//! what the server really holds.
+//! etcd-specific faults the conformance suite's `fault_*` tests do not
+//! cover (those run on every backend: lost answers, short and long
+//! outages, partitions, one-way silence). Where a test needs to break one
+//! session's connection it uses the suite's shared
+//! [`coord_conformance::fault::FaultProxy`]; a second session (direct)
+//! checks what the server really holds.
 //!
 //! Needs `COORD_TEST_ETCD` (scripts/test-all sets it).
 
-use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
+use coord_conformance::fault::{Fault, FaultProxy};
 use coord_core::{CreateMode, Error, Session, SessionState};
 use coord_etcd::EtcdOptions;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::watch;
 
 const WAIT: Duration = Duration::from_secs(30);
 
@@ -39,6 +36,7 @@ fn upstream() -> String {
     first
         .trim_start_matches("http://")
         .trim_start_matches("https://")
+        .trim_end_matches('/')
         .to_owned()
 }
 
@@ -53,116 +51,13 @@ async fn direct() -> Session {
         .expect("direct session")
 }
 
-/// What the proxy does to traffic.
-struct Ctl {
-    /// The next client → server bytes on any connection are relayed, and
-    /// then that connection's answers are swallowed and it is closed.
-    cut_next: AtomicBool,
-    /// Relay nothing either way.
-    blackhole: AtomicBool,
-    /// How many connections were cut.
-    cuts: AtomicUsize,
-    /// Bumped to close every open connection.
-    kill: watch::Sender<u64>,
-}
-
-struct Proxy {
-    addr: SocketAddr,
-    ctl: Arc<Ctl>,
-}
-
-impl Proxy {
-    async fn start() -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind proxy");
-        let addr = listener.local_addr().expect("proxy address");
-        let (kill, _) = watch::channel(0);
-        let ctl = Arc::new(Ctl {
-            cut_next: AtomicBool::new(false),
-            blackhole: AtomicBool::new(false),
-            cuts: AtomicUsize::new(0),
-            kill,
-        });
-        let upstream = upstream();
-        let c = ctl.clone();
-        tokio::spawn(async move {
-            while let Ok((client, _)) = listener.accept().await {
-                let Ok(server) = TcpStream::connect(&upstream).await else {
-                    continue;
-                };
-                tokio::spawn(relay(client, server, c.clone()));
-            }
-        });
-        Proxy { addr, ctl }
-    }
-
-    fn options(&self) -> EtcdOptions {
-        EtcdOptions::new([format!("http://{}", self.addr)])
-    }
-
-    fn kill_all(&self) {
-        self.ctl.kill.send_modify(|g| *g += 1);
-    }
-}
-
-async fn relay(client: TcpStream, server: TcpStream, ctl: Arc<Ctl>) {
-    let (mut cr, mut cw) = client.into_split();
-    let (mut sr, mut sw) = server.into_split();
-    let cut = Arc::new(AtomicBool::new(false));
-    let mut killed = ctl.kill.subscribe();
-    let up = {
-        let (ctl, cut) = (ctl.clone(), cut.clone());
-        async move {
-            let mut buf = vec![0u8; 64 * 1024];
-            loop {
-                let n = match cr.read(&mut buf).await {
-                    Ok(0) | Err(_) => return,
-                    Ok(n) => n,
-                };
-                if ctl.blackhole.load(Ordering::SeqCst) {
-                    continue;
-                }
-                if sw.write_all(&buf[..n]).await.is_err() {
-                    return;
-                }
-                if ctl.cut_next.swap(false, Ordering::SeqCst) {
-                    ctl.cuts.fetch_add(1, Ordering::SeqCst);
-                    cut.store(true, Ordering::SeqCst);
-                }
-            }
-        }
-    };
-    let down = {
-        let (ctl, cut) = (ctl.clone(), cut.clone());
-        async move {
-            let mut buf = vec![0u8; 64 * 1024];
-            loop {
-                let n = match sr.read(&mut buf).await {
-                    Ok(0) | Err(_) => return,
-                    Ok(n) => n,
-                };
-                if cut.load(Ordering::SeqCst) || ctl.blackhole.load(Ordering::SeqCst) {
-                    continue;
-                }
-                if cw.write_all(&buf[..n]).await.is_err() {
-                    return;
-                }
-            }
-        }
-    };
-    // A cut connection lives on long enough for the server to apply the
-    // request and answer into the void, then closes.
-    let cut_then_close = async {
-        while !cut.load(Ordering::SeqCst) {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    };
-    tokio::select! {
-        () = up => {}
-        () = down => {}
-        () = cut_then_close => {}
-        _ = killed.changed() => {}
-    }
+async fn data(session: &Session, path: &str) -> Vec<u8> {
+    session
+        .get(path)
+        .await
+        .expect("get")
+        .expect("the node")
+        .data
 }
 
 async fn await_state(session: &Session, want: SessionState) {
@@ -175,89 +70,103 @@ async fn await_state(session: &Session, want: SessionState) {
     );
 }
 
-/// A create whose answer is lost is found again, not made twice: the
-/// sequential node exists once, at the path the create returned.
+/// The shared fault proxy does to etcd's HTTP/2 connection what the
+/// conformance suite assumes. A partition stalls requests both ways (they
+/// fail by the request timeout, nothing reaches the server) and keeps the
+/// connection: after the heal the same connection carries on. Silence lets
+/// requests reach the server and loses their answers; the heal closes that
+/// connection and the client opens another.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn lost_create_answer_is_found_not_duplicated() {
-    let proxy = Proxy::start().await;
-    // A long TTL: no keep-alive crosses the proxy while a request is cut.
-    let options = proxy
-        .options()
+async fn the_fault_proxy_partitions_and_silences_http2() {
+    let proxy = FaultProxy::start(&upstream()).await;
+    let timeout = Duration::from_secs(1);
+    let options = EtcdOptions::new([format!("http://{}", proxy.addr())])
         .ttl(Duration::from_secs(30))
-        .request_timeout(Duration::from_secs(2));
+        .request_timeout(timeout);
     let session = coord_etcd::connect(options)
         .await
         .expect("session via proxy");
     let observer = direct().await;
-    let dir = root("lost-create");
+    let dir = root("proxy-modes");
     session.ensure_dir(&dir).await.expect("ensure_dir");
+    let connections = proxy.connections();
+    assert!(connections >= 1, "no connection crossed the proxy");
 
-    // Sequential, ephemeral: the recipes' case.
-    proxy.ctl.cut_next.store(true, Ordering::SeqCst);
-    let prefix = format!("{dir}/_c_{}-lock-", uuid::Uuid::new_v4());
-    let created = session
-        .create(&prefix, b"x", CreateMode::EphemeralSequential)
-        .await
-        .expect("a create whose answer was lost still succeeds");
-    assert_eq!(
-        proxy.ctl.cuts.load(Ordering::SeqCst),
-        1,
-        "no request was cut"
+    proxy.partition();
+    let started = tokio::time::Instant::now();
+    let stalled = session.get(&dir).await;
+    assert!(
+        matches!(stalled, Err(Error::ConnectionLost(_))),
+        "a read during a partition: {stalled:?}"
     );
-    let kids = observer.children(&dir).await.expect("children");
-    assert_eq!(kids.len(), 1, "the create was duplicated: {kids:?}");
-    assert_eq!(format!("{dir}/{}", kids[0].name), created.path);
-    assert_eq!(kids[0].sequence, created.sequence);
-    let node = observer
-        .get(&created.path)
+    assert!(
+        started.elapsed() >= timeout,
+        "a partitioned request failed after {:?}, before its timeout: the connection was not stalled",
+        started.elapsed()
+    );
+    // A write (a set is sent once) does not cross it either.
+    let set = session.set(&dir, b"partition", None).await;
+    assert!(
+        matches!(set, Err(Error::ConnectionLost(_))),
+        "a write during a partition: {set:?}"
+    );
+    assert_eq!(
+        data(&observer, &dir).await,
+        b"",
+        "a request crossed the partition"
+    );
+    proxy.heal();
+    session
+        .get(&dir)
         .await
-        .expect("get")
-        .expect("node");
-    assert_eq!(node.stat.stamp, created.stamp);
-    assert!(node.stat.ephemeral);
+        .expect("a read after the partition healed");
+    assert_eq!(
+        proxy.connections(),
+        connections,
+        "the partition did not keep the connection"
+    );
 
-    // Ephemeral, not sequential: recognised by our lease.
-    proxy.ctl.cut_next.store(true, Ordering::SeqCst);
-    let eph = format!("{dir}/member");
-    let created = session
-        .create(&eph, b"y", CreateMode::Ephemeral)
+    proxy.silence();
+    let set = session.set(&dir, b"silence", None).await;
+    assert!(
+        matches!(set, Err(Error::ConnectionLost(_))),
+        "a write during silence: {set:?}"
+    );
+    assert_eq!(
+        data(&observer, &dir).await,
+        b"silence",
+        "a request sent during silence did not reach the server"
+    );
+    proxy.heal();
+    session
+        .get(&dir)
         .await
-        .expect("an ephemeral create whose answer was lost still succeeds");
-    assert_eq!(created.path, eph);
-    assert_eq!(proxy.ctl.cuts.load(Ordering::SeqCst), 2);
-
-    // Persistent, not sequential: whose node it is cannot be known, so the
-    // answer is success or ConnectionLost, never a false AlreadyExists.
-    proxy.ctl.cut_next.store(true, Ordering::SeqCst);
-    let pers = format!("{dir}/config");
-    match session.create(&pers, b"z", CreateMode::Persistent).await {
-        Ok(c) => assert_eq!(c.path, pers),
-        Err(Error::ConnectionLost(_)) => {}
-        Err(e) => panic!("unexpected error for a lost persistent create: {e}"),
-    }
-    assert!(observer.exists(&pers).await.expect("exists"));
-    assert_eq!(observer.children(&dir).await.expect("children").len(), 3);
-
-    observer.delete(&pers, None).await.expect("cleanup");
+        .expect("a read after the silence healed");
+    assert!(
+        proxy.connections() > connections,
+        "the heal after silence did not replace the connection"
+    );
+    assert_eq!(session.state(), SessionState::Connected);
     session.close().await.expect("close");
+    observer.delete(&dir, None).await.expect("cleanup");
     observer.close().await.expect("close");
 }
 
-/// Keep-alives that fail suspend the session; one that succeeds within the
-/// TTL brings it back, ephemeral nodes intact; and a watch whose connection
-/// broke meanwhile still sees the change made during the outage.
+/// A watch whose stream broke with its connection is opened again from the
+/// revision it had reached: a delete made while the connection was cut is
+/// seen once it is back (etcd replays it), neither missed nor needing a
+/// read of its own.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn outage_shorter_than_ttl_suspends_then_reconnects() {
-    let proxy = Proxy::start().await;
-    let options = proxy
-        .options()
+async fn a_watch_broken_by_a_cut_sees_the_delete_made_meanwhile() {
+    let proxy = FaultProxy::start(&upstream()).await;
+    let options = EtcdOptions::new([format!("http://{}", proxy.addr())])
         .ttl(Duration::from_secs(9))
         .request_timeout(Duration::from_secs(1));
     let session = coord_etcd::connect(options)
         .await
         .expect("session via proxy");
     let observer = direct().await;
-    let dir = root("outage");
+    let dir = root("watch-cut");
     let mine = session
         .create(&format!("{dir}/mine"), b"", CreateMode::Ephemeral)
         .await
@@ -266,15 +175,16 @@ async fn outage_shorter_than_ttl_suspends_then_reconnects() {
         .create(&format!("{dir}/theirs"), b"", CreateMode::Persistent)
         .await
         .expect("create");
-    let gone = {
-        let session = session.clone();
-        let path = theirs.path.clone();
-        tokio::spawn(async move { session.wait_gone(&path).await })
-    };
-    // Let the watch open before the outage.
+    let gone = session
+        .watch_gone(&theirs.path)
+        .await
+        .expect("watch_gone")
+        .expect("the node exists");
+    let gone = tokio::spawn(gone);
+    // Let the watch stream open before the cut.
     tokio::time::sleep(Duration::from_millis(500)).await;
 
-    proxy.ctl.blackhole.store(true, Ordering::SeqCst);
+    proxy.cut();
     await_state(&session, SessionState::Suspended).await;
     observer
         .delete(&theirs.path, None)
@@ -282,65 +192,87 @@ async fn outage_shorter_than_ttl_suspends_then_reconnects() {
         .expect("delete during the outage");
     assert!(
         matches!(session.get(&mine.path).await, Err(Error::ConnectionLost(_))),
-        "a read while suspended is ConnectionLost"
+        "a read while the connection is cut is ConnectionLost"
     );
-    proxy.ctl.blackhole.store(false, Ordering::SeqCst);
-    proxy.kill_all();
+    proxy.heal();
 
     await_state(&session, SessionState::Connected).await;
     tokio::time::timeout(WAIT, gone)
         .await
-        .expect("wait_gone missed a delete made during the outage")
+        .expect("the watch missed a delete made during the outage")
         .expect("join")
         .expect("wait_gone");
     assert!(
         observer.exists(&mine.path).await.expect("exists"),
-        "ephemeral lost"
+        "ephemeral lost to an outage shorter than the TTL"
     );
     session.close().await.expect("close");
     assert!(!observer.exists(&mine.path).await.expect("exists"));
     observer.close().await.expect("close");
 }
 
-/// Keep-alives failing for a whole TTL expire the session: final, and every
-/// operation then says so.
+/// A session given up on the client (no keep-alive answered before the
+/// lease deadline) revokes its lease once a member answers: the server
+/// does not keep it (and its keys) for a TTL more. A one-way silence keeps
+/// the server hearing the keep-alives meanwhile, so only the revoke can
+/// end the lease this early.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn outage_longer_than_ttl_expires() {
-    let proxy = Proxy::start().await;
-    let options = proxy
-        .options()
-        .ttl(Duration::from_secs(3))
+async fn a_session_given_up_revokes_its_lease() {
+    let proxy = FaultProxy::start(&upstream()).await;
+    let ttl = Duration::from_secs(4);
+    let options = EtcdOptions::new([format!("http://{}", proxy.addr())])
+        .ttl(ttl)
         .request_timeout(Duration::from_secs(1));
     let session = coord_etcd::connect(options)
         .await
         .expect("session via proxy");
+    let lease = coord_etcd::lease_id(&session.id()).expect("lease id");
     let observer = direct().await;
-    let dir = root("expire");
-    let mine = session
-        .create(&format!("{dir}/mine"), b"", CreateMode::Ephemeral)
+    let path = format!("{}/mine", root("given-up"));
+    session
+        .create(&path, b"", CreateMode::Ephemeral)
         .await
         .expect("create");
 
-    proxy.ctl.blackhole.store(true, Ordering::SeqCst);
-    await_state(&session, SessionState::Expired).await;
-    proxy.ctl.blackhole.store(false, Ordering::SeqCst);
-    proxy.kill_all();
+    proxy.silence();
+    let silenced = tokio::time::Instant::now();
     assert!(matches!(
-        session
-            .create(&format!("{dir}/x"), b"", CreateMode::Persistent)
-            .await,
-        Err(Error::SessionExpired)
+        tokio::time::timeout(WAIT, session.ended()).await,
+        Ok(Error::SessionExpired)
     ));
-    // The server let the lease run out too.
-    observer
-        .wait_gone(&mine.path)
+    let detect = silenced.elapsed();
+    assert!(
+        detect < ttl,
+        "the session was given up {detect:?} after the silence began: not before the server could drop it"
+    );
+    proxy.heal();
+    let healed = tokio::time::Instant::now();
+    tokio::time::timeout(WAIT, observer.wait_gone(&path))
         .await
-        .expect("ephemeral node reaped");
+        .expect("the ephemeral node outlived the session")
+        .expect("wait_gone");
+    assert!(
+        healed.elapsed() < ttl / 2,
+        "the node went {:?} after the heal: the lease was not revoked",
+        healed.elapsed()
+    );
+    let mut raw = etcd_client::Client::connect(
+        EtcdOptions::from_endpoint_list(&endpoints()).endpoints(),
+        None,
+    )
+    .await
+    .expect("raw client");
+    let left = raw
+        .lease_time_to_live(lease, None)
+        .await
+        .expect("time to live");
+    assert_eq!(left.ttl(), -1, "the lease outlived the session given up");
     assert_eq!(session.state(), SessionState::Expired);
     session
         .close()
         .await
         .expect("closing an expired session is Ok");
+    assert_eq!(session.state(), SessionState::Expired);
     observer.close().await.expect("close");
 }
 
