@@ -116,8 +116,21 @@ impl Contender<'_> {
         );
         // List right behind the create: on a FIFO connection the listing
         // sees our node, saving a round trip; elsewhere we list again.
-        pending.sent().await;
-        let (created, first) = tokio::join!(pending.created(), self.session.children(self.dir));
+        // Bounded by the wait's deadline like every later step: a create
+        // whose answer is held up (a partition) must not hold the caller
+        // past its timeout. Given up, the pending node deletes itself once
+        // the create resolves.
+        let first_step = async {
+            pending.sent().await;
+            tokio::join!(pending.created(), self.session.children(self.dir))
+        };
+        let (created, first) = match wait {
+            Wait::Until(deadline, d) => match tokio::time::timeout_at(deadline, first_step).await {
+                Ok(r) => r,
+                Err(_) => return Err(Error::Timeout(d)),
+            },
+            _ => first_step.await,
+        };
         let created = created?;
         let me_name = path::name(&created.path).to_owned();
         let me_path = created.path.clone();
