@@ -46,6 +46,8 @@
 //! | children watch | `getChildren` with a watch |
 //! | guarded write | read the fence's czxid, then `multi(check(fence, version), op)` (see below) |
 //! | children of an ephemeral | refused by ZooKeeper: `Error::NotSupported` |
+//! | lease renewal | an `exists` on the session's root every third of the session timeout, counted from its send time (not in `requests_sent`) |
+//! | abandon | the session is closed once the client reaches the ensemble again; state `Expired` |
 //!
 //! **Guarded writes.** ZooKeeper's multi can check a node's data version, not
 //! its czxid. The fence is therefore read first: missing or with another
@@ -128,11 +130,14 @@ pub mod testing {
     /// because the session is gone. Returns once the server has ended it.
     ///
     /// # Errors
-    /// [`Error::ConnectionLost`] when that does not happen within 60 s.
+    /// [`Error::InvalidArgument`] for timeouts out of range (as
+    /// [`crate::connect`]); [`Error::ConnectionLost`] when that does not
+    /// happen within 60 s.
     ///
     /// # Cancel safety
     /// Cancel safe; the session may or may not be ended.
     pub async fn expire(options: &ZkOptions, credentials: &SessionCredentials) -> Result<()> {
+        options.validate()?;
         let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
         let mut last = String::from("never tried");
         while tokio::time::Instant::now() < deadline {

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use coord_core::{Error, Result};
+use coord_core::{limits, Error, Result};
 
 /// Where and how to connect: the ensemble's hosts, an optional chroot, the
 /// session timeout.
@@ -75,14 +75,18 @@ impl ZkOptions {
 
     /// The session timeout to ask the server for. The server clamps it to
     /// its configured bounds; ephemeral nodes outlive a crashed client by
-    /// about this long.
+    /// about this long. Zero, or over
+    /// [`coord_core::limits::MAX_SESSION_TIMEOUT`], is refused by
+    /// [`crate::connect`] with [`Error::InvalidArgument`] before any I/O.
     pub fn session_timeout(mut self, timeout: Duration) -> Self {
         self.session_timeout = timeout;
         self
     }
 
     /// How long a silent connection is given before it is declared lost and
-    /// another host tried (default: 2/5 of the session timeout).
+    /// another host tried (default: 2/5 of the session timeout). Zero, or
+    /// over [`coord_core::limits::MAX_SESSION_TIMEOUT`], is refused by
+    /// [`crate::connect`] with [`Error::InvalidArgument`] before any I/O.
     pub fn connection_timeout(mut self, timeout: Duration) -> Self {
         self.connection_timeout = Some(timeout);
         self
@@ -111,6 +115,25 @@ impl ZkOptions {
         self.session_timeout
     }
 
+    /// Refuse durations the client cannot work with, before any I/O: a
+    /// session timeout of zero or over
+    /// [`coord_core::limits::MAX_SESSION_TIMEOUT`] (the ZooKeeper client
+    /// sends it as an `i32` of milliseconds and multiplies it), and the
+    /// same for a connection timeout.
+    pub(crate) fn validate(&self) -> Result<()> {
+        limits::check_session_timeout(self.session_timeout)?;
+        if let Some(timeout) = self.connection_timeout {
+            if timeout.is_zero() {
+                return Err(Error::InvalidArgument(
+                    "a connection timeout of zero cannot work".into(),
+                ));
+            }
+            limits::check("a connection timeout", timeout, limits::MAX_SESSION_TIMEOUT)?;
+        }
+        Ok(())
+    }
+
+    /// The client's connector; call [`ZkOptions::validate`] first.
     pub(crate) fn connector(&self) -> zookeeper_client::Connector {
         let mut connector =
             zookeeper_client::Client::connector().with_session_timeout(self.session_timeout);
@@ -146,6 +169,38 @@ mod tests {
         assert_eq!(o.chroot(), None);
         let o = ZkOptions::new("h:1/").expect("valid");
         assert_eq!(o.chroot(), None);
+    }
+
+    #[test]
+    fn refuses_durations_the_client_cannot_take() {
+        let base = ZkOptions::new("127.0.0.1:2181").expect("valid");
+        assert!(base.validate().is_ok());
+        // `--session-timeout 106751991167301d` once overflowed in the client.
+        let huge = Duration::from_secs(106_751_991_167_301 * 24 * 3600);
+        for bad in [
+            Duration::ZERO,
+            huge,
+            Duration::MAX,
+            limits::MAX_SESSION_TIMEOUT + Duration::from_millis(1),
+        ] {
+            let o = base.clone().session_timeout(bad);
+            assert!(
+                matches!(o.validate(), Err(Error::InvalidArgument(_))),
+                "session timeout {bad:?}"
+            );
+            let o = base.clone().connection_timeout(bad);
+            assert!(
+                matches!(o.validate(), Err(Error::InvalidArgument(_))),
+                "connection timeout {bad:?}"
+            );
+        }
+        let o = base
+            .clone()
+            .session_timeout(limits::MAX_SESSION_TIMEOUT)
+            .connection_timeout(limits::MAX_SESSION_TIMEOUT);
+        assert!(o.validate().is_ok());
+        // The largest accepted timeout fits the client's i32 milliseconds.
+        assert!(i32::try_from(limits::MAX_SESSION_TIMEOUT.as_millis()).is_ok());
     }
 
     #[test]

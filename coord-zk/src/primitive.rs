@@ -6,8 +6,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use coord_core::path::{name, parent};
 use coord_core::{
-    Child, CreateMode, Created, Error, Fence, Node, Op, OpResult, PrimitiveSession, Result,
-    SessionId, SessionState, Stat, Watch,
+    Child, CreateMode, Created, Error, Fence, LeaseClock, Node, Op, OpResult, PrimitiveSession,
+    Result, SessionId, SessionState, Stat, Watch,
 };
 use tokio::sync::watch;
 use zookeeper_client as zk;
@@ -533,5 +533,19 @@ impl PrimitiveSession for ZkSession {
 
     async fn close(&self) -> Result<()> {
         self.close_session().await
+    }
+
+    /// Renewed by the session's lease pings (an `exists` on its root every
+    /// third of the session timeout), with their send times.
+    fn lease(&self) -> &LeaseClock {
+        self.lease_clock()
+    }
+
+    /// The state becomes `Expired` (and stays so); once the client is
+    /// connected again the session is closed, so the server deletes its
+    /// ephemerals at once. Waits at most about the session timeout: by then
+    /// the server has ended the session by itself.
+    async fn abandon(&self) {
+        self.abandon_session().await;
     }
 }

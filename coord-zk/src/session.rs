@@ -3,10 +3,10 @@
 
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, RwLock, Weak};
 use std::time::Duration;
 
-use coord_core::{Created, Error, Result, SessionId, SessionState};
+use coord_core::{Created, Error, LeaseClock, Result, SessionId, SessionState};
 use tokio::time::Instant;
 use zookeeper_client as zk;
 
@@ -19,6 +19,18 @@ use crate::state::{self, Shared};
 /// [`MAX_BACKOFF`].
 const FIRST_BACKOFF: Duration = Duration::from_millis(20);
 const MAX_BACKOFF: Duration = Duration::from_secs(1);
+
+/// How many lease pings a session sends per session timeout (see
+/// [`ping`]): every `session_timeout / PINGS_PER_TIMEOUT`.
+const PINGS_PER_TIMEOUT: u32 = 3;
+
+/// The shortest pause between two lease pings, whatever the timeout.
+const MIN_PING_PERIOD: Duration = Duration::from_millis(10);
+
+/// How much longer than a session timeout [`ZkSession::abandon_session`]
+/// waits for the server before leaving the session to the server's own
+/// timeout.
+const ABANDON_GRACE: Duration = Duration::from_secs(1);
 
 /// How many times parents are made again for one create (a container parent
 /// can be deleted by the server between our mkdir and our create).
@@ -50,6 +62,8 @@ pub struct ZkSession {
     /// How long reads keep retrying through a connection loss.
     retry_budget: Duration,
     requests: AtomicU64,
+    /// The client's side of the session's life; renewed by [`ping`].
+    lease: Arc<LeaseClock>,
 }
 
 impl std::fmt::Debug for ZkSession {
@@ -59,6 +73,18 @@ impl std::fmt::Debug for ZkSession {
             .field("state", &self.shared.get())
             .field("session_timeout", &self.session_timeout)
             .finish()
+    }
+}
+
+impl Drop for ZkSession {
+    /// Take the client out of its slot, so a watch still holding the slot
+    /// does not keep the session open: the last handle goes, and the client
+    /// closes the session.
+    fn drop(&mut self) {
+        self.client
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
     }
 }
 
@@ -79,6 +105,9 @@ impl ZkSession {
     /// first if it is missing (see [`ZkOptions::create_chroot`]).
     ///
     /// # Errors
+    /// [`Error::InvalidArgument`], before any I/O, for a session or
+    /// connection timeout of zero or over
+    /// [`coord_core::limits::MAX_SESSION_TIMEOUT`];
     /// [`Error::ConnectionLost`] when no host answered within about the
     /// session timeout; [`Error::SessionExpired`] when the server refused the
     /// session; [`Error::Backend`] for anything else the server says.
@@ -87,40 +116,68 @@ impl ZkSession {
     /// Cancel safe: dropped before it returns, the half-made session is
     /// closed, or left to expire if the handshake was under way.
     pub async fn connect(options: &ZkOptions) -> Result<ZkSession> {
+        options.validate()?;
+        // The session lives on the server at least until this instant plus
+        // its timeout: the connect request was sent after it.
+        let sent = Instant::now();
         let client = options
             .connector()
             .connect(options.hosts())
             .await
             .map_err(|e| connect_error(options, e))?;
+        // The negotiated timeout (the client reports the larger of it and
+        // its connection timeout, which it keeps below the negotiated one).
+        let session_timeout = client.session_timeout();
+        let lease = Arc::new(LeaseClock::new(session_timeout, sent));
         let client = match options.chroot() {
             None => client,
             Some(chroot) => {
                 if options.creates_chroot() {
                     let persistent = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
+                    let mkdir_sent = Instant::now();
                     client
                         .mkdir(chroot, &persistent)
                         .await
                         .map_err(|e| map_error(e, Target::path(chroot)))?;
+                    lease.renewed(mkdir_sent);
                 }
                 client.chroot(chroot.to_owned()).map_err(|_| {
                     Error::InvalidArgument(format!("zookeeper refuses chroot {chroot:?}"))
                 })?
             }
         };
+        // A handshake that took most of the timeout (hosts tried in turn)
+        // leaves little of the lease: renew it before handing the session
+        // out, rather than have it given up at once.
+        if sent.elapsed() > lease.usable() / 2 {
+            let ping_sent = Instant::now();
+            client
+                .check_stat("/")
+                .await
+                .map_err(|e| map_error(e, Target::path("/")))?;
+            lease.renewed(ping_sent);
+        }
         let shared = Shared::new();
         state::follow(shared.clone(), client.state_watcher());
-        let session_timeout = client.session_timeout();
         let credentials = client.session().clone();
         let id = SessionId(client.session_id().to_string());
         tracing::debug!(session = %id, ?session_timeout, "zk session open");
+        let slot: ClientSlot = Arc::new(RwLock::new(Some(client)));
+        tokio::spawn(ping(
+            Arc::downgrade(&slot),
+            shared.clone(),
+            lease.clone(),
+            session_timeout,
+        ));
         Ok(ZkSession {
-            client: Arc::new(RwLock::new(Some(client))),
+            client: slot,
             shared,
             id,
             credentials,
             session_timeout,
-            retry_budget: session_timeout * 2,
+            retry_budget: session_timeout.saturating_mul(2),
             requests: AtomicU64::new(0),
+            lease,
         })
     }
 
@@ -136,13 +193,18 @@ impl ZkSession {
     }
 
     /// How many requests this session has sent to the server so far (reads,
-    /// writes and multis; not pings): a way to count round trips.
+    /// writes and multis; not pings, neither the client's nor the lease
+    /// pings): a way to count round trips.
     pub fn requests_sent(&self) -> u64 {
         self.requests.load(Ordering::Relaxed)
     }
 
     pub(crate) fn id(&self) -> SessionId {
         self.id.clone()
+    }
+
+    pub(crate) fn lease_clock(&self) -> &LeaseClock {
+        &self.lease
     }
 
     pub(crate) fn raw_session_id(&self) -> i64 {
@@ -188,7 +250,7 @@ impl ZkSession {
     /// A retry clock for one operation.
     pub(crate) fn retry_clock(&self) -> Retry {
         Retry {
-            deadline: Instant::now() + self.retry_budget,
+            deadline: after(self.retry_budget),
             backoff: FIRST_BACKOFF,
         }
     }
@@ -199,8 +261,8 @@ impl ZkSession {
         if self.shared.get().is_terminal() || Instant::now() >= retry.deadline {
             return false;
         }
-        let wake = (Instant::now() + retry.backoff).min(retry.deadline);
-        retry.backoff = (retry.backoff * 2).min(MAX_BACKOFF);
+        let wake = after(retry.backoff).min(retry.deadline);
+        retry.backoff = retry.backoff.saturating_mul(2).min(MAX_BACKOFF);
         // Requests sent while disconnected wait in the client for the next
         // connection, so a plain pause is enough; stop early if the session
         // ends meanwhile.
@@ -354,6 +416,133 @@ impl ZkSession {
             ))),
         }
     }
+
+    /// The client gave the session up: its lease deadline passed with no
+    /// newer answer (see [`coord_core::lease`]). The state becomes
+    /// `Expired` at once and stays so; the client is taken out of its slot
+    /// (every later request fails as on an ended session) and, once the
+    /// ZooKeeper client is connected again, dropped: the last handle gone,
+    /// the client sends CloseSession and the server deletes the session's
+    /// ephemerals at once.
+    ///
+    /// The wait is bounded by the session timeout (and a grace): by then
+    /// the server has ended the session by itself, nothing renewing it.
+    /// The client is dropped either way, so a connection made later still
+    /// carries the close.
+    pub(crate) async fn abandon_session(&self) {
+        self.shared.set(SessionState::Expired);
+        let client = self
+            .client
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        let Some(client) = client else {
+            return;
+        };
+        let deadline = after(self.session_timeout.saturating_add(ABANDON_GRACE));
+        let mut watcher = client.state_watcher();
+        let reached = tokio::time::timeout_at(deadline, async {
+            let mut state = watcher.peek_state();
+            while !(state.is_terminated()
+                || matches!(
+                    state,
+                    zk::SessionState::SyncConnected | zk::SessionState::ConnectedReadOnly
+                ))
+            {
+                state = watcher.changed().await;
+            }
+            state
+        })
+        .await;
+        // Dropping the last handle makes the client send CloseSession on
+        // its connection (or on the next one, while it still tries).
+        drop(client);
+        match reached {
+            Ok(state) if state.is_terminated() => {
+                tracing::debug!(session = %self.id, ?state, "abandoned zk session already over");
+            }
+            Ok(_) => {
+                let confirmed = tokio::time::timeout(self.session_timeout, async {
+                    let mut state = watcher.peek_state();
+                    while !state.is_terminated() {
+                        state = watcher.changed().await;
+                    }
+                    state
+                })
+                .await;
+                match confirmed {
+                    Ok(state) => tracing::debug!(
+                        session = %self.id,
+                        ?state,
+                        "abandoned zk session closed on the server"
+                    ),
+                    Err(_) => tracing::debug!(
+                        session = %self.id,
+                        "no confirmation of the abandoned zk session's close; \
+                         the server ends it by its timeout"
+                    ),
+                }
+            }
+            Err(_) => tracing::debug!(
+                session = %self.id,
+                timeout = ?self.session_timeout,
+                "the server stayed out of reach; the abandoned zk session ends by its timeout there"
+            ),
+        }
+    }
+}
+
+/// The instant `d` from now, or a far one when that does not fit.
+pub(crate) fn after(d: Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(d)
+        .or_else(|| now.checked_add(FAR))
+        .unwrap_or(now)
+}
+
+/// Far enough to stand for "never" in a deadline.
+const FAR: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+
+/// Renew the session's lease: every `session_timeout / 3`, send a cheap read
+/// (`exists` on the session's root, `/` under the chroot) and, when the
+/// server answers, move the lease deadline to its send time plus the usable
+/// part of the timeout. The client's own pings are invisible here; any
+/// answered request proves the server heard the session no earlier than it
+/// was sent, even one that waited in the client for a connection.
+///
+/// Holds the client only for the instant it takes to send (through a weak
+/// handle on its slot, so dropping every session handle still closes the
+/// session); not counted in [`ZkSession::requests_sent`]. Ends when the
+/// session ends, is abandoned or closed (its slot emptied), or is dropped.
+async fn ping(
+    slot: Weak<RwLock<Option<zk::Client>>>,
+    shared: Arc<Shared>,
+    lease: Arc<LeaseClock>,
+    session_timeout: Duration,
+) {
+    let period = (session_timeout / PINGS_PER_TIMEOUT).max(MIN_PING_PERIOD);
+    let mut ticks = tokio::time::interval(period);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut states = shared.subscribe();
+    loop {
+        tokio::select! {
+            _ = ticks.tick() => {}
+            _ = states.wait_for(|s| s.is_terminal()) => return,
+        }
+        let Some(slot) = slot.upgrade() else { return };
+        let Ok(client) = client_in(&slot) else { return };
+        drop(slot);
+        let sent = Instant::now();
+        // The request leaves now; waiting for its answer needs no client.
+        let answer = client.check_stat("/");
+        drop(client);
+        let lease = lease.clone();
+        tokio::spawn(async move {
+            if let Ok(Ok(_)) = tokio::time::timeout(session_timeout, answer).await {
+                lease.renewed(sent);
+            }
+        });
+    }
 }
 
 /// A running retry budget: a deadline and the next pause.
@@ -400,5 +589,39 @@ fn connect_error(options: &ZkOptions, err: zk::Error) -> Error {
             options.requested_session_timeout()
         )),
         other => map_error(other, Target::path("/")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A duration the client cannot take is refused before any I/O: no
+    /// connect is tried (the host would make it wait), nothing overflows.
+    #[tokio::test]
+    async fn connect_refuses_a_session_timeout_out_of_range() {
+        // A black-hole address: a connect attempt would hang, not fail.
+        let base = ZkOptions::new("192.0.2.1:2181").expect("valid");
+        for bad in [
+            Duration::ZERO,
+            Duration::from_secs(106_751_991_167_301 * 24 * 3600),
+            Duration::MAX,
+        ] {
+            let options = base.clone().session_timeout(bad);
+            let result = tokio::time::timeout(Duration::from_secs(1), ZkSession::connect(&options))
+                .await
+                .expect("refused at once, before any I/O");
+            assert!(
+                matches!(result, Err(Error::InvalidArgument(_))),
+                "{bad:?}: {result:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn deadlines_never_overflow() {
+        let now = Instant::now();
+        assert!(after(Duration::MAX) > now);
+        assert!(after(Duration::from_millis(5)) >= now + Duration::from_millis(5));
     }
 }

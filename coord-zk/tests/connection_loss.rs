@@ -1,115 +1,26 @@
 //! Connection loss, made on purpose: the session talks to ZooKeeper
-//! (`COORD_TEST_ZK`) through a TCP proxy the test can silence and cut.
+//! (`COORD_TEST_ZK`) through the conformance suite's
+//! [`FaultProxy`]. What every backend must do under a fault is in the
+//! conformance suite's `fault_*` tests; these are the ZooKeeper-specific
+//! parts (which writes fail fast, which creates are retried, how the
+//! lease is kept and given up).
 
 mod common;
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use coord_core::{CreateMode, Error, Session, SessionState};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::watch;
+use coord_conformance::fault::{Fault, FaultProxy};
+use coord_core::{CreateMode, Error, PrimitiveSession, Session, SessionState};
+use coord_zk::ZkSession;
 
-/// A loopback proxy to the server. `silence` drops the server's replies
-/// (requests still reach it); `cut` closes every open connection; `down`
-/// refuses new ones.
-struct Proxy {
-    addr: String,
-    silent: Arc<AtomicBool>,
-    down: Arc<AtomicBool>,
-    cut: watch::Sender<u64>,
-}
-
-impl Proxy {
-    async fn start(upstream: String) -> Proxy {
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind proxy");
-        let addr = listener.local_addr().expect("proxy addr").to_string();
-        let silent = Arc::new(AtomicBool::new(false));
-        let down = Arc::new(AtomicBool::new(false));
-        let (cut, _) = watch::channel(0u64);
-        let proxy = Proxy {
-            addr,
-            silent: silent.clone(),
-            down: down.clone(),
-            cut: cut.clone(),
-        };
-        tokio::spawn(async move {
-            while let Ok((client, _)) = listener.accept().await {
-                if down.load(Ordering::SeqCst) {
-                    drop(client);
-                    continue;
-                }
-                let Ok(server) = TcpStream::connect(&upstream).await else {
-                    continue;
-                };
-                let silent = silent.clone();
-                let mut cut = cut.subscribe();
-                tokio::spawn(async move {
-                    let (mut cr, mut cw) = client.into_split();
-                    let (mut sr, mut sw) = server.into_split();
-                    let up = async {
-                        let mut buf = vec![0u8; 64 * 1024];
-                        loop {
-                            let n = cr.read(&mut buf).await.unwrap_or(0);
-                            if n == 0 || sw.write_all(&buf[..n]).await.is_err() {
-                                break;
-                            }
-                        }
-                    };
-                    let down = async {
-                        let mut buf = vec![0u8; 64 * 1024];
-                        loop {
-                            let n = sr.read(&mut buf).await.unwrap_or(0);
-                            if n == 0 {
-                                break;
-                            }
-                            if silent.load(Ordering::SeqCst) {
-                                continue;
-                            }
-                            if cw.write_all(&buf[..n]).await.is_err() {
-                                break;
-                            }
-                        }
-                    };
-                    tokio::select! {
-                        _ = up => {}
-                        _ = down => {}
-                        _ = cut.changed() => {}
-                    }
-                });
-            }
-        });
-        proxy
-    }
-
-    fn silence(&self) {
-        self.silent.store(true, Ordering::SeqCst);
-    }
-
-    fn set_down(&self, down: bool) {
-        self.down.store(down, Ordering::SeqCst);
-    }
-
-    /// Close every connection, and let replies through again.
-    fn cut(&self) {
-        self.silent.store(false, Ordering::SeqCst);
-        self.cut.send_modify(|n| *n += 1);
-    }
-}
-
-async fn open_through_proxy() -> (Proxy, Session, String) {
-    let (proxy, _, session, dir) = open_counted().await;
-    (proxy, session, dir)
-}
-
-async fn open_counted() -> (Proxy, Arc<coord_zk::ZkSession>, Session, String) {
+/// A session behind its own proxy, with a fresh directory to work in.
+async fn open_faulty(session_timeout: Duration) -> (FaultProxy, Arc<ZkSession>, Session, String) {
     let direct = common::options_from_env();
-    let proxy = Proxy::start(direct.hosts().to_owned()).await;
-    let options = coord_zk::ZkOptions::new(&proxy.addr)
+    let proxy = FaultProxy::start(direct.hosts()).await;
+    let options = coord_zk::ZkOptions::new(&proxy.addr().to_string())
         .expect("proxy connect string")
-        .session_timeout(Duration::from_secs(8));
+        .session_timeout(session_timeout);
     let zk = Arc::new(common::connect(&options).await);
     let session = Session::new(zk.clone());
     let id = uuid::Uuid::new_v4().simple().to_string();
@@ -118,42 +29,33 @@ async fn open_counted() -> (Proxy, Arc<coord_zk::ZkSession>, Session, String) {
     (proxy, zk, session, dir)
 }
 
-/// Lose the answer to whatever `op` sends: silence the proxy, start `op`,
-/// give the request time to reach the server, then cut the connection.
-async fn lose_answer<T: Send + 'static>(
-    proxy: &Proxy,
-    op: impl std::future::Future<Output = T> + Send + 'static,
-) -> T {
-    proxy.silence();
-    let task = tokio::spawn(op);
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    proxy.cut();
-    tokio::time::timeout(Duration::from_secs(30), task)
-        .await
-        .expect("the operation finishes after the reconnect")
-        .expect("join")
+async fn open_through_proxy() -> (FaultProxy, Session, String) {
+    let (proxy, _, session, dir) = open_faulty(Duration::from_secs(8)).await;
+    (proxy, session, dir)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn suspended_then_connected_again() {
-    let (proxy, session, _dir) = open_through_proxy().await;
+async fn await_state(session: &Session, want: SessionState, what: &str) {
     let mut states = session.state_watch();
-    proxy.cut();
-    tokio::time::timeout(
-        Duration::from_secs(10),
-        states.wait_for(|s| *s == SessionState::Suspended),
-    )
-    .await
-    .expect("Suspended after the cut")
-    .expect("state");
-    tokio::time::timeout(
-        Duration::from_secs(10),
-        states.wait_for(|s| *s == SessionState::Connected),
-    )
-    .await
-    .expect("Connected again")
-    .expect("state");
-    session.close().await.expect("close");
+    tokio::time::timeout(Duration::from_secs(20), states.wait_for(|s| *s == want))
+        .await
+        .unwrap_or_else(|_| panic!("{what}: still {:?}", session.state()))
+        .expect("state");
+}
+
+/// Run `op` with the answer to its (first) request lost: the proxy relays
+/// the request, throws the answer away and closes the connection; the
+/// client reconnects.
+async fn lose_answer<T: Send + 'static>(
+    proxy: &FaultProxy,
+    op: impl std::future::Future<Output = T> + Send + 'static,
+) -> T {
+    let lost = proxy.lost_answers();
+    proxy.lose_next_answer();
+    let result = tokio::time::timeout(Duration::from_secs(30), op)
+        .await
+        .expect("the operation finishes after the reconnect");
+    assert!(proxy.lost_answers() > lost, "no answer was lost");
+    result
 }
 
 /// While suspended, writes fail at once with `ConnectionLost`; reads wait
@@ -166,16 +68,8 @@ async fn suspended_writes_fail_fast_reads_wait() {
         .create(&path, b"v", CreateMode::Persistent)
         .await
         .expect("create");
-    proxy.set_down(true);
     proxy.cut();
-    let mut states = session.state_watch();
-    tokio::time::timeout(
-        Duration::from_secs(10),
-        states.wait_for(|s| *s == SessionState::Suspended),
-    )
-    .await
-    .expect("Suspended after the cut")
-    .expect("state");
+    await_state(&session, SessionState::Suspended, "Suspended after the cut").await;
     let started = std::time::Instant::now();
     let set = session.set(&path, b"w", None).await;
     assert!(matches!(set, Err(Error::ConnectionLost(_))), "{set:?}");
@@ -191,16 +85,10 @@ async fn suspended_writes_fail_fast_reads_wait() {
     let read = tokio::spawn(async move { s.get(&p).await });
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert!(!read.is_finished());
-    proxy.set_down(false);
+    proxy.heal();
     let node = read.await.expect("join").expect("get").expect("node");
     assert_eq!(node.data, b"v");
-    tokio::time::timeout(
-        Duration::from_secs(10),
-        states.wait_for(|s| *s == SessionState::Connected),
-    )
-    .await
-    .expect("Connected again")
-    .expect("state");
+    await_state(&session, SessionState::Connected, "Connected again").await;
     session.close().await.expect("close");
 }
 
@@ -212,6 +100,7 @@ async fn reads_are_retried() {
         .create(&format!("{dir}/n"), b"v", CreateMode::Persistent)
         .await
         .expect("create");
+    let connections = proxy.connections();
     let s = session.clone();
     let path = format!("{dir}/n");
     let got = lose_answer(&proxy, async move { s.get(&path).await }).await;
@@ -220,36 +109,10 @@ async fn reads_are_retried() {
     let d = dir.clone();
     let kids = lose_answer(&proxy, async move { s.children(&d).await }).await;
     assert_eq!(kids.expect("children").len(), 1);
-    session.close().await.expect("close");
-}
-
-/// A protected sequential create whose answer is lost is found again by its
-/// prefix, not made twice (seed 000 `findPrefixInChildren`).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn lost_protected_create_is_found_not_duplicated() {
-    let (proxy, zk, session, dir) = open_counted().await;
-    let before = zk.requests_sent();
-    let prefix = format!("{dir}/{}", coord_core::recipes::names::protected("lock-"));
-    let s = session.clone();
-    let p = prefix.clone();
-    let created = lose_answer(&proxy, async move {
-        s.create(&p, b"", CreateMode::EphemeralSequential).await
-    })
-    .await
-    .expect("the create is found after its answer was lost");
-    // create, then getChildren + getData to find it; no second create.
-    assert_eq!(zk.requests_sent() - before, 3);
-    assert!(created.path.starts_with(&prefix), "{}", created.path);
-    assert!(created.sequence.is_some());
-    let kids = session.children(&dir).await.expect("children");
-    assert_eq!(kids.len(), 1, "made twice: {kids:?}");
-    assert_eq!(coord_core::path::name(&created.path), kids[0].name);
-    let node = session
-        .get(&created.path)
-        .await
-        .expect("get")
-        .expect("node");
-    assert_eq!(node.stat.stamp, created.stamp);
+    assert!(
+        proxy.connections() > connections,
+        "the reads were answered without a reconnect"
+    );
     session.close().await.expect("close");
 }
 
@@ -268,6 +131,7 @@ async fn lost_unprotected_create_is_not_retried() {
         matches!(result, Err(Error::ConnectionLost(_))),
         "{result:?}"
     );
+    await_state(&session, SessionState::Connected, "Connected again").await;
     let kids = session.children(&dir).await.expect("children");
     assert_eq!(kids.len(), 1, "{kids:?}");
     session.close().await.expect("close");
@@ -289,41 +153,38 @@ async fn lost_ephemeral_create_is_claimed() {
     session.close().await.expect("close");
 }
 
-/// Cut off for longer than the session timeout: the server expires the
-/// session (its ephemerals go), the client says `Expired`, and every
-/// operation fails with `SessionExpired` from then on, even once the
-/// server is reachable again.
+/// Cut off for longer than the session timeout: the client gives the
+/// session up at its lease deadline (`Expired`, its ephemerals no longer
+/// counted on), the server ends it by its timeout, and every operation
+/// fails with `SessionExpired` from then on, even once the server is
+/// reachable again; closing it is `Ok` and it stays `Expired`, on the
+/// `Session` and in the backend.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn expiry_while_cut_off_is_final() {
-    let direct = common::options_from_env();
-    let proxy = Proxy::start(direct.hosts().to_owned()).await;
-    let options = coord_zk::ZkOptions::new(&proxy.addr)
-        .expect("proxy connect string")
-        .session_timeout(Duration::from_secs(2));
-    let session = Session::new(Arc::new(common::connect(&options).await));
-    let observer = coord_zk::connect(&direct).await.expect("connect");
-    let id = uuid::Uuid::new_v4().simple().to_string();
-    let path = format!("/coord-connection-loss/expiry-{}", &id[..12]);
+    let timeout = Duration::from_secs(2);
+    let (proxy, zk, session, dir) = open_faulty(timeout).await;
+    let observer = coord_zk::connect(&common::options_from_env())
+        .await
+        .expect("connect");
+    let path = format!("{dir}/eph");
     session
         .create(&path, b"", CreateMode::Ephemeral)
         .await
         .expect("create");
 
-    proxy.set_down(true);
+    let cut = tokio::time::Instant::now();
     proxy.cut();
+    await_state(&session, SessionState::Expired, "the client gives up").await;
+    let gave_up = cut.elapsed();
+    assert!(
+        gave_up < timeout,
+        "the client gave the session up {gave_up:?} after the cut, not before the server could"
+    );
     tokio::time::timeout(Duration::from_secs(20), observer.wait_gone(&path))
         .await
-        .expect("the server expires the session")
+        .expect("the server ends the session")
         .expect("wait_gone");
-    let mut states = session.state_watch();
-    tokio::time::timeout(
-        Duration::from_secs(20),
-        states.wait_for(|s| *s == SessionState::Expired),
-    )
-    .await
-    .expect("the client learns of the expiry")
-    .expect("state");
-    proxy.set_down(false);
+    proxy.heal();
     assert!(matches!(
         session.get(&path).await,
         Err(Error::SessionExpired)
@@ -338,5 +199,74 @@ async fn expiry_while_cut_off_is_final() {
         .await
         .expect("closing an expired session is Ok");
     assert_eq!(session.state(), SessionState::Expired);
+    assert_eq!(
+        *PrimitiveSession::state(&*zk).borrow(),
+        SessionState::Expired
+    );
     observer.close().await.expect("close");
+}
+
+/// Answers lost while the server still hears the session (a one-way
+/// partition): the client gives the session up at its lease deadline and,
+/// once the server is reachable again, closes it there, so its ephemerals
+/// go at once rather than a session timeout later. The backend's state is
+/// `Expired` (given up), never `Closed`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn abandoned_session_is_closed_on_the_server() {
+    let timeout = Duration::from_secs(4);
+    let (proxy, zk, session, dir) = open_faulty(timeout).await;
+    let observer = coord_zk::connect(&common::options_from_env())
+        .await
+        .expect("connect");
+    let path = format!("{dir}/eph");
+    session
+        .create(&path, b"", CreateMode::Ephemeral)
+        .await
+        .expect("create");
+    proxy.silence();
+    await_state(&session, SessionState::Expired, "the client gives up").await;
+    // The backend is told right after the `Session` says so.
+    let mut backend = PrimitiveSession::state(&*zk);
+    tokio::time::timeout(
+        Duration::from_secs(1),
+        backend.wait_for(|s| *s == SessionState::Expired),
+    )
+    .await
+    .expect("the backend's state is Expired once the session is given up")
+    .expect("state");
+    assert!(
+        observer.exists(&path).await.expect("exists"),
+        "the server still hears the session: its ephemeral stays until it is closed"
+    );
+    let healed = tokio::time::Instant::now();
+    proxy.heal();
+    tokio::time::timeout(timeout / 2, observer.wait_gone(&path))
+        .await
+        .expect("the abandoned session is closed on the server once it is reached")
+        .expect("wait_gone");
+    println!(
+        "abandoned session's ephemeral gone {:?} after the heal",
+        healed.elapsed()
+    );
+    session.close().await.expect("close");
+    assert_eq!(session.state(), SessionState::Expired);
+    assert_eq!(
+        *PrimitiveSession::state(&*zk).borrow(),
+        SessionState::Expired
+    );
+    observer.close().await.expect("close");
+}
+
+/// An idle session stays alive on the client: the lease pings renew its
+/// deadline, and they are not counted as requests.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_session_keeps_its_lease_uncounted() {
+    let (_proxy, zk, session, _dir) = open_faulty(Duration::from_secs(2)).await;
+    let before = zk.requests_sent();
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert_eq!(session.state(), SessionState::Connected);
+    assert!(session.lease_deadline() > tokio::time::Instant::now());
+    assert_eq!(zk.requests_sent(), before, "lease pings were counted");
+    session.close().await.expect("close");
+    assert_eq!(session.state(), SessionState::Closed);
 }
