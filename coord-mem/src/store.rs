@@ -245,12 +245,13 @@ impl MemStore {
 
     /// Open a session that expires `ttl` after its last heartbeat once no
     /// handle keeps it alive (see [`MemStore`]). A TTL under 1 ms counts as
-    /// 1 ms.
+    /// 1 ms, one over [`coord_core::limits::MAX_SESSION_TIMEOUT`] (a day) as
+    /// that maximum.
     ///
     /// # Panics
     /// Outside a tokio runtime: the session's keep-alive is a tokio task.
     pub fn open_with_ttl(&self, ttl: Duration) -> Session {
-        let ttl = ttl.max(MIN_TTL);
+        let ttl = ttl.clamp(MIN_TTL, coord_core::limits::MAX_SESSION_TIMEOUT);
         let runtime = tokio::runtime::Handle::current();
         let (tx, _) = watch::channel(SessionState::Connected);
         let tx = Arc::new(tx);

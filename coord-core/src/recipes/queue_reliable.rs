@@ -8,6 +8,7 @@ use crate::primitive::Op;
 use crate::recipes::held::HeldNode;
 use crate::recipes::queue::Queue;
 use crate::recipes::queue_engine::{Got, Wait};
+use crate::recipes::retry::pause;
 use crate::recipes::stats::Stats;
 
 /// A queue whose taken items are leased until acknowledged; see
@@ -158,14 +159,32 @@ impl Delivery {
     ///
     /// # Cancel safety
     /// Not cancel safe: dropped, the item may or may not be acknowledged
-    /// (if not, it is delivered again).
+    /// (if not, it is delivered again). Through a connection loss it retries
+    /// until acknowledged or the lease is lost.
     pub async fn ack(self) -> Result<()> {
-        self.claim
-            .write(Op::Delete {
-                path: self.item.clone(),
-                version: None,
-            })
-            .await?;
+        // Through a connection loss the guarded delete is retried while the
+        // lease holds; after a lost answer, "no such item" under a lease
+        // that still holds is our own delete having landed.
+        let mut attempt = 0;
+        let mut tried = false;
+        loop {
+            let done = self
+                .claim
+                .write(Op::Delete {
+                    path: self.item.clone(),
+                    version: None,
+                })
+                .await;
+            match done {
+                Ok(_) => break,
+                Err(Error::NotFound { .. }) if tried => break,
+                Err(e) if e.is_retryable() => {
+                    tried = true;
+                    pause(self.claim.session(), &mut attempt).await;
+                }
+                Err(e) => return Err(e),
+            }
+        }
         match self.claim.discard().await {
             Ok(()) => Ok(()),
             Err(e) if e.is_retryable() => Ok(()), // the claim goes with the session
