@@ -140,7 +140,10 @@ impl Connector {
     /// Overrides the URL's `session_timeout`. Each backend has its default
     /// (10 s on all four) and its bounds: ZooKeeper clamps it to the
     /// server's `minSessionTimeout..=maxSessionTimeout`, etcd rounds it up
-    /// to whole seconds, Redis needs at least 300 ms.
+    /// to whole seconds, Redis needs at least 300 ms. coord refuses zero
+    /// and anything over [`coord_core::limits::MAX_SESSION_TIMEOUT`] (a
+    /// day): [`Connector::connect`] then fails with
+    /// [`ConnectError::InvalidOption`], before any I/O.
     pub fn session_timeout(mut self, timeout: Duration) -> Self {
         self.session_timeout = Some(timeout);
         self
@@ -293,6 +296,20 @@ mod tests {
             .connect()
             .await;
         assert!(matches!(r, Err(ConnectError::InvalidOption { .. })));
+        for too_long in [
+            Duration::MAX,
+            coord_core::limits::MAX_SESSION_TIMEOUT + Duration::from_nanos(1),
+        ] {
+            let r = Connector::new("mem://")?
+                .session_timeout(too_long)
+                .connect()
+                .await;
+            assert!(
+                matches!(&r, Err(ConnectError::InvalidOption { reason, .. }) if reason.contains("maximum")),
+                "{too_long:?}: {:?}",
+                r.map(|s| s.id())
+            );
+        }
         Ok(())
     }
 

@@ -53,6 +53,10 @@
 //!   lock holds, leadership and memberships. Default 10 s everywhere;
 //!   durations are written `500ms`, `10s`, `1m` ([`parse_duration`]).
 //!   [`Connector::session_timeout`] sets it in code (and wins over the URL).
+//!   It must be longer than zero and at most a day
+//!   ([`limits::MAX_SESSION_TIMEOUT`]); anything else is refused with
+//!   [`ConnectError::InvalidUrl`] (or [`ConnectError::InvalidOption`]), as
+//!   is a duration that does not parse.
 //! - `namespace=<name>` (redis only): keep every key under `{name}:`
 //!   (default `coord`), so applications can share a server.
 //!
@@ -89,12 +93,14 @@ pub mod recipes;
 mod url;
 
 pub use connect::{connect, default_mem_store, ConnectError, Connector};
-pub use duration::{parse_duration, ParseDurationError};
+pub use duration::{
+    parse_duration, parse_period, parse_session_timeout, parse_timeout, ParseDurationError,
+};
 pub use url::{compiled_backends, Backend};
 
 pub use coord_core::{
-    path, Child, CreateMode, Created, Error, Fence, Node, Op, OpResult, Result, Session, SessionId,
-    SessionState, Stat,
+    limits, path, Child, CreateMode, Created, Error, Fence, Node, Op, OpResult, Result, Session,
+    SessionId, SessionState, Stat,
 };
 pub use recipes::{
     period_index, Barrier, Delivery, DoubleBarrier, Election, ElectionEvent, ElectionState, Group,

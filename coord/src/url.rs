@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use crate::connect::ConnectError;
-use crate::duration::parse_duration;
+use crate::duration::{human, parse_duration};
 
 /// A backend coord can connect to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -255,10 +255,19 @@ pub(crate) fn parse(url: &str) -> Result<Parsed, ConnectError> {
     })
 }
 
-/// Refuse a session timeout the backend cannot use.
+/// Refuse a session timeout the backend cannot use: zero, over
+/// [`coord_core::limits::MAX_SESSION_TIMEOUT`], or under the backend's
+/// minimum.
 pub(crate) fn check_session_timeout(backend: Backend, d: Duration) -> Result<(), String> {
     if d.is_zero() {
         return Err("the session timeout must be positive".into());
+    }
+    if d > coord_core::limits::MAX_SESSION_TIMEOUT {
+        return Err(format!(
+            "the session timeout {} is longer than the maximum of {}",
+            human(d),
+            human(coord_core::limits::MAX_SESSION_TIMEOUT)
+        ));
     }
     #[cfg(feature = "redis")]
     if backend == Backend::Redis && d < coord_redis::MIN_SESSION_TTL {
@@ -434,6 +443,10 @@ mod tests {
         assert!(reason("mem://?session_timeout=").contains("empty value"));
         assert!(reason("mem://?session_timeout=3").contains("unit"));
         assert!(reason("mem://?session_timeout=0s").contains("positive"));
+        assert!(reason("mem://?session_timeout=25h").contains("maximum of 1d"));
+        assert!(reason("mem://?session_timeout=106751991167301d").contains("maximum of 1d"));
+        assert!(reason("mem://?session_timeout=99999999999999999999d").contains("out of range"));
+        assert!(parse("mem://?session_timeout=1d").is_ok());
         assert!(reason("mem://?session_timeout=1s&session_timeout=2s").contains("twice"));
     }
 

@@ -21,7 +21,8 @@ Backends (--url or COORD_URL):
   given mem:// share nothing. Use it for `coordctl demo` and to try commands.
   Prefer COORD_URL to --url for URLs with a password (ps shows arguments).
 
-Durations are written 500ms, 30s, 5m, 6h, 1d or combined (1h30m).
+Durations are written 500ms, 30s, 5m, 6h, 1d or combined (1h30m). Timeouts
+and periods go up to 3650d, session timeouts up to 1d; longer is refused.
 
 Every command that holds something (a lock, leadership, membership) holds it
 through its session: if coordctl dies, the server releases it after the
@@ -46,9 +47,9 @@ pub struct Cli {
     pub url: String,
 
     /// How long the server keeps this process's session (and what it holds)
-    /// after the process stops answering, e.g. 10s. Overrides the URL's
-    /// session_timeout.
-    #[arg(long, global = true, value_name = "DURATION", value_parser = coord::parse_duration)]
+    /// after the process stops answering, e.g. 10s (at most 1d). Overrides
+    /// the URL's session_timeout.
+    #[arg(long, global = true, value_name = "DURATION", value_parser = coord::parse_session_timeout)]
     pub session_timeout: Option<Duration>,
 
     #[command(subcommand)]
@@ -128,8 +129,8 @@ pub enum Command {
 pub struct LockArgs {
     /// The lock's path, e.g. /locks/nightly-report.
     pub path: String,
-    /// Give up after this long (exit 3).
-    #[arg(long, value_name = "DURATION", value_parser = coord::parse_duration)]
+    /// Give up after this long (exit 3); at most 3650d.
+    #[arg(long, value_name = "DURATION", value_parser = coord::parse_timeout)]
     pub timeout: Option<Duration>,
     /// Take a shared (read) hold: shared holders run together, and exclude
     /// the exclusive ones.
@@ -144,8 +145,8 @@ pub struct LockArgs {
 pub struct RunOnceArgs {
     /// The job: a path, or a name taken as /jobs/NAME.
     pub job: String,
-    /// The period, e.g. 6h.
-    #[arg(long, value_name = "DURATION", value_parser = coord::parse_duration)]
+    /// The period, e.g. 6h (at most 3650d).
+    #[arg(long, value_name = "DURATION", value_parser = coord::parse_period)]
     pub every: Duration,
     /// The command to run.
     #[arg(last = true, required = true, value_name = "CMD")]
@@ -183,11 +184,19 @@ pub enum QueueCommand {
         data: Vec<String>,
     },
     /// Take the head item and print it, waiting for one.
+    ///
+    /// The item is removed from the queue only once it has been written to
+    /// stdout: interrupted (SIGINT, SIGTERM) before that, or if stdout
+    /// cannot be written (exit 5), it stays in the queue. Once printed, it
+    /// is removed even if a signal arrives meanwhile (a second signal stops
+    /// that; the item may then be delivered again).
+    #[command(after_long_help = crate::exit::TABLE)]
     Pop {
         /// The queue's path.
         path: String,
-        /// Give up after this long (exit 3); 0s takes an item only if one is there.
-        #[arg(long, value_name = "DURATION", value_parser = coord::parse_duration)]
+        /// Give up after this long (exit 3); 0s takes an item only if one is
+        /// there. At most 3650d.
+        #[arg(long, value_name = "DURATION", value_parser = coord::parse_timeout)]
         timeout: Option<Duration>,
     },
     /// Print how many items the queue holds.
@@ -206,4 +215,110 @@ pub struct JoinArgs {
     /// A command to run while a member.
     #[arg(last = true, value_name = "CMD")]
     pub cmd: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Parse `args` after `coordctl`.
+    fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("coordctl").chain(args.iter().copied()))
+    }
+
+    /// Duration strings: near the grammar, around the limits, or anything.
+    fn durations() -> impl Strategy<Value = String> {
+        prop_oneof![
+            "[0-9.]{0,22}(ms|s|m|h|d|x|)([0-9]{0,3}(ms|s|m|h|d))?",
+            (0u64..=4_000).prop_map(|n| format!("{n}d")),
+            (0u64..=100).prop_map(|n| format!("{n}h")),
+            any::<u64>().prop_map(|n| format!("{n}s")),
+            Just("106751991167301d".to_owned()),
+            Just("3650d".to_owned()),
+            Just("3650d1ms".to_owned()),
+            Just("1d".to_owned()),
+            Just("1d1ms".to_owned()),
+            Just("0s".to_owned()),
+            any::<String>(),
+        ]
+    }
+
+    /// A flag's value was accepted exactly when `check` accepts it, and
+    /// refused as a usage error (exit 2) otherwise.
+    fn agrees(
+        args: &[&str],
+        value: &str,
+        check: fn(&str) -> Result<Duration, coord::ParseDurationError>,
+    ) -> Result<(), TestCaseError> {
+        let parsed = parse(args);
+        match (&parsed, check(value)) {
+            (Ok(_), Ok(_)) => {}
+            (Err(e), Err(_)) => prop_assert_eq!(e.exit_code(), 2, "{:?}: {}", args, e),
+            (Ok(_), Err(why)) => prop_assert!(false, "{args:?} accepted although {why}"),
+            (Err(e), Ok(d)) => {
+                // A value clap itself takes for a flag (`-x…`) is refused
+                // before the parser sees it.
+                prop_assert!(value.starts_with('-'), "{args:?} ({d:?}) refused: {e}");
+                prop_assert_eq!(e.exit_code(), 2);
+            }
+        }
+        Ok(())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn duration_flags_are_checked_before_anything_runs(v in durations()) {
+            let v = v.as_str();
+            agrees(&["lock", "/l", "--timeout", v, "--", "true"], v, coord::parse_timeout)?;
+            agrees(&["queue", "pop", "/q", "--timeout", v], v, coord::parse_timeout)?;
+            agrees(&["--session-timeout", v, "leader", "/e"], v, coord::parse_session_timeout)?;
+            agrees(&["members", "/g", "--session-timeout", v], v, coord::parse_session_timeout)?;
+            agrees(&["run-once", "j", "--every", v, "--", "true"], v, coord::parse_period)?;
+            let with_eq = format!("--timeout={v}");
+            agrees(&["lock", "/l", &with_eq, "--", "true"], v, coord::parse_timeout)?;
+        }
+    }
+
+    #[test]
+    fn the_limits_as_written() {
+        for (args, ok) in [
+            (
+                &["lock", "/l", "--timeout", "3650d", "--", "true"][..],
+                true,
+            ),
+            (
+                &["lock", "/l", "--timeout", "3650d1ms", "--", "true"],
+                false,
+            ),
+            (
+                &["lock", "/l", "--timeout", "106751991167301d", "--", "true"],
+                false,
+            ),
+            (&["--session-timeout", "1d", "leader", "/e"], true),
+            (
+                &["--session-timeout", "106751991167301d", "leader", "/e"],
+                false,
+            ),
+            (&["--session-timeout", "0s", "leader", "/e"], false),
+            (&["queue", "pop", "/q", "--timeout", "0s"], true),
+            (&["run-once", "j", "--every", "0s", "--", "true"], false),
+            (&["run-once", "j", "--every", "3651d", "--", "true"], false),
+        ] {
+            match parse(args) {
+                Ok(_) => assert!(ok, "{args:?} was accepted"),
+                Err(e) => {
+                    assert!(!ok, "{args:?}: {e}");
+                    assert_eq!(e.exit_code(), 2, "{args:?}: {e}");
+                    assert!(
+                        e.to_string().contains("at most")
+                            || e.to_string().contains("longer than zero"),
+                        "{args:?}: {e}"
+                    );
+                }
+            }
+        }
+    }
 }

@@ -1,7 +1,7 @@
 //! What every command gets: the connector, the sessions it opened (closed
 //! at exit, which releases whatever they hold), CMD, and the signal flag.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -10,11 +10,26 @@ use coord::{Connector, Session};
 use crate::child::Children;
 use crate::exit::Failure;
 
+/// How long closing one session may take at exit.
+pub const CLOSE_PATIENCE: Duration = Duration::from_secs(5);
+
 pub struct Ctx {
     pub connector: Connector,
     pub children: Children,
     interrupted: Arc<AtomicBool>,
     sessions: Mutex<Vec<Session>>,
+    /// How many [`Shield`]s are up.
+    shields: AtomicUsize,
+}
+
+/// While one is alive, a SIGINT or SIGTERM does not cut the command short:
+/// `main` lets it finish (see [`Ctx::shield`]).
+pub struct Shield<'a>(&'a AtomicUsize);
+
+impl Drop for Shield<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 impl Ctx {
@@ -24,6 +39,7 @@ impl Ctx {
             children: Children::default(),
             interrupted,
             sessions: Mutex::new(Vec::new()),
+            shields: AtomicUsize::new(0),
         }
     }
 
@@ -36,14 +52,33 @@ impl Ctx {
         Ok(session)
     }
 
+    /// Until the guard is dropped, a first SIGINT or SIGTERM lets the
+    /// command finish instead of dropping its future: for a step that must
+    /// not stop half way (acknowledging a queue item already printed). A
+    /// second signal stops it all the same.
+    pub fn shield(&self) -> Shield<'_> {
+        self.shields.fetch_add(1, Ordering::SeqCst);
+        Shield(&self.shields)
+    }
+
+    /// Whether a [`Shield`] is up.
+    pub fn shielded(&self) -> bool {
+        self.shields.load(Ordering::SeqCst) > 0
+    }
+
     /// Whether SIGINT or SIGTERM arrived.
     pub fn interrupted(&self) -> bool {
         self.interrupted.load(Ordering::SeqCst)
     }
 
     /// Close every session: the server deletes their ephemeral nodes, so
-    /// every lock, leadership and membership is released. Bounded: a
-    /// server that does not answer ends them at their timeout instead.
+    /// every lock, leadership, membership and queue lease is released.
+    /// [`Session::close`] first waits for the session's clean-up still
+    /// running in the background (a dropped guard's delete, a queue item
+    /// given back), which takes a round trip on a server that answers.
+    /// Bounded: a server that does not answer within [`CLOSE_PATIENCE`]
+    /// ends the session at its timeout instead, which releases all the same
+    /// (a leased queue item is then delivered again only after that).
     pub async fn close_all(&self) {
         let all = self
             .sessions
@@ -51,7 +86,7 @@ impl Ctx {
             .map(|mut s| std::mem::take(&mut *s))
             .unwrap_or_default();
         for s in all {
-            match tokio::time::timeout(Duration::from_secs(5), s.close()).await {
+            match tokio::time::timeout(CLOSE_PATIENCE, s.close()).await {
                 Ok(Ok(())) => {}
                 Ok(Err(e)) => eprintln!("coordctl: closing the session: {e}"),
                 Err(_) => eprintln!(

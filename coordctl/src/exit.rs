@@ -12,7 +12,8 @@ pub const USAGE: u8 = 2;
 pub const TIMEOUT: u8 = 3;
 /// The lock, leadership or membership was lost (CMD was sent SIGTERM).
 pub const LOST: u8 = 4;
-/// The backend failed: cannot connect, session ended, server error.
+/// The backend failed: cannot connect, session ended, server error; or
+/// `queue pop` could not write its item to stdout (the item stays queued).
 pub const BACKEND: u8 = 5;
 /// CMD exists but could not be executed.
 pub const CANNOT_EXECUTE: u8 = 126;
@@ -29,7 +30,8 @@ Exit status:
   3        timed out (lock --timeout, queue pop --timeout)
   4        the lock, leadership or membership was lost while held
            (CMD, if running, was sent SIGTERM, then SIGKILL 10s later)
-  5        backend error: cannot connect, session ended, server error
+  5        backend error: cannot connect, session ended, server error;
+           queue pop: stdout could not be written (the item stays queued)
   126/127  CMD could not be executed / was not found
   130/143  interrupted by SIGINT/SIGTERM (everything held was released first)";
 

@@ -1,9 +1,11 @@
 //! coordctl: coord's recipes from the shell. See `coordctl --help`.
 //!
 //! How it ends, whatever happens: the command's future finishes (or, on
-//! SIGINT/SIGTERM with no CMD running, is dropped), then every session is
-//! closed, which releases everything held, then the process exits with a
-//! documented code ([`exit::TABLE`]).
+//! SIGINT/SIGTERM with no CMD running, is dropped — unless it is in a step
+//! it shields from a first signal, see [`ctx::Ctx::shield`]), then every
+//! session is closed, which waits for the clean-up a dropped future left
+//! (a queue item given back) and releases everything held, then the
+//! process exits with a documented code ([`exit::TABLE`]).
 #![warn(missing_docs)]
 
 mod child;
@@ -80,6 +82,7 @@ async fn run(cli: Cli) -> u8 {
         let work = commands::run(&ctx, cli.command);
         tokio::pin!(work);
         let mut forwarded = 0;
+        let mut deferred = false;
         loop {
             tokio::select! {
                 r = &mut work => break r.unwrap_or_else(report),
@@ -95,7 +98,19 @@ async fn run(cli: Cli) -> u8 {
                             p.signal(nix::sys::signal::Signal::SIGKILL);
                         }
                     }
-                    None => break sig.exit_code(),
+                    // A step that must not stop half way is running (an
+                    // item printed, its acknowledgement in flight): let it
+                    // finish, and exit as it says. A second signal stops it.
+                    None if ctx.shielded() && !deferred => deferred = true,
+                    None => {
+                        if ctx.shielded() {
+                            eprintln!(
+                                "coordctl: interrupted again before the item printed was \
+                                 acknowledged; it may be delivered again"
+                            );
+                        }
+                        break sig.exit_code();
+                    }
                 },
             }
         }

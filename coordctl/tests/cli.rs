@@ -99,3 +99,48 @@ fn bad_arguments_exit_2() {
         assert_eq!(code(out.status), Some(2), "{args:?}: {out:?}");
     }
 }
+
+/// Durations past the limits (they used to overflow and panic, exit 101)
+/// are usage errors that say what the limit is, found before any I/O: the
+/// URL here points at nothing, so any attempt to connect would fail
+/// differently.
+#[test]
+fn durations_past_the_limits_are_usage_errors() {
+    let nowhere = "zk://127.0.0.1:1";
+    for (url, args, says) in [
+        (
+            nowhere,
+            &["lock", "/l", "--timeout", "106751991167301d", "--", "true"][..],
+            "at most 3650d",
+        ),
+        (
+            nowhere,
+            &["--session-timeout", "106751991167301d", "leader", "/e"],
+            "at most 1d",
+        ),
+        (
+            nowhere,
+            &["run-once", "j", "--every", "106751991167301d", "--", "true"],
+            "at most 3650d",
+        ),
+        (
+            nowhere,
+            &["queue", "pop", "/q", "--timeout", "99999999999999999999d"],
+            "out of range",
+        ),
+        (
+            "zk://127.0.0.1:1?session_timeout=106751991167301d",
+            &["leader", "/e"],
+            "maximum of 1d",
+        ),
+        (
+            "mem://?session_timeout=25h",
+            &["leader", "/e"],
+            "maximum of 1d",
+        ),
+    ] {
+        let out = run(coordctl(url, args), 20);
+        assert_eq!(code(out.status), Some(2), "{url} {args:?}: {out:?}");
+        assert!(stderr(&out).contains(says), "{url} {args:?}: {out:?}");
+    }
+}

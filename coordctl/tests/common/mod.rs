@@ -247,3 +247,91 @@ pub fn delete_children(url: &str, path: &str) -> usize {
         nodes.len()
     })
 }
+
+/// The suite's shared fault proxy ([`coord_conformance::fault::FaultProxy`])
+/// in front of a server, on a small runtime of its own (these tests are
+/// synchronous): [`Blackhole::cut`] partitions it — every connection, open
+/// or new, stays open, but nothing gets through any more, as when a
+/// network partition cuts the client off without closing anything.
+pub struct Blackhole {
+    /// Where clients connect: `127.0.0.1:PORT`.
+    pub addr: String,
+    proxy: coord_conformance::fault::FaultProxy,
+    _runtime: tokio::runtime::Runtime,
+}
+
+impl Blackhole {
+    /// Start forwarding to `upstream` (`host:port`).
+    pub fn start(upstream: &str) -> Self {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap_or_else(|e| panic!("a runtime for the fault proxy: {e}"));
+        let proxy = runtime.block_on(coord_conformance::fault::FaultProxy::start(upstream));
+        Blackhole {
+            addr: proxy.addr().to_string(),
+            proxy,
+            _runtime: runtime,
+        }
+    }
+
+    /// From now on nothing gets through, either way.
+    pub fn cut(&self) {
+        use coord_conformance::fault::Fault;
+        self.proxy.partition();
+    }
+}
+
+/// `url` with its `host:port` replaced by `addr`.
+pub fn via(url: &str, addr: &str) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+    let end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let authority = &rest[..end];
+    let userinfo = authority
+        .rsplit_once('@')
+        .map_or(String::new(), |(u, _)| format!("{u}@"));
+    format!("{scheme}://{userinfo}{addr}{}", &rest[end..])
+}
+
+/// The `host:port` of `url`.
+pub fn host_port(url: &str) -> String {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let authority = &rest[..end];
+    authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, h)| h)
+        .to_owned()
+}
+
+/// A small seeded generator (splitmix64), for tests that print their seed.
+pub struct Rng(pub u64);
+
+impl Rng {
+    /// The seed from `COORD_TEST_SEED`, or a fresh one.
+    pub fn seed() -> u64 {
+        std::env::var("COORD_TEST_SEED")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| {
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.as_nanos() as u64)
+                    .unwrap_or(7)
+            })
+    }
+
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `0..n` (n > 0), near enough.
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
