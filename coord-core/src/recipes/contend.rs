@@ -57,6 +57,16 @@ impl Wait {
     }
 }
 
+/// Run `fut` within the wait's deadline, if it has one: `None` when the
+/// deadline passes first (a read held up by a partition must not hold the
+/// caller past its timeout).
+async fn within<T>(wait: Wait, fut: impl std::future::Future<Output = T>) -> Option<T> {
+    match wait {
+        Wait::Until(deadline, _) => tokio::time::timeout_at(deadline, fut).await.ok(),
+        _ => Some(fut.await),
+    }
+}
+
 /// The parts of one contender's request.
 pub(crate) struct Contender<'a> {
     pub session: &'a Session,
@@ -124,12 +134,8 @@ impl Contender<'_> {
             pending.sent().await;
             tokio::join!(pending.created(), self.session.children(self.dir))
         };
-        let (created, first) = match wait {
-            Wait::Until(deadline, d) => match tokio::time::timeout_at(deadline, first_step).await {
-                Ok(r) => r,
-                Err(_) => return Err(Error::Timeout(d)),
-            },
-            _ => first_step.await,
+        let Some((created, first)) = within(wait, first_step).await else {
+            return Err(Error::Timeout(wait.length()));
         };
         let created = created?;
         let me_name = path::name(&created.path).to_owned();
@@ -145,19 +151,23 @@ impl Contender<'_> {
         loop {
             let children = match listing.take() {
                 Some(c) if c.iter().any(|c| c.name == me_name) => c,
-                _ => match self.session.children(self.dir).await {
-                    Ok(c) => c,
+                _ => match within(wait, self.session.children(self.dir)).await {
+                    None => {
+                        pending.remove().await;
+                        return Err(Error::Timeout(wait.length()));
+                    }
+                    Some(Ok(c)) => c,
                     // A connection loss while queued: keep our place and
                     // wait for the connection (or our deadline, or the
                     // session's end, which the next read reports).
-                    Err(e) if e.is_retryable() && !matches!(wait, Wait::No) => {
+                    Some(Err(e)) if e.is_retryable() && !matches!(wait, Wait::No) => {
                         if !self.pause_within(wait, &mut attempt).await {
                             pending.remove().await;
                             return Err(Error::Timeout(wait.length()));
                         }
                         continue;
                     }
-                    Err(e) => return Err(e),
+                    Some(Err(e)) => return Err(e),
                 },
             };
             let Some(pred) = predecessor(&children, &me_name, me_seq, self.blocked_by) else {
