@@ -7,16 +7,22 @@ use std::time::Duration;
 use coord_core::SessionState;
 use futures_util::StreamExt;
 use redis::aio::PubSubStream;
+use tokio::time::Instant;
 
-use crate::core::Core;
+use crate::core::{millis, Core};
 use crate::error;
-use crate::scripts;
 
-/// Keep the session key alive; notice its end. Also sweeps sessions whose
-/// end notice nobody heard, every third beat.
+/// Keep the session key alive, and the lease with it; notice its end.
+/// Also sweeps sessions whose end notice nobody heard, every third beat.
+///
+/// Each `PEXPIRE` that answers 1 renews the lease from the instant it was
+/// sent (the server reset the TTL no earlier than that). The heartbeat
+/// stops for good once the session is over, given up (`abandon`), or past
+/// its lease deadline: a session the client counts as lost must not be
+/// kept alive on the server.
 pub(crate) async fn heartbeat(core: Arc<Core>) {
     let period = core.ttl / 3;
-    let ttl_ms = u64::try_from(core.ttl.as_millis()).unwrap_or(u64::MAX);
+    let ttl_ms = millis(core.ttl);
     let key = core.session_key();
     let mut beats: u64 = 0;
     loop {
@@ -27,14 +33,25 @@ pub(crate) async fn heartbeat(core: Arc<Core>) {
             period
         };
         tokio::time::sleep(pause).await;
-        if core.state.borrow().is_terminal() || core.crashed.load(Ordering::SeqCst) {
+        if core.state.borrow().is_terminal()
+            || core.crashed.load(Ordering::SeqCst)
+            || core.abandoned.load(Ordering::SeqCst)
+            || core.lease.expired()
+        {
             return;
         }
         let mut conn = core.conn.clone();
         let mut pexpire = redis::cmd("PEXPIRE");
         pexpire.arg(&key).arg(ttl_ms);
+        let sent = Instant::now();
         match tokio::time::timeout(period, pexpire.query_async::<i64>(&mut conn)).await {
-            Ok(Ok(1)) => core.mark_connected(),
+            Ok(Ok(1)) => {
+                if core.abandoned.load(Ordering::SeqCst) {
+                    return;
+                }
+                core.lease.renewed(sent);
+                core.mark_connected();
+            }
             Ok(Ok(_)) => {
                 // The key is gone: the session is over on the server.
                 core.session_gone(&core.sid.clone(), false);
@@ -47,9 +64,9 @@ pub(crate) async fn heartbeat(core: Arc<Core>) {
         }
         beats += 1;
         if beats % 3 == 0 {
-            if let Err(e) = core.maintain(&scripts::SWEEP, "").await {
-                tracing::debug!(error = %e, "redis sweep failed");
-            }
+            // In a task of its own: a sweep that waits for a slow server
+            // must not hold the next heartbeat back.
+            core.spawn_sweep();
         }
     }
 }
@@ -103,9 +120,8 @@ pub(crate) async fn notice_loop(core: Arc<Core>, mut stream: PubSubStream) {
                 }
             }
         }
-        // Notices sent while it was down are lost: catch up on sessions.
-        if let Err(e) = core.maintain(&scripts::SWEEP, "").await {
-            tracing::debug!(error = %e, "redis sweep failed");
-        }
+        // Notices sent while it was down are lost: catch up on sessions
+        // (in the background: notices keep flowing meanwhile).
+        core.spawn_sweep();
     }
 }

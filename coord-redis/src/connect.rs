@@ -6,9 +6,10 @@ use std::time::Duration;
 use coord_core::{Error, Result, Session};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::Value;
+use tokio::time::Instant;
 
 use crate::background::{heartbeat, notice_loop};
-use crate::core::Core;
+use crate::core::{millis, Core};
 use crate::error::{self, KeyspaceEventsError, BACKEND};
 use crate::notices::Hub;
 use crate::options::{KeyspaceEvents, Options};
@@ -30,7 +31,9 @@ use crate::session::RedisSession;
 /// ```
 ///
 /// # Errors
-/// [`Error::InvalidArgument`] for a bad URL, namespace or TTL;
+/// [`Error::InvalidArgument`] for a bad URL or namespace, a TTL out of
+/// [`crate::MIN_SESSION_TTL`]..=[`crate::MAX_SESSION_TTL`] or a zero or
+/// absurd request timeout (all before any I/O);
 /// [`Error::ConnectionLost`] when the server cannot be reached;
 /// [`Error::Backend`] when it refuses (authentication, ACL), or with a
 /// [`KeyspaceEventsError`] when keyspace notifications for expired keys are
@@ -50,11 +53,12 @@ pub(crate) async fn open(options: Options) -> Result<(Session, Arc<Core>)> {
         .map_err(|e| Error::InvalidArgument(format!("redis URL: {e}")))?;
     let db = client.get_connection_info().redis_settings().db();
     let ttl = options.session_ttl;
+    let request_timeout = options.effective_request_timeout();
     let config = ConnectionManagerConfig::new()
         .set_number_of_retries(3)
         .set_max_delay(Duration::from_millis(500))
-        .set_connection_timeout(Some(ttl.max(Duration::from_secs(1))))
-        .set_response_timeout(Some(ttl.max(Duration::from_secs(1))));
+        .set_connection_timeout(Some(request_timeout))
+        .set_response_timeout(Some(request_timeout));
     let mut conn = ConnectionManager::new_with_config(client.clone(), config)
         .await
         .map_err(|e| error::map(e, None))?;
@@ -66,14 +70,23 @@ pub(crate) async fn open(options: Options) -> Result<(Session, Arc<Core>)> {
         client,
         format!("__keyspace@{db}__:{prefix}s:*"),
         format!("{prefix}ended"),
-        ttl.max(Duration::from_secs(1)),
+        request_timeout,
     );
     // Listening before the session exists: no notice of its end is missed.
     let stream = hub.connect().await?;
-    let core = Arc::new(Core::new(sid.clone(), prefix, ttl, conn, hub));
-    let ttl_ms = u64::try_from(ttl.as_millis())
-        .unwrap_or(u64::MAX)
-        .to_string();
+    // The lease counts from the moment the request that creates the key
+    // leaves (the server sets the TTL no earlier than that).
+    let sent = Instant::now();
+    let core = Arc::new(Core::new(
+        sid.clone(),
+        prefix,
+        ttl,
+        request_timeout,
+        conn,
+        hub,
+        sent,
+    ));
+    let ttl_ms = millis(ttl).to_string();
     match core.maintain(&scripts::OPEN, &ttl_ms).await {
         Ok(Value::Int(1)) => {}
         Ok(other) => return Err(error::unexpected("open", &other)),
@@ -84,12 +97,7 @@ pub(crate) async fn open(options: Options) -> Result<(Session, Arc<Core>)> {
         tokio::spawn(notice_loop(Arc::clone(&core), stream)),
     ];
     // Sessions that died while nobody listened: reap them now.
-    let sweeper = Arc::clone(&core);
-    tokio::spawn(async move {
-        if let Err(e) = sweeper.maintain(&scripts::SWEEP, "").await {
-            tracing::debug!(error = %e, "redis sweep failed");
-        }
-    });
+    core.spawn_sweep();
     tracing::debug!(session = %sid, "redis session open");
     let session = Session::new(Arc::new(RedisSession {
         core: Arc::clone(&core),

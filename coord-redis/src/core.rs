@@ -1,14 +1,16 @@
 //! [`Core`]: what a session's handle and its background tasks share, and
 //! the one place scripts are run as the session.
 
+use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use coord_core::{Error, Result, SessionState};
+use coord_core::{Error, LeaseClock, Result, SessionState};
 use redis::aio::ConnectionManager;
 use redis::{Script, Value};
 use tokio::sync::watch;
+use tokio::time::Instant;
 
 use crate::error;
 use crate::notices::Hub;
@@ -19,39 +21,84 @@ pub(crate) struct Core {
     pub(crate) sid: String,
     pub(crate) prefix: String,
     pub(crate) ttl: Duration,
+    /// How long one request (or connection attempt) may take.
+    pub(crate) request_timeout: Duration,
     pub(crate) conn: ConnectionManager,
     pub(crate) state: watch::Sender<SessionState>,
     pub(crate) hub: Arc<Hub>,
+    /// The client's lease deadline: renewed by the heartbeat's answered
+    /// `PEXPIRE`s (see `coord_core::lease`).
+    pub(crate) lease: LeaseClock,
     /// `close` has begun: the end notice that follows is ours, not an expiry.
     pub(crate) closing: AtomicBool,
+    /// The client gave the session up (`abandon`): nothing renews it any
+    /// more.
+    pub(crate) abandoned: AtomicBool,
+    /// A sweep is running (one at a time).
+    sweeping: AtomicBool,
     /// Test hook: behave like a crashed process (no heartbeat, no close).
     pub(crate) crashed: AtomicBool,
-    /// Test hook: drop the answer of the next create (as a lost connection
-    /// would), after the server applied it.
-    pub(crate) lose_next_create_answer: AtomicBool,
 }
 
 /// One argument of a script.
 pub(crate) type Arg<'a> = &'a [u8];
 
+/// `d` in whole milliseconds, saturating (for `PX` and `PEXPIRE`).
+pub(crate) fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// The instant `d` after `from`, or `None` past the end of time.
+pub(crate) fn after(from: Instant, d: Duration) -> Option<Instant> {
+    from.checked_add(d)
+}
+
+/// The transport error of a request that took longer than its timeout.
+fn timed_out() -> redis::RedisError {
+    redis::RedisError::from(std::io::Error::new(
+        std::io::ErrorKind::TimedOut,
+        "no answer from the redis server within the request timeout",
+    ))
+}
+
 impl Core {
+    /// The core of a session whose key is being created by a request sent
+    /// at `sent` (the lease counts from there).
     pub(crate) fn new(
         sid: String,
         prefix: String,
         ttl: Duration,
+        request_timeout: Duration,
         conn: ConnectionManager,
         hub: Arc<Hub>,
+        sent: Instant,
     ) -> Self {
         Core {
             sid,
             prefix,
             ttl,
+            request_timeout,
             conn,
             state: watch::Sender::new(SessionState::Connected),
             hub,
+            lease: LeaseClock::new(ttl, sent),
             closing: AtomicBool::new(false),
+            abandoned: AtomicBool::new(false),
+            sweeping: AtomicBool::new(false),
             crashed: AtomicBool::new(false),
-            lose_next_create_answer: AtomicBool::new(false),
+        }
+    }
+
+    /// `request` failing with a transport error (a timeout) if it takes
+    /// longer than the request timeout: the connection manager bounds the
+    /// answer, this also bounds (re)connecting.
+    pub(crate) async fn bounded<T>(
+        &self,
+        request: impl Future<Output = redis::RedisResult<T>>,
+    ) -> redis::RedisResult<T> {
+        match tokio::time::timeout(self.request_timeout, request).await {
+            Ok(done) => done,
+            Err(_) => Err(timed_out()),
         }
     }
 
@@ -67,10 +114,17 @@ impl Core {
         }
     }
 
+    /// The session ended on the server (its key is gone); an end that
+    /// follows our own `close` is not an expiry.
     pub(crate) fn mark_expired(&self) {
         if self.closing.load(Ordering::SeqCst) {
             return;
         }
+        self.set_expired();
+    }
+
+    /// The state becomes `Expired`, unless it is final already.
+    pub(crate) fn set_expired(&self) {
         let changed = self.state.send_if_modified(|s| {
             if s.is_terminal() {
                 return false;
@@ -130,7 +184,10 @@ impl Core {
             invocation.arg(*arg);
         }
         let mut conn = self.conn.clone();
-        match invocation.invoke_async::<Value>(&mut conn).await {
+        match self
+            .bounded(invocation.invoke_async::<Value>(&mut conn))
+            .await
+        {
             Ok(value) => {
                 self.mark_connected();
                 Ok(value)
@@ -167,13 +224,70 @@ impl Core {
     /// Run a maintenance script (`open`, `end`, `reap`, `sweep`: each may
     /// run twice) on session `sid`, trying once more after a transport error.
     pub(crate) async fn maintain(&self, script: &Script, sid: &str) -> redis::RedisResult<Value> {
+        match self.maintain_once(script, sid).await {
+            Err(e) if error::is_transport(&e) => self.maintain_once(script, sid).await,
+            done => done,
+        }
+    }
+
+    /// One attempt of a maintenance script, within the request timeout.
+    pub(crate) async fn maintain_once(
+        &self,
+        script: &Script,
+        sid: &str,
+    ) -> redis::RedisResult<Value> {
         let mut conn = self.conn.clone();
         let mut invocation = script.prepare_invoke();
         invocation.arg(&self.prefix).arg(&self.sid).arg(sid);
-        match invocation.invoke_async(&mut conn).await {
-            Err(e) if error::is_transport(&e) => invocation.invoke_async(&mut conn).await,
-            done => done,
+        self.bounded(invocation.invoke_async(&mut conn)).await
+    }
+
+    /// End this session on the server (the `END` script: delete its key,
+    /// reap its ephemeral nodes), retrying transport errors until it is
+    /// done or `deadline` passes. Whether the server confirmed it.
+    pub(crate) async fn end_until(&self, deadline: Option<Instant>) -> bool {
+        let mut pause = Duration::from_millis(50);
+        loop {
+            let attempt = self.maintain_once(&scripts::END, &self.sid);
+            let outcome = match deadline {
+                Some(d) => tokio::time::timeout_at(d, attempt).await.ok(),
+                None => Some(attempt.await),
+            };
+            match outcome {
+                Some(Ok(_)) => return true,
+                Some(Err(e)) if !error::is_transport(&e) => {
+                    tracing::warn!(session = %self.sid, error = %e, "redis refused to end the session");
+                    return false;
+                }
+                Some(Err(e)) => {
+                    tracing::debug!(session = %self.sid, error = %e, "redis session end failed; retrying");
+                }
+                None => return false,
+            }
+            let now = Instant::now();
+            if deadline.is_some_and(|d| now >= d) {
+                return false;
+            }
+            let wake = after(now, pause).map(|w| deadline.map_or(w, |d| w.min(d)));
+            if let Some(wake) = wake {
+                tokio::time::sleep_until(wake).await;
+            }
+            pause = (pause * 2).min(Duration::from_secs(1));
         }
+    }
+
+    /// Sweep dead sessions in the background, unless a sweep is running.
+    pub(crate) fn spawn_sweep(self: &Arc<Self>) {
+        if self.sweeping.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let core = Arc::clone(self);
+        tokio::spawn(async move {
+            if let Err(e) = core.maintain(&scripts::SWEEP, "").await {
+                tracing::debug!(error = %e, "redis sweep failed");
+            }
+            core.sweeping.store(false, Ordering::SeqCst);
+        });
     }
 
     /// Reap session `sid` in the background (its key expired).

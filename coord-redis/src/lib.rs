@@ -25,6 +25,17 @@
 //!   key expired, or a script run by the session finds it missing. `close`
 //!   deletes it. Each session has its own command connection (multiplexed,
 //!   reconnecting) and its own pub/sub connection.
+//! - **Lease**: the client keeps its own deadline (see
+//!   [`coord_core::lease`]): each `PEXPIRE` the server answers with 1 (and
+//!   the request that created the key) moves it to that request's *send*
+//!   time plus 90 % of the TTL, a moment before the key can expire on the
+//!   server. When it passes without a newer answer (a partition, a dead
+//!   server), the session is lost on the client first — `Expired`, every
+//!   `lost()` resolves — its heartbeat stops for good, and it is ended on
+//!   the server (its key deleted, its ephemeral nodes reaped) as soon as
+//!   the server answers, retried for a TTL plus a request timeout (by then
+//!   the key has expired anyway). No request waits longer than the request
+//!   timeout ([`Options::request_timeout`]), reconnecting included.
 //! - **Tree**: a hash per node (`{ns}:n:<path>`: data, version, stamp, owner,
 //!   sequence) and a sorted set of children per node (`{ns}:c:<path>`, scored
 //!   by sequence; children without one score `inf` and so sort by name). All
@@ -113,5 +124,6 @@ pub mod testing;
 pub use connect::connect;
 pub use error::KeyspaceEventsError;
 pub use options::{
-    KeyspaceEvents, Options, DEFAULT_NAMESPACE, DEFAULT_SESSION_TTL, MIN_SESSION_TTL,
+    KeyspaceEvents, Options, DEFAULT_NAMESPACE, DEFAULT_SESSION_TTL, MAX_SESSION_TTL,
+    MIN_SESSION_TTL,
 };

@@ -77,17 +77,25 @@ impl Hub {
     /// Open a (new) pub/sub connection with the session notices subscribed,
     /// and make it the one waiters use. The caller drives the stream.
     pub(crate) async fn connect(&self) -> Result<PubSubStream> {
-        let pubsub = tokio::time::timeout(self.patience, self.client.get_async_pubsub())
-            .await
-            .map_err(|_| Error::ConnectionLost("redis pub/sub connect timed out".into()))?
-            .map_err(|e| error::map(e, None))?;
-        let (mut sink, stream) = pubsub.split();
-        sink.psubscribe(&self.keyspace_pattern)
-            .await
-            .map_err(|e| error::map(e, None))?;
-        sink.subscribe(&self.ended_channel)
-            .await
-            .map_err(|e| error::map(e, None))?;
+        // The whole of it within the patience: a server that accepts the
+        // connection and then stalls must not hold the caller.
+        let (sink, stream) = tokio::time::timeout(self.patience, async {
+            let pubsub = self
+                .client
+                .get_async_pubsub()
+                .await
+                .map_err(|e| error::map(e, None))?;
+            let (mut sink, stream) = pubsub.split();
+            sink.psubscribe(&self.keyspace_pattern)
+                .await
+                .map_err(|e| error::map(e, None))?;
+            sink.subscribe(&self.ended_channel)
+                .await
+                .map_err(|e| error::map(e, None))?;
+            Ok::<_, Error>((sink, stream))
+        })
+        .await
+        .map_err(|_| Error::ConnectionLost("redis pub/sub connect timed out".into()))??;
         let mut link = self.link.lock().await;
         link.sink = Some(sink);
         link.subscribed.clear();
@@ -125,12 +133,12 @@ impl Hub {
     /// Register interest in `channel`; returns once the server has
     /// confirmed the subscription.
     pub(crate) async fn register(self: &Arc<Self>, channel: String) -> Result<Waiter> {
-        let deadline = tokio::time::Instant::now() + self.patience;
+        let deadline = tokio::time::Instant::now().checked_add(self.patience);
         loop {
             let mut link = self.link.lock().await;
             let Some(sink) = link.sink.clone() else {
                 drop(link);
-                if tokio::time::Instant::now() >= deadline {
+                if deadline.is_some_and(|d| tokio::time::Instant::now() >= d) {
                     return Err(Error::ConnectionLost(
                         "the redis pub/sub connection is down".into(),
                     ));
@@ -153,11 +161,20 @@ impl Hub {
             };
             // Marked before the await, so a cancelled subscribe is undone
             // by the prune the waiter's drop schedules.
+            // Within the patience: the link lock is held meanwhile.
+            // A failed one is forgotten, so the next waiter subscribes anew.
             if link.subscribed.insert(channel.clone()) {
                 let mut sink = sink;
-                sink.subscribe(&channel)
+                let confirmed = tokio::time::timeout(self.patience, sink.subscribe(&channel))
                     .await
-                    .map_err(|e| error::map(e, None))?;
+                    .map_err(|_| {
+                        Error::ConnectionLost("redis SUBSCRIBE was not confirmed in time".into())
+                    })
+                    .and_then(|r| r.map_err(|e| error::map(e, None)));
+                if let Err(e) = confirmed {
+                    link.subscribed.remove(&channel);
+                    return Err(e);
+                }
             }
             return Ok(waiter);
         }
@@ -186,8 +203,10 @@ impl Hub {
             return;
         }
         if let Some(sink) = link.sink.as_mut() {
-            if let Err(e) = sink.unsubscribe(&channel).await {
-                tracing::debug!(%channel, error = %e, "redis unsubscribe failed");
+            match tokio::time::timeout(self.patience, sink.unsubscribe(&channel)).await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => tracing::debug!(%channel, error = %e, "redis unsubscribe failed"),
+                Err(_) => tracing::debug!(%channel, "redis unsubscribe timed out"),
             }
         }
     }

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use coord_core::{Error, Result};
+use coord_core::{limits, Error, Result};
 
 /// The key namespace used when none is given.
 pub const DEFAULT_NAMESPACE: &str = "coord";
@@ -12,6 +12,19 @@ pub const DEFAULT_SESSION_TTL: Duration = Duration::from_secs(10);
 
 /// The shortest session TTL accepted: heartbeats go every third of it.
 pub const MIN_SESSION_TTL: Duration = Duration::from_millis(300);
+
+/// The longest session TTL accepted: coord's limit for every backend,
+/// [`coord_core::limits::MAX_SESSION_TIMEOUT`].
+pub const MAX_SESSION_TTL: Duration = limits::MAX_SESSION_TIMEOUT;
+
+/// The shortest request timeout [`Options::request_timeout`] derives from
+/// the TTL when none is given.
+const MIN_DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// The longest request timeout [`Options::request_timeout`] derives from
+/// the TTL when none is given: a request that takes longer than this is
+/// lost, whatever the TTL.
+const MAX_DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// What [`crate::connect`] does about the server's `notify-keyspace-events`
 /// setting, which must include `K` (keyspace events) and `x` (expired keys,
@@ -43,12 +56,51 @@ pub enum KeyspaceEvents {
 ///     .session_ttl(Duration::from_secs(5));
 /// assert_eq!(options.key_prefix(), "{billing}:");
 /// ```
-#[derive(Debug, Clone)]
+///
+/// Its `Debug` shows the URL with the password replaced by `***`.
+#[derive(Clone)]
 pub struct Options {
     pub(crate) url: String,
     pub(crate) namespace: String,
     pub(crate) session_ttl: Duration,
+    pub(crate) request_timeout: Option<Duration>,
     pub(crate) keyspace_events: KeyspaceEvents,
+}
+
+impl std::fmt::Debug for Options {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Options")
+            .field("url", &redact(&self.url))
+            .field("namespace", &self.namespace)
+            .field("session_ttl", &self.session_ttl)
+            .field("request_timeout", &self.request_timeout)
+            .field("keyspace_events", &self.keyspace_events)
+            .finish()
+    }
+}
+
+/// `url` with the password of its user info (if any) replaced by `***`,
+/// for messages.
+pub(crate) fn redact(url: &str) -> String {
+    let Some(start) = url.find("://").map(|i| i + 3) else {
+        return url.to_owned();
+    };
+    let end = url[start..]
+        .find(['/', '?', '#'])
+        .map_or(url.len(), |i| start + i);
+    let authority = &url[start..end];
+    let Some(at) = authority.rfind('@') else {
+        return url.to_owned();
+    };
+    match authority[..at].find(':') {
+        Some(colon) => format!(
+            "{}{}:***{}",
+            &url[..start],
+            &authority[..colon],
+            &url[start + at..]
+        ),
+        None => url.to_owned(),
+    }
 }
 
 impl Options {
@@ -60,6 +112,7 @@ impl Options {
             url: url.into(),
             namespace: DEFAULT_NAMESPACE.to_owned(),
             session_ttl: DEFAULT_SESSION_TTL,
+            request_timeout: None,
             keyspace_events: KeyspaceEvents::default(),
         }
     }
@@ -73,9 +126,24 @@ impl Options {
     }
 
     /// How long a session outlives its last heartbeat (default 10 s);
-    /// heartbeats go every third of it. At least [`MIN_SESSION_TTL`].
+    /// heartbeats go every third of it. From [`MIN_SESSION_TTL`] to
+    /// [`MAX_SESSION_TTL`]; [`crate::connect`] refuses others.
+    ///
+    /// The client counts the session as lost a tenth of the TTL before the
+    /// server can (see `coord_core::lease`): when no heartbeat has been
+    /// answered for 90 % of it.
     pub fn session_ttl(mut self, ttl: Duration) -> Self {
         self.session_ttl = ttl;
+        self
+    }
+
+    /// How long one request (and one connection attempt) waits for the
+    /// server before it fails with a connection loss. Default: the TTL, but
+    /// at least 1 s and at most 30 s. Positive, and at most
+    /// [`coord_core::limits::MAX_TIMEOUT`]; [`crate::connect`] refuses
+    /// others.
+    pub fn request_timeout(mut self, timeout: Duration) -> Self {
+        self.request_timeout = Some(timeout);
         self
     }
 
@@ -102,6 +170,15 @@ impl Options {
         self.session_ttl
     }
 
+    /// The request timeout in effect: the one given, or the one derived
+    /// from the TTL (see [`Options::request_timeout`]).
+    pub fn effective_request_timeout(&self) -> Duration {
+        self.request_timeout.unwrap_or_else(|| {
+            self.session_ttl
+                .clamp(MIN_DEFAULT_REQUEST_TIMEOUT, MAX_DEFAULT_REQUEST_TIMEOUT)
+        })
+    }
+
     pub(crate) fn validate(&self) -> Result<()> {
         let ns_ok = !self.namespace.is_empty()
             && self.namespace.len() <= 128
@@ -115,11 +192,20 @@ impl Options {
                 self.namespace
             )));
         }
+        limits::check_session_timeout(self.session_ttl)?;
         if self.session_ttl < MIN_SESSION_TTL {
             return Err(Error::InvalidArgument(format!(
                 "redis session TTL {:?} is below the minimum {MIN_SESSION_TTL:?}",
                 self.session_ttl
             )));
+        }
+        if let Some(timeout) = self.request_timeout {
+            if timeout.is_zero() {
+                return Err(Error::InvalidArgument(
+                    "a redis request timeout of zero cannot work".into(),
+                ));
+            }
+            limits::check("a redis request timeout", timeout, limits::MAX_TIMEOUT)?;
         }
         Ok(())
     }
@@ -134,5 +220,73 @@ impl From<&str> for Options {
 impl From<String> for Options {
     fn from(url: String) -> Self {
         Options::new(url)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refused(options: &Options) -> bool {
+        matches!(options.validate(), Err(Error::InvalidArgument(_)))
+    }
+
+    #[test]
+    fn durations_out_of_range_are_refused() {
+        let base = Options::new("redis://127.0.0.1:6379");
+        assert!(base.validate().is_ok());
+        assert!(refused(&base.clone().session_ttl(Duration::ZERO)));
+        assert!(refused(
+            &base.clone().session_ttl(Duration::from_millis(299))
+        ));
+        assert!(base.clone().session_ttl(MAX_SESSION_TTL).validate().is_ok());
+        assert!(refused(
+            &base
+                .clone()
+                .session_ttl(MAX_SESSION_TTL + Duration::from_nanos(1))
+        ));
+        assert!(refused(&base.clone().session_ttl(Duration::MAX)));
+        assert!(refused(&base.clone().request_timeout(Duration::ZERO)));
+        assert!(refused(&base.clone().request_timeout(Duration::MAX)));
+        assert!(refused(
+            &base
+                .clone()
+                .request_timeout(limits::MAX_TIMEOUT + Duration::from_secs(1))
+        ));
+        assert!(base
+            .clone()
+            .request_timeout(limits::MAX_TIMEOUT)
+            .validate()
+            .is_ok());
+    }
+
+    #[test]
+    fn the_request_timeout_follows_the_ttl_within_bounds() {
+        let o = Options::new("redis://h");
+        assert_eq!(o.effective_request_timeout(), DEFAULT_SESSION_TTL);
+        let short = o.clone().session_ttl(MIN_SESSION_TTL);
+        assert_eq!(short.effective_request_timeout(), Duration::from_secs(1));
+        let long = o.clone().session_ttl(MAX_SESSION_TTL);
+        assert_eq!(long.effective_request_timeout(), Duration::from_secs(30));
+        let given = o.request_timeout(Duration::from_millis(1500));
+        assert_eq!(
+            given.effective_request_timeout(),
+            Duration::from_millis(1500)
+        );
+    }
+
+    #[test]
+    fn debug_hides_the_password() {
+        let o = Options::new("redis://app:s3cret@127.0.0.1:6379/2");
+        let shown = format!("{o:?}");
+        assert!(!shown.contains("s3cret"), "{shown}");
+        assert!(
+            shown.contains("redis://app:***@127.0.0.1:6379/2"),
+            "{shown}"
+        );
+        assert_eq!(redact("redis://:pw@h:1"), "redis://:***@h:1");
+        assert_eq!(redact("redis://user@h:1"), "redis://user@h:1");
+        assert_eq!(redact("redis://h:1/0"), "redis://h:1/0");
+        assert_eq!(redact("nonsense"), "nonsense");
     }
 }

@@ -6,14 +6,15 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use coord_core::{
-    path, Child, CreateMode, Created, Error, Fence, Node, Op, OpResult, PrimitiveSession, Result,
-    SessionId, SessionState, Stat, Watch,
+    path, Child, CreateMode, Created, Error, Fence, LeaseClock, Node, Op, OpResult,
+    PrimitiveSession, Result, SessionId, SessionState, Stat, Watch,
 };
 use redis::Value;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
+use tokio::time::Instant;
 
-use crate::core::Core;
+use crate::core::{after, Core};
 use crate::error::{self, BACKEND};
 use crate::reply::{
     bytes, decode_children, decode_created, decode_stat, flag, int, uint, version_arg,
@@ -23,6 +24,7 @@ use crate::scripts;
 /// A coord session on Redis; see the crate docs for how it maps.
 pub(crate) struct RedisSession {
     pub(crate) core: Arc<Core>,
+    /// The heartbeat first, then the notice loop.
     pub(crate) tasks: Vec<JoinHandle<()>>,
 }
 
@@ -91,15 +93,6 @@ impl RedisSession {
             flag(recover),
         ];
         let value = self.core.call(&scripts::CREATE, &args, None).await?;
-        if self
-            .core
-            .lose_next_create_answer
-            .swap(false, Ordering::SeqCst)
-        {
-            return Err(Error::ConnectionLost(
-                "test hook: create answer dropped".into(),
-            ));
-        }
         decode_created(&value)
     }
 
@@ -133,10 +126,12 @@ impl PrimitiveSession for RedisSession {
         if !protected || !matches!(first, Err(Error::ConnectionLost(_))) {
             return first;
         }
-        let deadline = tokio::time::Instant::now() + self.core.ttl;
+        // Retried for a TTL at most: by then the session itself is over
+        // unless the server answers (the lease ends it on the client).
+        let deadline = after(Instant::now(), self.core.ttl);
         let mut pause = Duration::from_millis(25);
         let mut last = first;
-        while tokio::time::Instant::now() < deadline {
+        while deadline.is_none_or(|d| Instant::now() < d) {
             tracing::debug!(%path, "redis create answer lost; looking for it before retrying");
             match self.create_once(path, data, mode, true).await {
                 Err(Error::ConnectionLost(e)) => last = Err(Error::ConnectionLost(e)),
@@ -277,6 +272,47 @@ impl PrimitiveSession for RedisSession {
                 self.core.call(&scripts::GUARDED, &args, version).await?;
                 Ok(OpResult::Deleted)
             }
+        }
+    }
+
+    fn lease(&self) -> &LeaseClock {
+        &self.core.lease
+    }
+
+    async fn abandon(&self) {
+        let core = &self.core;
+        // Nothing renews the session from here on: the heartbeat checks the
+        // flag before each PEXPIRE (and ignores an answer that comes after
+        // it), and is stopped besides.
+        core.abandoned.store(true, Ordering::SeqCst);
+        if let Some(heartbeat) = self.tasks.first() {
+            heartbeat.abort();
+        }
+        // Expired (not Closed), whatever happens next: also when a `close`
+        // is under way (its `closing` flag would make `mark_expired` take
+        // the END's notice for ours). Final: the notice loop stops, and
+        // every operation of the backend is refused.
+        core.set_expired();
+        if core.crashed.load(Ordering::SeqCst) {
+            // Test hook: a crashed process tells the server nothing.
+            return;
+        }
+        // A TTL from now the key has expired on the server anyway: the last
+        // PEXPIRE left before this call. (One stalled in a partition may
+        // still land after it heals; the ENDs sent since follow it on the
+        // same connection.) One request timeout more for an END already
+        // under way to answer.
+        let budget = core.ttl.saturating_add(core.request_timeout);
+        let started = Instant::now();
+        let ended = core.end_until(after(started, budget)).await;
+        if ended {
+            tracing::info!(session = %core.sid, "redis session given up by the client and ended on the server");
+        } else {
+            tracing::warn!(
+                session = %core.sid,
+                waited = ?started.elapsed(),
+                "redis session given up by the client; the server could not be told, its key expires on its own"
+            );
         }
     }
 

@@ -45,18 +45,11 @@ pub struct Hooks {
 
 impl Hooks {
     /// Behave like a crashed process: stop the heartbeat now, and do not
-    /// end the session when it is dropped. Its key then expires after the
-    /// TTL, and its ephemeral nodes are reaped.
+    /// end the session when it is dropped or given up at its lease
+    /// deadline. Its key then expires after the TTL, and its ephemeral
+    /// nodes are reaped.
     pub fn crash(&self) {
         self.core.crashed.store(true, Ordering::SeqCst);
-    }
-
-    /// Make the next create lose its answer after the server applied it, as
-    /// a dropped connection would.
-    pub fn lose_next_create_answer(&self) {
-        self.core
-            .lose_next_create_answer
-            .store(true, Ordering::SeqCst);
     }
 
     /// How many change channels the session's pub/sub connection has

@@ -1,11 +1,13 @@
 //! Redis-specific behaviour, against the server at `COORD_TEST_REDIS`:
-//! crashed clients, lost answers, watches that clean up after themselves.
+//! crashed clients, lost answers and cut connections (through a fault proxy
+//! of the session's own), watches that clean up after themselves.
 
 mod common;
 
 use std::time::Duration;
 
-use common::{redis_url, RedisHarness};
+use common::{behind_proxy, redis_url, RedisHarness};
+use coord_conformance::fault::Fault;
 use coord_core::{CreateMode, Error, SessionState};
 use coord_redis::{testing, KeyspaceEvents, Options};
 
@@ -115,32 +117,172 @@ async fn reads_reap_dead_sessions_lazily() {
     other.close().await.expect("close");
 }
 
-/// A protected sequential create whose answer is lost is found again by
-/// its prefix, not made twice.
+/// An unprotected create whose answer is lost is not retried (that could
+/// make the node twice): the caller hears of the loss, the node the server
+/// made is there once, and the session carries on. (A protected one is
+/// found again instead: conformance `fault_lost_create_answer_is_found`.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn lost_create_answer_not_duplicated() {
+async fn lost_answer_of_unprotected_create_is_reported() {
     let h = RedisHarness::from_env();
-    let (s, hooks) = testing::connect_with_hooks(h.options())
-        .await
-        .expect("connect");
-    let name = format!("/jobs/_c_{}-lock-", uuid::Uuid::new_v4());
-    hooks.lose_next_create_answer();
-    let created = s
-        .create(&name, b"x", CreateMode::EphemeralSequential)
-        .await
-        .expect("create recovers the node its lost answer made");
-    let kids = s.children("/jobs").await.expect("children");
-    assert_eq!(kids.len(), 1, "{kids:?}");
-    assert_eq!(format!("/jobs/{}", kids[0].name), created.path);
-    assert_eq!(kids[0].sequence, created.sequence);
-
-    // An unprotected name is not retried: the caller hears of the loss.
-    hooks.lose_next_create_answer();
+    // A long TTL: no heartbeat goes out around the create, so the answer
+    // the proxy loses is the create's.
+    let (proxy, options) = behind_proxy(&h.options().session_ttl(Duration::from_secs(60))).await;
+    let s = coord_redis::connect(options).await.expect("connect");
+    let observer = coord_redis::connect(h.options()).await.expect("connect");
+    s.ensure_dir("/jobs").await.expect("dir");
+    // Let the sweep the session starts with answer first.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    proxy.lose_next_answer();
     let lost = s
         .create("/jobs/plain-", b"", CreateMode::PersistentSequential)
         .await;
     assert!(matches!(lost, Err(Error::ConnectionLost(_))), "{lost:?}");
+    assert_eq!(proxy.lost_answers(), 1);
+    let kids = observer.children("/jobs").await.expect("children");
+    assert_eq!(kids.len(), 1, "the create was applied once: {kids:?}");
+    assert!(kids[0].name.starts_with("plain-"), "{kids:?}");
+    eventually(
+        "the session reconnects",
+        Duration::from_secs(10),
+        || async { s.get("/jobs").await.is_ok() },
+    )
+    .await;
+    assert_eq!(s.state(), SessionState::Connected);
     s.close().await.expect("close");
+    observer.close().await.expect("close");
+}
+
+/// Both connections of a session cut (by its own proxy, for less than its
+/// TTL): a pending watch wakes (spuriously), calls fail as retryable while
+/// it lasts, and after the heal the session is back on its own, its
+/// ephemeral node intact and watches working again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn session_survives_cut_connections() {
+    let h = RedisHarness::from_env();
+    let (proxy, options) = behind_proxy(&h.options()).await;
+    let s = coord_redis::connect(options).await.expect("connect");
+    let other = coord_redis::connect(h.options()).await.expect("connect");
+    let node = s
+        .create("/rc/e", b"", CreateMode::Ephemeral)
+        .await
+        .expect("create");
+    let (_, watch) = s.children_watch("/rc").await.expect("watch");
+
+    proxy.cut();
+    tokio::time::timeout(Duration::from_secs(10), watch)
+        .await
+        .expect("a watch wakes when its link drops")
+        .expect("a spurious wake-up is Ok");
+    let during = s.get(&node.path).await;
+    assert!(
+        matches!(&during, Err(e) if e.is_retryable()),
+        "a call during the cut: {during:?}"
+    );
+    let mut state = s.state_watch();
+    tokio::time::timeout(
+        Duration::from_secs(10),
+        state.wait_for(|st| *st == SessionState::Suspended),
+    )
+    .await
+    .expect("Suspended during the cut")
+    .expect("state");
+
+    proxy.heal();
+    let (_, watch) = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            match s.children_watch("/rc").await {
+                Ok(w) => return w,
+                Err(e) if e.is_retryable() => tokio::time::sleep(Duration::from_millis(50)).await,
+                Err(e) => panic!("children_watch after the heal: {e}"),
+            }
+        }
+    })
+    .await
+    .expect("the links come back");
+    other
+        .create("/rc/x", b"", CreateMode::Persistent)
+        .await
+        .expect("create");
+    tokio::time::timeout(Duration::from_secs(10), watch)
+        .await
+        .expect("a watch set after the reconnect fires")
+        .expect("watch");
+    assert!(
+        s.get(&node.path).await.expect("get").is_some(),
+        "the ephemeral node outlived the cut"
+    );
+    tokio::time::timeout(
+        Duration::from_secs(10),
+        state.wait_for(|st| *st == SessionState::Connected),
+    )
+    .await
+    .expect("Connected again")
+    .expect("state");
+    s.close().await.expect("close");
+    other.close().await.expect("close");
+}
+
+/// A session the client gives up while the server still hears it (its
+/// answers lost, its heartbeats not) is ended on the server by the client
+/// itself, at once: its key and its ephemeral node are gone even before
+/// the fault heals, its state is `Expired` (not `Closed`), and nothing
+/// renews it afterwards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn given_up_session_is_ended_on_the_server() {
+    let h = RedisHarness::from_env();
+    let ttl = Duration::from_secs(2);
+    let (proxy, options) = behind_proxy(&h.options().session_ttl(ttl)).await;
+    let s = coord_redis::connect(options).await.expect("connect");
+    let node = s
+        .create("/gone/e", b"", CreateMode::Ephemeral)
+        .await
+        .expect("create");
+    let key = format!("{}s:{}", h.options.key_prefix(), s.id().0);
+    let mut conn = raw(&h.options).await;
+    proxy.silence();
+    let lost_at = tokio::time::Instant::now();
+    let why = tokio::time::timeout(ttl * 3, s.ended())
+        .await
+        .expect("the client gives the session up at its lease deadline");
+    assert!(matches!(why, Error::SessionExpired), "{why:?}");
+    // At 90 % of the TTL after the last answered heartbeat (plus slack for
+    // a loaded machine).
+    assert!(
+        lost_at.elapsed() < ttl + ttl / 2,
+        "given up {:?} after the answers stopped (TTL {ttl:?})",
+        lost_at.elapsed()
+    );
+    // Still silenced: the END reached the server all the same.
+    eventually("the session key deleted", ttl, || {
+        let mut conn = conn.clone();
+        let key = key.clone();
+        async move {
+            redis::cmd("EXISTS")
+                .arg(&key)
+                .query_async::<i64>(&mut conn)
+                .await
+                .expect("EXISTS")
+                == 0
+        }
+    })
+    .await;
+    let left: i64 = redis::cmd("EXISTS")
+        .arg(format!("{}n:{}", h.options.key_prefix(), node.path))
+        .query_async(&mut conn)
+        .await
+        .expect("EXISTS");
+    assert_eq!(left, 0, "the ephemeral node went with the session");
+    proxy.heal();
+    tokio::time::sleep(ttl).await;
+    let back: i64 = redis::cmd("EXISTS")
+        .arg(&key)
+        .query_async(&mut conn)
+        .await
+        .expect("EXISTS");
+    assert_eq!(back, 0, "nothing renews a session given up");
+    assert_eq!(s.state(), SessionState::Expired);
+    s.close().await.expect("closing a given-up session is Ok");
+    assert_eq!(s.state(), SessionState::Expired);
 }
 
 /// Dropped watches unsubscribe; fired ones too.

@@ -1,5 +1,8 @@
 //! The Redis test harness, shared by this crate's test files.
 
+use std::time::Duration;
+
+use coord_conformance::fault::{Fault, FaultProxy};
 use coord_core::Session;
 use coord_redis::Options;
 
@@ -12,6 +15,47 @@ pub fn redis_url() -> String {
              scripts/test-all, or start one and set COORD_TEST_REDIS=redis://127.0.0.1:<port>"
         ),
     }
+}
+
+/// The `host:port` a `redis://` URL names, and the URL with it replaced by
+/// `addr` (user info, database and query kept).
+pub fn via(url: &str, addr: &str) -> (String, String) {
+    let start = url.find("://").map_or(0, |i| i + 3);
+    let end = url[start..]
+        .find(['/', '?', '#'])
+        .map_or(url.len(), |i| start + i);
+    let authority = &url[start..end];
+    let host_start = authority.rfind('@').map_or(start, |at| start + at + 1);
+    let host = &url[host_start..end];
+    let host = if host.contains(':') {
+        host.to_owned()
+    } else {
+        format!("{host}:6379")
+    };
+    (host, format!("{}{addr}{}", &url[..host_start], &url[end..]))
+}
+
+/// A fault proxy in front of the test server, and options whose every
+/// connection (commands and pub/sub) goes through it.
+pub async fn behind_proxy(options: &Options) -> (FaultProxy, Options) {
+    let (upstream, _) = via(options.url(), "");
+    let proxy = FaultProxy::start(&upstream).await;
+    let (_, url) = via(options.url(), &proxy.addr().to_string());
+    let proxied = Options::new(url)
+        .namespace(namespace_of(options))
+        .session_ttl(options.ttl())
+        .request_timeout(options.effective_request_timeout());
+    (proxy, proxied)
+}
+
+/// The namespace of `options` (`{ns}:` without the braces and colon).
+pub fn namespace_of(options: &Options) -> String {
+    options
+        .key_prefix()
+        .trim_start_matches('{')
+        .trim_end_matches(':')
+        .trim_end_matches('}')
+        .to_owned()
 }
 
 /// Sessions on one unique namespace of the test server.
@@ -45,9 +89,21 @@ impl coord_conformance::Harness for RedisHarness {
         match coord_redis::connect(self.options()).await {
             Ok(session) => session,
             Err(e) => panic!(
-                "cannot open a Redis session at {} (COORD_TEST_REDIS): {e}",
-                self.options.url()
+                "cannot open a Redis session with {:?} (COORD_TEST_REDIS): {e}",
+                self.options
             ),
+        }
+    }
+
+    /// A session whose command and pub/sub connections both go through a
+    /// [`FaultProxy`] of its own, with `session_timeout` as its TTL.
+    async fn open_faulty(&self, session_timeout: Duration) -> (Session, Box<dyn Fault>) {
+        let (proxy, options) = behind_proxy(&self.options().session_ttl(session_timeout)).await;
+        match coord_redis::connect(options.clone()).await {
+            Ok(session) => (session, Box::new(proxy)),
+            Err(e) => {
+                panic!("cannot open a Redis session through the fault proxy with {options:?}: {e}")
+            }
         }
     }
 
