@@ -147,6 +147,9 @@ async fn monitor(
                 if !session.lease().expired() || backend_state.borrow().is_terminal() {
                     continue;
                 }
+                // Counted before the state says so: a `close` that sees
+                // the loss also waits for the abandon.
+                let work = local.begin_work();
                 let lost = local.state.send_if_modified(|s| {
                     if s.is_terminal() {
                         false
@@ -163,9 +166,9 @@ async fn monitor(
                         "no answer from the server before the lease deadline: the session is lost here, \
                          before the server can give its holds away; ending it on the server"
                     );
-                    let _work = local.begin_work();
                     session.abandon().await;
                 }
+                drop(work);
                 return;
             }
         }

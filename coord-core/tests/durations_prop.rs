@@ -371,3 +371,67 @@ proptest! {
         })?;
     }
 }
+
+/// What a `Session` call with path `p` may answer: an invalid path is
+/// `InvalidPath`, found before any I/O; a valid one never is (any other
+/// answer — a node, `NotFound`, `AlreadyExists`… — is the store's).
+fn path_answer<T: std::fmt::Debug>(
+    what: &str,
+    p: &str,
+    valid: bool,
+    r: &coord_core::Result<T>,
+) -> Outcome {
+    match r {
+        Err(Error::InvalidPath { .. }) => {
+            prop_assert!(!valid, "Session::{what}({p:?}) refused a valid path")
+        }
+        _ => prop_assert!(valid, "Session::{what}({p:?}) took an invalid path: {r:?}"),
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    /// Every `Session` method takes any path string without panicking,
+    /// refuses the invalid ones with `InvalidPath` before any I/O (the
+    /// store is unchanged), and data over the limit with
+    /// `InvalidArgument`.
+    #[test]
+    fn session_methods_take_any_path(p in paths(), big in any::<bool>()) {
+        runtime().block_on(async {
+            let store = MemStore::new();
+            let s = store.open();
+            let before = tree(&s).await;
+            let any_path = path::validate(&p).is_ok();
+            let below_root = path::validate_non_root(&p).is_ok();
+            let data = if big { vec![0u8; path::MAX_DATA_LEN + 1] } else { b"x".to_vec() };
+
+            path_answer("get", &p, any_path, &s.get(&p).await)?;
+            path_answer("children", &p, any_path, &s.children(&p).await)?;
+            path_answer("children_watch", &p, any_path, &s.children_watch(&p).await.map(|(c, _)| c))?;
+            path_answer("watch_gone", &p, below_root, &s.watch_gone(&p).await.map(|w| w.is_some()))?;
+            path_answer("delete", &p, below_root, &s.delete(&p, Some(7)).await)?;
+            let fence = coord_core::Fence { path: p.clone(), stamp: 1 };
+            let guarded = s.guarded(&fence, coord_core::Op::Delete { path: "/x".into(), version: None }).await;
+            path_answer("guarded", &p, below_root, &guarded)?;
+            prop_assert_eq!(tree(&s).await, before.clone(), "a refused or failed call changed the store");
+
+            let created = s.create(&p, &data, coord_core::CreateMode::Ephemeral).await;
+            if below_root && big {
+                prop_assert!(matches!(created, Err(Error::InvalidArgument(_))), "oversized data: {:?}", created);
+            } else {
+                path_answer("create", &p, below_root, &created)?;
+            }
+            if created.is_err() {
+                prop_assert_eq!(tree(&s).await, before, "a refused create changed the store");
+            }
+            let set = s.set(&p, &data, None).await;
+            if !(below_root && big) {
+                path_answer("set", &p, below_root, &set)?;
+            }
+            let _ = s.close().await;
+            Ok(())
+        })?;
+    }
+}
