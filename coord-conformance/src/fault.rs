@@ -187,72 +187,67 @@ async fn pass_partition(mode: &mut watch::Receiver<Mode>) -> bool {
     }
 }
 
+/// Which way a [`pipe`] carries bytes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Way {
+    /// Client to server: requests.
+    Up,
+    /// Server to client: answers.
+    Down,
+}
+
+/// Carry bytes one way until either side closes or the proxy cuts it:
+/// stalled while partitioned (what was read before the partition is
+/// delivered after it); upward, the request after which answers are lost;
+/// downward, answers dropped while silenced or lost.
+async fn pipe(
+    mut from: tokio::net::tcp::OwnedReadHalf,
+    mut to: tokio::net::tcp::OwnedWriteHalf,
+    way: Way,
+    ctl: Arc<Ctl>,
+    answers_lost: Arc<AtomicBool>,
+) {
+    let mut mode = ctl.mode.subscribe();
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        if !pass_partition(&mut mode).await {
+            return;
+        }
+        let n = tokio::select! {
+            r = from.read(&mut buf) => match r {
+                Ok(0) | Err(_) => return,
+                Ok(n) => n,
+            },
+            // A partition that starts while we wait: stop reading.
+            _ = mode.wait_for(|m| *m == Mode::Partition) => continue,
+        };
+        if !pass_partition(&mut mode).await {
+            return;
+        }
+        let dropped = way == Way::Down
+            && (answers_lost.load(Ordering::SeqCst) || *mode.borrow() == Mode::Silence);
+        if dropped {
+            continue;
+        }
+        if to.write_all(&buf[..n]).await.is_err() {
+            return;
+        }
+        if way == Way::Up && ctl.lose_next.swap(false, Ordering::SeqCst) {
+            ctl.lost_answers.fetch_add(1, Ordering::SeqCst);
+            answers_lost.store(true, Ordering::SeqCst);
+        }
+    }
+}
+
 /// Relay one connection both ways until either side closes, the proxy
 /// kills it, or a lost answer's grace period ends.
 async fn relay(client: TcpStream, server: TcpStream, ctl: Arc<Ctl>) {
-    let (mut cr, mut cw) = client.into_split();
-    let (mut sr, mut sw) = server.into_split();
+    let (cr, cw) = client.into_split();
+    let (sr, sw) = server.into_split();
     let answers_lost = Arc::new(AtomicBool::new(false));
     let mut killed = ctl.kill.subscribe();
-    let up = {
-        let (ctl, lost) = (ctl.clone(), answers_lost.clone());
-        async move {
-            let mut mode = ctl.mode.subscribe();
-            let mut buf = vec![0u8; 64 * 1024];
-            loop {
-                if !pass_partition(&mut mode).await {
-                    return;
-                }
-                let n = tokio::select! {
-                    r = cr.read(&mut buf) => match r {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => n,
-                    },
-                    // A partition that starts while we wait: stop reading.
-                    _ = mode.wait_for(|m| *m == Mode::Partition) => continue,
-                };
-                // Read before a partition began: deliver it after.
-                if !pass_partition(&mut mode).await {
-                    return;
-                }
-                if sw.write_all(&buf[..n]).await.is_err() {
-                    return;
-                }
-                if ctl.lose_next.swap(false, Ordering::SeqCst) {
-                    ctl.lost_answers.fetch_add(1, Ordering::SeqCst);
-                    lost.store(true, Ordering::SeqCst);
-                }
-            }
-        }
-    };
-    let down = {
-        let (ctl, lost) = (ctl.clone(), answers_lost.clone());
-        async move {
-            let mut mode = ctl.mode.subscribe();
-            let mut buf = vec![0u8; 64 * 1024];
-            loop {
-                if !pass_partition(&mut mode).await {
-                    return;
-                }
-                let n = tokio::select! {
-                    r = sr.read(&mut buf) => match r {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => n,
-                    },
-                    _ = mode.wait_for(|m| *m == Mode::Partition) => continue,
-                };
-                if !pass_partition(&mut mode).await {
-                    return;
-                }
-                if lost.load(Ordering::SeqCst) || *mode.borrow() == Mode::Silence {
-                    continue;
-                }
-                if cw.write_all(&buf[..n]).await.is_err() {
-                    return;
-                }
-            }
-        }
-    };
+    let up = pipe(cr, sw, Way::Up, ctl.clone(), answers_lost.clone());
+    let down = pipe(sr, cw, Way::Down, ctl.clone(), answers_lost.clone());
     // A connection whose answer was lost lives on long enough for the
     // server to apply the request and answer into the void, then closes.
     let lost_then_close = async {

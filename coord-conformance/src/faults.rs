@@ -83,6 +83,40 @@ fn assert_session_lost(what: &str, why: &Error) {
     );
 }
 
+/// Partition `fault`, then await the holder's loss (`lost`) and the
+/// instant the next party got what it held (`next`): the holder must have
+/// learned first, and from its lease deadline (`SessionExpired`). Returns
+/// the times, and what `next` got.
+async fn partition_and_race<T>(
+    what: &str,
+    fault: &dyn crate::fault::Fault,
+    lost: impl std::future::Future<Output = Error>,
+    next: impl std::future::Future<Output = (Instant, T)>,
+) -> (Round, T) {
+    let start = Instant::now();
+    fault.partition();
+    let lost = async {
+        let why = lost.await;
+        (Instant::now(), why)
+    };
+    let ((t_lost, why), (t_next, got)) =
+        within(&format!("{what}: the loss and what follows it"), async {
+            tokio::join!(lost, next)
+        })
+        .await;
+    assert_session_lost(what, &why);
+    assert!(
+        t_lost < t_next,
+        "{what}: the next party got it {:?} before the partitioned one knew it was lost",
+        t_lost - t_next
+    );
+    let round = Round {
+        detect: t_lost - start,
+        gap: t_next - t_lost,
+    };
+    (round, got)
+}
+
 /// One partitioned lock holder: its `lost()` against the next grant.
 async fn lock_round(h: &dyn Harness, dir: String) -> Round {
     let (holder, fault) = h.open_faulty(PARTITION_TIMEOUT).await;
@@ -100,23 +134,13 @@ async fn lock_round(h: &dyn Harness, dir: String) -> Round {
     });
     await_children(&other, &dir, "the next contender queued", |k| k.len() == 2).await;
 
-    let start = Instant::now();
-    fault.partition();
-    let lost = async {
-        let why = guard.lost().await;
-        (Instant::now(), why)
-    };
-    let ((t_lost, why), (t_grant, next_guard)) =
-        within("the partitioned holder's loss and the next grant", async {
-            tokio::join!(lost, granted("the next grant", rx))
-        })
-        .await;
-    assert_session_lost("lock holder", &why);
-    assert!(
-        t_lost < t_grant,
-        "two holders: the next contender got the lock {:?} before the partitioned holder knew it had lost it",
-        t_lost - t_grant
-    );
+    let (round, next_guard) = partition_and_race(
+        "lock holder",
+        fault.as_ref(),
+        guard.lost(),
+        granted("the next grant", rx),
+    )
+    .await;
     assert_eq!(holder.state(), SessionState::Expired);
     assert!(
         matches!(
@@ -139,10 +163,7 @@ async fn lock_round(h: &dyn Harness, dir: String) -> Round {
     drop(guard);
     let _ = holder.close().await;
     let _ = other.close().await;
-    Round {
-        detect: t_lost - start,
-        gap: t_grant - t_lost,
-    }
+    round
 }
 
 /// A lock holder partitioned past its session timeout learns of the loss
@@ -172,32 +193,19 @@ async fn leader_round(h: &dyn Harness, dir: String) -> Round {
     });
     await_children(&other, &dir, "the follower's offer", |k| k.len() == 2).await;
 
-    let start = Instant::now();
-    fault.partition();
-    let lost = async {
-        let why = leadership.lost().await;
-        (Instant::now(), why)
-    };
-    let ((t_lost, why), (t_lead, next_leadership)) =
-        within("the leader's loss and the next leader", async {
-            tokio::join!(lost, granted("the next leader", rx))
-        })
-        .await;
-    assert_session_lost("leader", &why);
-    assert!(
-        t_lost < t_lead,
-        "two leaders: the follower led {:?} before the partitioned leader knew it had lost",
-        t_lost - t_lead
-    );
+    let (round, next_leadership) = partition_and_race(
+        "leader",
+        fault.as_ref(),
+        leadership.lost(),
+        granted("the next leader", rx),
+    )
+    .await;
     fault.heal();
     next_leadership.resign().await.expect("resign");
     drop(leadership);
     let _ = holder.close().await;
     let _ = other.close().await;
-    Round {
-        detect: t_lost - start,
-        gap: t_lead - t_lost,
-    }
+    round
 }
 
 /// A leader partitioned past its session timeout learns it no longer leads
@@ -219,34 +227,17 @@ async fn member_round(h: &dyn Harness, dir: String) -> Round {
         .expect("join");
     await_children(&other, &dir, "the member listed", |k| k.len() == 1).await;
 
-    let start = Instant::now();
-    fault.partition();
-    let lost = async {
-        let why = membership.lost().await;
-        (Instant::now(), why)
-    };
     let seen_gone = async {
         await_children(&other, &dir, "the member seen gone", |k| k.is_empty()).await;
-        Instant::now()
+        (Instant::now(), ())
     };
-    let ((t_lost, why), t_gone) = within("the member's loss and its departure seen", async {
-        tokio::join!(lost, seen_gone)
-    })
-    .await;
-    assert_session_lost("member", &why);
-    assert!(
-        t_lost < t_gone,
-        "the group saw the member gone {:?} before the member knew it was out",
-        t_lost - t_gone
-    );
+    let (round, ()) =
+        partition_and_race("member", fault.as_ref(), membership.lost(), seen_gone).await;
     fault.heal();
     drop(membership);
     let _ = member_session.close().await;
     let _ = other.close().await;
-    Round {
-        detect: t_lost - start,
-        gap: t_gone - t_lost,
-    }
+    round
 }
 
 /// A member partitioned past its session timeout learns it is out of the
@@ -554,22 +545,13 @@ pub async fn fault_partitioned_delivery_redelivered_once(h: &dyn Harness) {
             }
         });
     }
-    fault.partition();
-    let lost = async {
-        let why = first.lost().await;
-        (Instant::now(), why)
-    };
-    let ((t_lost, why), (t_again, second)) =
-        within("the consumer's loss and the redelivery", async {
-            tokio::join!(lost, granted("the redelivery", rx))
-        })
-        .await;
-    assert_session_lost("consumer", &why);
-    assert!(
-        t_lost < t_again,
-        "the item was redelivered {:?} before its first consumer knew its lease was lost",
-        t_lost - t_again
-    );
+    let (_, second) = partition_and_race(
+        "consumer",
+        fault.as_ref(),
+        first.lost(),
+        granted("the redelivery", rx),
+    )
+    .await;
     assert_eq!(second.data(), b"item-1");
     fault.heal();
     assert!(
