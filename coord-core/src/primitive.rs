@@ -327,5 +327,9 @@ pub trait PrimitiveSession: Send + Sync + 'static {
     /// there (the server ends it `session_timeout` after it last heard from
     /// the client, and nothing renews it any more); never fails. Called at
     /// most once, by the session's monitor.
+    ///
+    /// Cancel safety: if dropped, the session may still be alive on the
+    /// server until its timeout; the client-side state is `Expired` either
+    /// way. [`crate::Session::close`] waits for it rather than dropping it.
     async fn abandon(&self);
 }
