@@ -37,6 +37,18 @@ impl SessionState {
     pub fn is_terminal(self) -> bool {
         matches!(self, SessionState::Expired | SessionState::Closed)
     }
+
+    /// The error every operation of a session in this state fails with:
+    /// [`crate::Error::SessionExpired`] for `Expired`,
+    /// [`crate::Error::SessionClosed`] for `Closed`, `None` while the
+    /// session lives.
+    pub fn end_error(self) -> Option<crate::Error> {
+        match self {
+            SessionState::Expired => Some(crate::Error::SessionExpired),
+            SessionState::Closed => Some(crate::Error::SessionClosed),
+            SessionState::Connected | SessionState::Suspended => None,
+        }
+    }
 }
 
 /// A session's id, as the backend names it (ZooKeeper session id, etcd lease

@@ -94,12 +94,10 @@ impl Drop for WorkGuard {
     }
 }
 
-/// The error for a final state.
+/// The error for a final state (`SessionClosed` for any other: only
+/// called with one).
 fn end_error(state: SessionState) -> Error {
-    match state {
-        SessionState::Expired => Error::SessionExpired,
-        _ => Error::SessionClosed,
-    }
+    state.end_error().unwrap_or(Error::SessionClosed)
 }
 
 /// Resolve with the session's end, as seen through `rx`.
