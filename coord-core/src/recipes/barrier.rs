@@ -22,10 +22,10 @@ use tokio::time::Instant;
 use crate::error::{Error, Result};
 use crate::path;
 use crate::primitive::CreateMode;
-use crate::recipes::held::HeldNode;
-use crate::recipes::names;
-use crate::recipes::pending::{delete_if_present, PendingNode};
-use crate::recipes::retry::{backoff, list_watch_retrying};
+use crate::recipes::machinery::held::HeldNode;
+use crate::recipes::machinery::names;
+use crate::recipes::machinery::pending::{delete_if_present, PendingNode};
+use crate::recipes::machinery::retry::{backoff, list_watch_retrying};
 use crate::session::Session;
 
 /// A barrier node: while it exists, [`Barrier::wait`] blocks.

@@ -1,15 +1,16 @@
-//! The exclusive lock without herd effect (seed 000 `WriteLock`, seed 004
-//! Curator `InterProcessMutex`, the ZooKeeper paper §2.4).
+//! The exclusive lock without herd effect (the ZooKeeper recipes'
+//! `WriteLock`, Curator's `InterProcessMutex`, the ZooKeeper paper §2.4).
 
 use std::time::Duration;
 
 use crate::error::{Error, Result};
 use crate::path;
 use crate::primitive::{Child, Fence, Op, OpResult};
-use crate::recipes::contend::{Contender, Wait};
-use crate::recipes::held::HeldNode;
-use crate::recipes::names;
-use crate::recipes::stats::Stats;
+use crate::recipes::machinery::contend::Contender;
+use crate::recipes::machinery::held::HeldNode;
+use crate::recipes::machinery::names;
+use crate::recipes::machinery::stats::Stats;
+use crate::recipes::machinery::wait::Wait;
 use crate::session::Session;
 
 /// A distributed exclusive lock at a directory path.

@@ -1,6 +1,13 @@
 //! The recipes, written once over [`crate::Session`]: they work the same on
 //! every backend.
 //!
+//! One module per recipe, named after its type: [`Lock`], [`RwLock`],
+//! [`Semaphore`], [`SimpleLock`], [`Barrier`] and [`DoubleBarrier`],
+//! [`Election`], [`Group`], [`Queue`], [`PeriodicJob`]. What they share —
+//! queueing contenders, cancel-safe creates, held nodes, retries, node
+//! names, counters — is internal machinery; its public pieces are
+//! [`HeldNode`], [`Stats`] and [`names`].
+//!
 //! Every guard is `#[must_use]`, releases with an `async fn release` that
 //! reports errors, releases best-effort in the background on `Drop` (the
 //! session's end is the backstop), has a `fencing_token()` that strictly
@@ -9,35 +16,28 @@
 //! await point leaves no node behind.
 
 pub mod barrier;
-mod contend;
 pub mod election;
-mod election_participant;
-pub mod held;
+pub mod group;
 pub mod lock;
-pub mod membership;
-pub mod names;
-mod pending;
+pub(crate) mod machinery;
+pub mod periodic_job;
 pub mod queue;
-mod queue_engine;
-mod queue_reliable;
-mod retry;
-pub mod run_once;
 pub mod rwlock;
 pub mod semaphore;
 pub mod simple_lock;
-pub mod stats;
 
 pub use barrier::{Barrier, DoubleBarrier, Inside};
 pub use election::{
     Election, ElectionEvent, ElectionState, Leader, LeaderObserver, Leadership, Participant,
     ParticipantStatus,
 };
-pub use held::HeldNode;
+pub use group::{Group, GroupChange, GroupWatcher, Member, Membership};
 pub use lock::{Lock, LockGuard};
-pub use membership::{Group, GroupChange, GroupWatcher, Member, Membership};
+pub use machinery::held::HeldNode;
+pub use machinery::names;
+pub use machinery::stats::Stats;
+pub use periodic_job::{period_index, OnCrash, PeriodicJob, RunContext, RunOutcome};
 pub use queue::{Delivery, Queue, ReliableQueue};
-pub use run_once::{period_index, OnCrash, PeriodicJob, RunContext, RunOutcome};
 pub use rwlock::RwLock;
 pub use semaphore::{Lease, Semaphore, SemaphoreMutex};
 pub use simple_lock::SimpleLock;
-pub use stats::Stats;

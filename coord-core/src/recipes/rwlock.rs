@@ -6,10 +6,11 @@ use std::time::Duration;
 use crate::error::{Error, Result};
 use crate::path;
 use crate::primitive::Child;
-use crate::recipes::contend::{Contender, Wait};
 use crate::recipes::lock::LockGuard;
-use crate::recipes::names;
-use crate::recipes::stats::Stats;
+use crate::recipes::machinery::contend::Contender;
+use crate::recipes::machinery::names;
+use crate::recipes::machinery::stats::Stats;
+use crate::recipes::machinery::wait::Wait;
 use crate::session::Session;
 
 /// A distributed read/write lock at a directory path.

@@ -1,18 +1,18 @@
-//! A counting semaphore with N leases (seed 001, Curator
+//! A counting semaphore with N leases (Curator's
 //! `InterProcessSemaphoreV2`) and the non-reentrant mutex on top of it
-//! (Curator `InterProcessSemaphoreMutex`).
+//! (Curator's `InterProcessSemaphoreMutex`).
 
 use std::time::Duration;
 
 use crate::error::{Error, Result};
 use crate::path;
 use crate::primitive::CreateMode;
-use crate::recipes::contend::Wait;
-use crate::recipes::held::HeldNode;
 use crate::recipes::lock::{Lock, LockGuard};
-use crate::recipes::names;
-use crate::recipes::pending::PendingNode;
-use crate::recipes::stats::Stats;
+use crate::recipes::machinery::held::HeldNode;
+use crate::recipes::machinery::names;
+use crate::recipes::machinery::pending::PendingNode;
+use crate::recipes::machinery::stats::Stats;
+use crate::recipes::machinery::wait::Wait;
 use crate::session::Session;
 
 /// A distributed semaphore: at most `max_leases` leases are held at once,

@@ -6,11 +6,12 @@ use std::time::Duration;
 use crate::error::{Error, Result};
 use crate::path;
 use crate::primitive::CreateMode;
-use crate::recipes::contend::{wait_counted, Wait};
-use crate::recipes::held::HeldNode;
 use crate::recipes::lock::LockGuard;
-use crate::recipes::pending::PendingNode;
-use crate::recipes::stats::Stats;
+use crate::recipes::machinery::contend::wait_counted;
+use crate::recipes::machinery::held::HeldNode;
+use crate::recipes::machinery::pending::PendingNode;
+use crate::recipes::machinery::stats::Stats;
+use crate::recipes::machinery::wait::Wait;
 use crate::session::Session;
 
 /// The paper's simple lock: whoever creates the ephemeral node

@@ -1,6 +1,6 @@
-//! The queue of contenders behind every lock-like recipe (seed 000
-//! `WriteLock`, Curator `InterProcessMutex`, the ZooKeeper paper's lock
-//! without herd effect):
+//! The queue of contenders behind every lock-like recipe (the ZooKeeper
+//! recipes' `WriteLock`, Curator's `InterProcessMutex`, the ZooKeeper
+//! paper's lock without herd effect):
 //!
 //! 1. create an ephemeral-sequential node `_c_<uuid>-<marker>` in the
 //!    directory, and list the directory right behind it (pipelined);
@@ -12,60 +12,18 @@
 //! The node is created in a task of its own and deleted if the caller gives
 //! up (timeout, `try`, dropped future, error), so no attempt leaves a node.
 
-use std::time::Duration;
-
 use tokio::time::Instant;
 
 use crate::error::{Error, Result};
 use crate::path;
 use crate::primitive::{Child, CreateMode};
-use crate::recipes::held::HeldNode;
-use crate::recipes::names;
-use crate::recipes::pending::PendingNode;
-use crate::recipes::retry::pause;
-use crate::recipes::stats::Stats;
+use crate::recipes::machinery::held::HeldNode;
+use crate::recipes::machinery::names;
+use crate::recipes::machinery::pending::PendingNode;
+use crate::recipes::machinery::retry::pause;
+use crate::recipes::machinery::stats::Stats;
+use crate::recipes::machinery::wait::Wait;
 use crate::session::Session;
-
-/// How long an acquire may wait.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Wait {
-    /// Do not wait at all: `try_acquire`.
-    No,
-    /// Wait until this instant, then give up with `Timeout`.
-    Until(Instant, Duration),
-    /// Wait as long as it takes.
-    Forever,
-}
-
-impl Wait {
-    /// Wait at most `d` from now.
-    ///
-    /// # Errors
-    /// [`Error::InvalidArgument`] when `d` is over
-    /// [`crate::limits::MAX_TIMEOUT`].
-    /// The length of a timed wait (zero for the others).
-    pub(crate) fn length(self) -> Duration {
-        match self {
-            Wait::Until(_, d) => d,
-            _ => Duration::ZERO,
-        }
-    }
-
-    pub(crate) fn timeout(d: Duration) -> Result<Self> {
-        let (deadline, d) = crate::limits::deadline(d)?;
-        Ok(Wait::Until(deadline, d))
-    }
-}
-
-/// Run `fut` within the wait's deadline, if it has one: `None` when the
-/// deadline passes first (a read held up by a partition must not hold the
-/// caller past its timeout).
-async fn within<T>(wait: Wait, fut: impl std::future::Future<Output = T>) -> Option<T> {
-    match wait {
-        Wait::Until(deadline, _) => tokio::time::timeout_at(deadline, fut).await.ok(),
-        _ => Some(fut.await),
-    }
-}
 
 /// The parts of one contender's request.
 pub(crate) struct Contender<'a> {
@@ -134,7 +92,7 @@ impl Contender<'_> {
             pending.sent().await;
             tokio::join!(pending.created(), self.session.children(self.dir))
         };
-        let Some((created, first)) = within(wait, first_step).await else {
+        let Some((created, first)) = wait.within(first_step).await else {
             return Err(Error::Timeout(wait.length()));
         };
         let created = created?;
@@ -151,7 +109,7 @@ impl Contender<'_> {
         loop {
             let children = match listing.take() {
                 Some(c) if c.iter().any(|c| c.name == me_name) => c,
-                _ => match within(wait, self.session.children(self.dir)).await {
+                _ => match wait.within(self.session.children(self.dir)).await {
                     None => {
                         pending.remove().await;
                         return Err(Error::Timeout(wait.length()));
@@ -172,7 +130,7 @@ impl Contender<'_> {
             };
             let Some(pred) = predecessor(&children, &me_name, me_seq, self.blocked_by) else {
                 // Our node is gone: the session ended, or someone deleted it.
-                if let Some(state_err) = self.session_end() {
+                if let Some(state_err) = self.session.state().end_error() {
                     return Err(state_err);
                 }
                 return Err(Error::LockLost { path: me_path });
@@ -232,14 +190,6 @@ impl Contender<'_> {
                 pause(self.session, attempt).await;
                 true
             }
-        }
-    }
-
-    fn session_end(&self) -> Option<Error> {
-        match self.session.state() {
-            crate::SessionState::Expired => Some(Error::SessionExpired),
-            crate::SessionState::Closed => Some(Error::SessionClosed),
-            _ => None,
         }
     }
 }

@@ -1,4 +1,5 @@
-//! The seed's `LeaderElectionSupport` as a task with an event stream.
+//! The ZooKeeper recipes' `LeaderElectionSupport` as a task with an event
+//! stream: [`Participant`].
 
 use std::sync::{Arc, Mutex};
 
@@ -7,70 +8,11 @@ use tokio::task::JoinHandle;
 
 use crate::error::{Error, Result};
 use crate::primitive::Fence;
-use crate::recipes::election::Election;
-use crate::recipes::pending::delete_if_present;
-
-/// An event of a [`Participant`], as the seed's `LeaderElectionSupport`
-/// dispatches them, delivered in order.
-///
-/// A participant that wins at once sees `Start, OfferStart, OfferComplete,
-/// DetermineStart, DetermineComplete, ElectedStart, ElectedComplete`; one
-/// that has to wait sees `… DetermineComplete, ReadyStart, ReadyComplete`
-/// and, each time its predecessor goes, `DetermineStart, DetermineComplete`
-/// again, then either `Ready*` or `Elected*`. [`Participant::stop`] adds
-/// `StopStart, StopComplete`; an error (the session's end, a lost offer)
-/// gives `Failed`. (`ReadyStart`/`ReadyComplete` are sent when the
-/// participant starts watching its predecessor; the seed skips them when
-/// the predecessor is already gone, here the watch then fires at once and
-/// determination follows.)
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum ElectionEvent {
-    /// The participant started.
-    Start,
-    /// Making the offer (creating the node).
-    OfferStart,
-    /// The offer node exists.
-    OfferComplete,
-    /// Listing the offers to find our place.
-    DetermineStart,
-    /// Our place is known.
-    DetermineComplete,
-    /// Ours is the first offer: becoming leader.
-    ElectedStart,
-    /// Leader ([`Participant::is_leader`] is now true).
-    ElectedComplete,
-    /// Not first: about to watch the offer just before ours.
-    ReadyStart,
-    /// Watching the predecessor.
-    ReadyComplete,
-    /// An error ended the participation (see [`Participant::stop`]).
-    Failed,
-    /// Stopping: leadership (if held) ends before the offer is deleted.
-    StopStart,
-    /// The offer is withdrawn.
-    StopComplete,
-}
-
-/// The state of a [`Participant`] (the seed's `State`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum ElectionState {
-    /// Started.
-    Start,
-    /// Making the offer.
-    Offer,
-    /// Finding its place.
-    Determine,
-    /// Leader.
-    Elected,
-    /// Waiting behind a predecessor.
-    Ready,
-    /// Ended by an error.
-    Failed,
-    /// Stopped (or stopping).
-    Stop,
-}
+use crate::recipes::election::campaign::Candidate;
+use crate::recipes::election::events::{ElectionEvent, ElectionState};
+use crate::recipes::machinery::pending::delete_if_present;
+use crate::recipes::machinery::stats::Stats;
+use crate::session::Session;
 
 /// A snapshot of a [`Participant`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -83,8 +25,9 @@ pub struct ParticipantStatus {
     pub leader_token: Option<u64>,
 }
 
-/// A participant in an [`Election`], running the seed's state machine in a
-/// task of its own; made by [`Election::participate`].
+/// A participant in an [`Election`](super::Election), running
+/// `LeaderElectionSupport`'s state machine in a task of its own; made by
+/// [`Election::participate`](super::Election::participate).
 ///
 /// Read its events in order with [`Participant::next_event`], or its
 /// current status with [`Participant::status`]. Stop it with
@@ -128,7 +71,9 @@ impl Emitter {
 }
 
 impl Participant {
-    pub(crate) fn start(election: Election, value: Vec<u8>) -> Self {
+    /// Start offering `value` in the election at `dir`, counting into
+    /// `stats`.
+    pub(crate) fn start(session: Session, dir: String, stats: Stats, value: Vec<u8>) -> Self {
         let (etx, erx) = mpsc::unbounded_channel();
         let (stx, srx) = watch::channel(ParticipantStatus {
             state: ElectionState::Start,
@@ -139,6 +84,11 @@ impl Participant {
         let emitter = Emitter {
             events: etx,
             status: stx,
+        };
+        let election = Seat {
+            session,
+            dir,
+            stats,
         };
         let task = tokio::spawn(run(election, value, emitter, stop_rx));
         Participant {
@@ -265,8 +215,25 @@ impl Drop for Participant {
     }
 }
 
+/// The election a participant's task runs in.
+struct Seat {
+    session: Session,
+    dir: String,
+    stats: Stats,
+}
+
+impl Seat {
+    fn candidate(&self) -> Candidate<'_> {
+        Candidate {
+            session: &self.session,
+            dir: &self.dir,
+            stats: &self.stats,
+        }
+    }
+}
+
 async fn run(
-    election: Election,
+    election: Seat,
     value: Vec<u8>,
     out: Emitter,
     mut stop: oneshot::Receiver<()>,
@@ -284,7 +251,8 @@ async fn run(
             }
             out_ref.emit(ev);
         };
-        let campaign = election.campaign_inner(&value, &mut emit, &slot);
+        let candidate = election.candidate();
+        let campaign = candidate.campaign(&value, &mut emit, &slot);
         tokio::select! {
             r = campaign => Some(r),
             _ = &mut stop => None,
@@ -297,14 +265,14 @@ async fn run(
             out.emit(ElectionEvent::StopStart);
             let node = slot.lock().ok().and_then(|s| s.clone());
             let r = match node {
-                Some(p) => delete_if_present(election.session(), &p).await,
+                Some(p) => delete_if_present(&election.session, &p).await,
                 None => Ok(()),
             };
             out.emit(ElectionEvent::StopComplete);
             return r;
         }
         Some(Err(e)) => {
-            tracing::warn!(election = election.path(), error = %e, "election participant failed");
+            tracing::warn!(election = election.dir.as_str(), error = %e, "election participant failed");
             out.emit(ElectionEvent::Failed);
             let _ = stop.await;
             out.emit(ElectionEvent::StopStart);
@@ -313,7 +281,7 @@ async fn run(
         }
         Some(Ok(held)) => held,
     };
-    election.stats().acquired();
+    election.stats.acquired();
     out.status.send_modify(|s| {
         s.node = Some(held.path().to_owned());
         s.leader_token = Some(held.fencing_token());
@@ -326,7 +294,7 @@ async fn run(
     };
     match lost {
         Some(e) => {
-            tracing::warn!(election = election.path(), error = %e, "leadership lost");
+            tracing::warn!(election = election.dir.as_str(), error = %e, "leadership lost");
             out.emit(ElectionEvent::Failed);
             drop(held);
             let _ = stop.await;

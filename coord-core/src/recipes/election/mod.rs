@@ -1,5 +1,5 @@
-//! Leader election (seed 000 `LeaderElectionSupport`, etcd `Election`,
-//! Curator `LeaderLatch`).
+//! Leader election (the ZooKeeper recipes' `LeaderElectionSupport`, etcd's
+//! `Election`, Curator's `LeaderLatch`).
 //!
 //! Each participant offers by creating an ephemeral-sequential node
 //! `_c_<uuid>-n_<seq>` under the election directory, with its value (a host
@@ -13,9 +13,10 @@
 //! Two ways in:
 //! - [`Election::campaign`] waits until elected and returns a [`Leadership`]
 //!   guard (fencing token, `lost()`, `resign()`), like etcd's `Campaign`;
-//! - [`Election::participate`] runs the seed's state machine in a task and
-//!   delivers its events (`START`, `OFFER_*`, `DETERMINE_*`, `ELECTED_*`,
-//!   `READY_*`, `FAILED`, `STOP_*`) in order, see [`Participant`].
+//! - [`Election::participate`] runs `LeaderElectionSupport`'s state machine
+//!   in a task and delivers its events (`START`, `OFFER_*`, `DETERMINE_*`,
+//!   `ELECTED_*`, `READY_*`, `FAILED`, `STOP_*`) in order, see
+//!   [`Participant`].
 //!
 //! Anyone, participant or not, can read the leader ([`Election::leader`]) and
 //! follow leader changes ([`Election::observe`]).
@@ -25,24 +26,21 @@ use std::time::Duration;
 
 use crate::error::{Error, Result};
 use crate::path;
-use crate::primitive::{CreateMode, Fence, Op, OpResult, Watch};
-use crate::recipes::contend::wait_counted;
-use crate::recipes::held::HeldNode;
-use crate::recipes::names;
-use crate::recipes::pending::PendingNode;
-use crate::recipes::retry::{
-    backoff, list_retrying, list_watch_retrying, session_end, settle_watch,
-};
-use crate::recipes::stats::Stats;
+use crate::primitive::Watch;
+use crate::recipes::machinery::retry::{list_retrying, list_watch_retrying, settle_watch};
+use crate::recipes::machinery::stats::Stats;
 use crate::session::Session;
 
-pub use crate::recipes::election_participant::{
-    ElectionEvent, ElectionState, Participant, ParticipantStatus,
-};
+mod campaign;
+mod events;
+mod leadership;
+mod participant;
 
-/// The marker of an offer node, as the seed names them (`n_`), after the
-/// protected prefix: `_c_<uuid>-n_<seq>`.
-pub const OFFER_MARKER: &str = "n_";
+use campaign::Candidate;
+pub use campaign::OFFER_MARKER;
+pub use events::{ElectionEvent, ElectionState};
+pub use leadership::Leadership;
+pub use participant::{Participant, ParticipantStatus};
 
 /// A leader election at a directory path.
 ///
@@ -123,12 +121,9 @@ impl Election {
     pub async fn campaign(&self, value: &[u8]) -> Result<Leadership> {
         path::validate_data(value)?;
         let slot = Arc::new(Mutex::new(None));
-        let held = self.campaign_inner(value, &mut |_| {}, &slot).await?;
+        let held = self.candidate().campaign(value, &mut |_| {}, &slot).await?;
         self.stats.acquired();
-        Ok(Leadership {
-            held,
-            value: value.to_vec(),
-        })
+        Ok(Leadership::new(held, value.to_vec()))
     }
 
     /// [`Election::campaign`], giving up after `timeout`.
@@ -148,9 +143,9 @@ impl Election {
         }
     }
 
-    /// Start a participant that runs the seed's `LeaderElectionSupport`
-    /// state machine in a task of its own, offering `value`; see
-    /// [`Participant`] for its events. Needs a tokio runtime.
+    /// Start a participant that runs the ZooKeeper recipes'
+    /// `LeaderElectionSupport` state machine in a task of its own, offering
+    /// `value`; see [`Participant`] for its events. Needs a tokio runtime.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for a value over the data limit. Errors
@@ -160,7 +155,12 @@ impl Election {
     /// Outside a tokio runtime (the participant is a task).
     pub fn participate(&self, value: &[u8]) -> Result<Participant> {
         path::validate_data(value)?;
-        Ok(Participant::start(self.clone(), value.to_vec()))
+        Ok(Participant::start(
+            self.session.clone(),
+            self.dir.clone(),
+            self.stats.clone(),
+            value.to_vec(),
+        ))
     }
 
     /// The current leader: the live offer with the lowest sequence, or
@@ -198,158 +198,13 @@ impl Election {
         }
     }
 
-    /// The offer-and-wait loop shared by [`Election::campaign`] and
-    /// [`Participant`]: emits `OFFER_*`, `DETERMINE_*`, `READY_*` and
-    /// `ELECTED_START` (the caller emits `ELECTED_COMPLETE`), and puts the
-    /// offer's path in `slot` once it is known.
-    pub(crate) async fn campaign_inner(
-        &self,
-        value: &[u8],
-        emit: &mut (dyn FnMut(ElectionEvent) + Send),
-        slot: &Arc<Mutex<Option<String>>>,
-    ) -> Result<HeldNode> {
-        emit(ElectionEvent::OfferStart);
-        let prefix = path::join(&self.dir, &names::protected(OFFER_MARKER));
-        let mut pending = PendingNode::spawn(
-            &self.session,
-            prefix,
-            value.to_vec(),
-            CreateMode::EphemeralSequential,
-        );
-        let created = pending.created().await?;
-        let me_path = created.path.clone();
-        let me_name = path::name(&me_path).to_owned();
-        let me_seq = created.sequence.ok_or_else(|| {
-            Error::backend(
-                self.session.backend(),
-                "a sequential create returned no sequence",
-            )
-        })?;
-        if let Ok(mut s) = slot.lock() {
-            *s = Some(me_path.clone());
+    /// This election's side of the offer-and-wait loop.
+    fn candidate(&self) -> Candidate<'_> {
+        Candidate {
+            session: &self.session,
+            dir: &self.dir,
+            stats: &self.stats,
         }
-        emit(ElectionEvent::OfferComplete);
-        loop {
-            emit(ElectionEvent::DetermineStart);
-            let children = list_retrying(&self.session, &self.dir).await?;
-            if !children.iter().any(|c| c.name == me_name) {
-                return Err(session_end(&self.session).unwrap_or(Error::LockLost { path: me_path }));
-            }
-            let pred = children
-                .iter()
-                .filter(|c| matches!(c.sequence, Some(s) if s < me_seq))
-                .max_by_key(|c| c.sequence);
-            emit(ElectionEvent::DetermineComplete);
-            let Some(pred) = pred else {
-                emit(ElectionEvent::ElectedStart);
-                let node = pending.take().ok_or_else(|| {
-                    Error::backend(self.session.backend(), "lost track of our own offer")
-                })?;
-                return Ok(HeldNode::new(self.session.clone(), node));
-            };
-            let pred_path = path::join(&self.dir, &pred.name);
-            emit(ElectionEvent::ReadyStart);
-            emit(ElectionEvent::ReadyComplete);
-            let mut attempt = 0;
-            loop {
-                match wait_counted(&self.session, &self.stats, &pred_path).await {
-                    Ok(()) => break,
-                    Err(e) if e.is_retryable() => backoff(&mut attempt).await,
-                    Err(e) => return Err(e),
-                }
-            }
-        }
-    }
-}
-
-/// Leadership won by [`Election::campaign`]. Give it up with
-/// [`Leadership::resign`]; dropping it resigns in the background, best
-/// effort (the session's end is the backstop).
-#[must_use = "dropping the leadership resigns it"]
-#[derive(Debug)]
-pub struct Leadership {
-    held: HeldNode,
-    value: Vec<u8>,
-}
-
-impl Leadership {
-    /// The fencing token: strictly larger for every later leader of this
-    /// election.
-    pub fn fencing_token(&self) -> u64 {
-        self.held.fencing_token()
-    }
-
-    /// The fence for guarded writes made as leader.
-    pub fn fence(&self) -> Fence {
-        self.held.fence()
-    }
-
-    /// The leader's offer node.
-    pub fn node_path(&self) -> &str {
-        self.held.path()
-    }
-
-    /// The value offered (as last proclaimed by this handle).
-    pub fn value(&self) -> &[u8] {
-        &self.value
-    }
-
-    /// Write `op` only while still leader, atomically.
-    ///
-    /// # Errors
-    /// [`Error::LockLost`] when leadership is gone; otherwise the op's own.
-    ///
-    /// # Cancel safety
-    /// Not cancel safe: the write may land after the drop.
-    pub async fn write(&self, op: Op) -> Result<OpResult> {
-        self.held.write(op).await
-    }
-
-    /// Change the leader's value without an election (etcd `Proclaim`):
-    /// observers see the new value on their next read.
-    ///
-    /// # Errors
-    /// [`Error::InvalidArgument`] for an oversized value; [`Error::LockLost`]
-    /// when no longer leader; session errors.
-    ///
-    /// # Cancel safety
-    /// Not cancel safe: the write may land after the drop.
-    pub async fn proclaim(&mut self, value: &[u8]) -> Result<()> {
-        path::validate_data(value)?;
-        self.held
-            .write(Op::Set {
-                path: self.held.path().to_owned(),
-                data: value.to_vec(),
-                version: None,
-            })
-            .await?;
-        self.value = value.to_vec();
-        Ok(())
-    }
-
-    /// Resolve when leadership is lost: the session ended (expired or
-    /// closed) or the offer node was deleted. Returns why.
-    ///
-    /// # Errors
-    /// None: it resolves *to* the reason the hold was lost.
-    ///
-    /// # Cancel safety
-    /// Cancel safe: it only watches.
-    pub async fn lost(&self) -> Error {
-        self.held.lost().await
-    }
-
-    /// Give up leadership: delete the offer, which wakes the next in line.
-    ///
-    /// # Errors
-    /// [`Error::LockLost`] when leadership had already been lost; session
-    /// errors otherwise.
-    ///
-    /// # Cancel safety
-    /// Cancel safe in effect: dropped, the resignation finishes in the
-    /// background.
-    pub async fn resign(self) -> Result<()> {
-        self.held.release().await
     }
 }
 

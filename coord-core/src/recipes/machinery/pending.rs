@@ -14,7 +14,7 @@ use tokio::task::JoinHandle;
 
 use crate::error::{Error, Result};
 use crate::primitive::{CreateMode, Created};
-use crate::recipes::retry;
+use crate::recipes::machinery::retry;
 use crate::session::Session;
 
 /// Polls the inner future and says so after its first poll: by then a

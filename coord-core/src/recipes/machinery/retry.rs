@@ -27,15 +27,6 @@ pub(crate) async fn pause(session: &Session, attempt: &mut u32) {
     }
 }
 
-/// The session's end as an error, if it has ended.
-pub(crate) fn session_end(session: &Session) -> Option<Error> {
-    match session.state() {
-        crate::SessionState::Expired => Some(Error::SessionExpired),
-        crate::SessionState::Closed => Some(Error::SessionClosed),
-        _ => None,
-    }
-}
-
 /// List `dir`, retrying retryable errors; a missing directory is empty.
 pub(crate) async fn list_retrying(session: &Session, dir: &str) -> Result<Vec<Child>> {
     let mut attempt = 0;

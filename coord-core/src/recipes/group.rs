@@ -10,10 +10,10 @@ use tokio::task::JoinSet;
 use crate::error::{Error, Result};
 use crate::path;
 use crate::primitive::{CreateMode, Watch};
-use crate::recipes::held::HeldNode;
-use crate::recipes::names;
-use crate::recipes::pending::PendingNode;
-use crate::recipes::retry::{backoff, list_retrying, list_watch_retrying, settle_watch};
+use crate::recipes::machinery::held::HeldNode;
+use crate::recipes::machinery::names;
+use crate::recipes::machinery::pending::PendingNode;
+use crate::recipes::machinery::retry::{backoff, list_retrying, list_watch_retrying, settle_watch};
 use crate::session::Session;
 
 /// The marker of a member node joined without a name:

@@ -1,52 +1,56 @@
-//! The queue's engine: the consumer's cache of names, the take loop, and
-//! the two ways of taking an item (remove, or lease by claim).
+//! The queue's engine, run by both [`Queue`](super::Queue) and
+//! [`ReliableQueue`](super::ReliableQueue): one handle's state (its cache
+//! of names, its stash of removed items), the offer and the reads, and the
+//! take loop with its two ways of taking an item (remove it here, or lease
+//! it by claim).
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
-
-use tokio::task::JoinSet;
-use tokio::time::Instant;
 
 use crate::error::{Error, Result};
 use crate::path;
 use crate::primitive::{Child, CreateMode};
-use crate::recipes::held::HeldNode;
-use crate::recipes::names;
-use crate::recipes::pending::PendingNode;
-use crate::recipes::queue::{Queue, ITEM_MARKER};
-use crate::recipes::queue_reliable::Delivery;
-use crate::recipes::retry::{backoff, list_watch_retrying, pause};
-use crate::recipes::stats::Stats;
+use crate::recipes::machinery::names;
+use crate::recipes::machinery::retry::{backoff, list_watch_retrying, pause};
+use crate::recipes::machinery::stats::Stats;
+use crate::recipes::machinery::wait::Wait;
+use crate::recipes::queue::cache::Cache;
+use crate::recipes::queue::claim::{try_claim, Claim};
 use crate::session::Session;
 
-/// How long a take may wait.
-#[derive(Clone, Copy)]
-pub(crate) enum Wait {
-    No,
-    Until(Instant, Duration),
-    Forever,
-}
+/// The marker of an item node: `_c_<uuid>-item-<seq>`.
+pub const ITEM_MARKER: &str = "item-";
 
-pub(crate) struct Stashed {
+struct Stashed {
     name: String,
     data: Vec<u8>,
 }
 
-pub(crate) struct Inner {
+/// One queue handle's state, shared by its clones.
+pub(crate) struct Engine {
     pub(crate) session: Session,
-    pub(crate) items: String,
-    pub(crate) claims: String,
-    pub(crate) reliable: bool,
+    items: String,
+    claims: String,
+    reliable: bool,
     pub(crate) stats: Stats,
     /// Names from the last listing not tried yet, in order.
-    pub(crate) cache: Arc<tokio::sync::Mutex<Cache>>,
+    cache: Arc<tokio::sync::Mutex<Cache>>,
     /// Items removed for a take whose future was dropped: the next take
     /// returns them first.
-    pub(crate) stash: Mutex<VecDeque<Stashed>>,
+    stash: Mutex<VecDeque<Stashed>>,
 }
 
-impl Drop for Inner {
+/// Shows as the queue it serves: `Queue { items, reliable }`.
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Queue")
+            .field("items", &self.items)
+            .field("reliable", &self.reliable)
+            .finish()
+    }
+}
+
+impl Drop for Engine {
     fn drop(&mut self) {
         let stashed: Vec<Stashed> = match self.stash.get_mut() {
             Ok(s) => s.drain(..).collect(),
@@ -82,50 +86,70 @@ impl Drop for Inner {
     }
 }
 
-pub(crate) type CacheGuard = tokio::sync::OwnedMutexGuard<Cache>;
+type CacheGuard = tokio::sync::OwnedMutexGuard<Cache>;
 
-/// How many items' data a plain consumer reads ahead, concurrently.
-const READ_AHEAD: usize = 32;
-
-/// A consumer's names from its last listing, not tried yet, in order, with
-/// the data of those read ahead. Items are never changed once offered, so
-/// data read ahead is the item's as long as the item exists — and a
-/// successful delete proves that it did.
-#[derive(Default)]
-pub(crate) struct Cache {
-    names: VecDeque<String>,
-    /// `None`: found gone (taken by someone else).
-    data: std::collections::HashMap<String, Option<Vec<u8>>>,
+/// What a take got.
+pub(crate) enum Got {
+    /// Plain mode: the item, removed from the queue.
+    Plain(Vec<u8>),
+    /// Reliable mode: the item, leased.
+    Leased(Claim),
 }
 
-impl Cache {
-    fn front(&self) -> Option<&String> {
-        self.names.front()
+impl Engine {
+    /// The engine of the queue at `path`, plain or `reliable`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidPath`] for a bad path or `/`.
+    pub(crate) fn new(session: &Session, path: &str, reliable: bool) -> Result<Self> {
+        path::validate_non_root(path)?;
+        Ok(Engine {
+            session: session.clone(),
+            items: path::join(path, "items"),
+            claims: path::join(path, "claims"),
+            reliable,
+            stats: Stats::new(),
+            cache: Arc::new(tokio::sync::Mutex::new(Cache::default())),
+            stash: Mutex::new(VecDeque::new()),
+        })
     }
 
-    fn pop_front(&mut self) {
-        if let Some(n) = self.names.pop_front() {
-            self.data.remove(&n);
+    /// Add an item at the tail.
+    pub(crate) async fn offer(&self, data: &[u8]) -> Result<()> {
+        path::validate_data(data)?;
+        let prefix = path::join(&self.items, &names::protected(ITEM_MARKER));
+        self.session
+            .create(&prefix, data, CreateMode::PersistentSequential)
+            .await?;
+        Ok(())
+    }
+
+    /// The first available item, without taking it.
+    pub(crate) async fn peek(&self) -> Result<Option<Vec<u8>>> {
+        loop {
+            let names = self.available().await?;
+            if names.is_empty() {
+                return Ok(None);
+            }
+            for name in names {
+                if let Some(n) = self.session.get(&path::join(&self.items, &name)).await? {
+                    return Ok(Some(n.data));
+                }
+            }
         }
     }
 
-    fn extend(&mut self, names: Vec<String>) {
-        self.names.extend(names);
+    /// How many items are in the queue, leased ones included.
+    pub(crate) async fn len(&self) -> Result<usize> {
+        Ok(self.list(&self.items).await?.len())
     }
-}
 
-pub(crate) enum Got {
-    Plain(Vec<u8>),
-    Leased(Delivery),
-}
-
-impl Queue {
     /// Names of the sequenced children of `dir`; a missing dir is empty.
-    pub(crate) async fn list(&self, dir: &str) -> Result<Vec<String>> {
+    async fn list(&self, dir: &str) -> Result<Vec<String>> {
         let mut attempt = 0;
         loop {
-            self.inner.stats.listed();
-            match self.inner.session.children(dir).await {
+            self.stats.listed();
+            match self.session.children(dir).await {
                 Ok(c) => return Ok(names_of(c)),
                 Err(Error::NotFound { .. }) => return Ok(Vec::new()),
                 Err(e) if e.is_retryable() => backoff(&mut attempt).await,
@@ -135,18 +159,19 @@ impl Queue {
     }
 
     /// Items in order, less the leased ones in reliable mode.
-    pub(crate) async fn available(&self) -> Result<Vec<String>> {
-        let items = self.list(&self.inner.items).await?;
-        if !self.inner.reliable || items.is_empty() {
+    async fn available(&self) -> Result<Vec<String>> {
+        let items = self.list(&self.items).await?;
+        if !self.reliable || items.is_empty() {
             return Ok(items);
         }
-        let claims = self.list_all(&self.inner.claims).await?;
+        let claims = self.list_all(&self.claims).await?;
         Ok(items.into_iter().filter(|n| !claims.contains(n)).collect())
     }
 
-    pub(crate) async fn list_all(&self, dir: &str) -> Result<std::collections::HashSet<String>> {
-        self.inner.stats.listed();
-        match self.inner.session.children(dir).await {
+    /// Names of every child of `dir`; a missing dir is empty.
+    async fn list_all(&self, dir: &str) -> Result<std::collections::HashSet<String>> {
+        self.stats.listed();
+        match self.session.children(dir).await {
             Ok(c) => Ok(c.into_iter().map(|c| c.name).collect()),
             Err(Error::NotFound { .. }) => Ok(Default::default()),
             Err(e) => Err(e),
@@ -155,22 +180,23 @@ impl Queue {
 
     /// The take loop: try the cached names in order; when they run out,
     /// list once; when the listing is empty, wait per `wait`.
-    pub(crate) async fn take_inner(&self, wait: Wait) -> Result<Option<Got>> {
-        let inner = &self.inner;
+    pub(crate) async fn take(self: &Arc<Self>, wait: Wait) -> Result<Option<Got>> {
         // Holding the cache also waits out a removal still in flight for a
         // dropped take (its task holds the cache until it has stashed the
         // item), so the stash is checked after it.
-        let mut cache = Arc::clone(&inner.cache).lock_owned().await;
-        if let Some(item) = inner.stash.lock().ok().and_then(|mut s| s.pop_front()) {
-            inner.stats.acquired();
+        let mut cache = Arc::clone(&self.cache).lock_owned().await;
+        if let Some(item) = self.stash.lock().ok().and_then(|mut s| s.pop_front()) {
+            self.stats.acquired();
             return Ok(Some(Got::Plain(item.data)));
         }
         loop {
             // The name leaves the cache only once tried: a take dropped
             // mid-try leaves it at the front for the next one.
             while let Some(name) = cache.front().cloned() {
-                let got = if inner.reliable {
-                    let got = self.try_claim(&name).await?.map(Got::Leased);
+                let got = if self.reliable {
+                    let got = try_claim(&self.session, &self.claims, &self.items, &name)
+                        .await?
+                        .map(Got::Leased);
                     cache.pop_front();
                     got
                 } else {
@@ -179,7 +205,7 @@ impl Queue {
                     got.map(Got::Plain)
                 };
                 if got.is_some() {
-                    inner.stats.acquired();
+                    self.stats.acquired();
                     return Ok(got);
                 }
             }
@@ -193,11 +219,11 @@ impl Queue {
             }
             // Empty (or all leased): list again with watches, and wait for
             // a change unless something arrived meanwhile.
-            inner.stats.listed();
-            let (items, items_changed) = list_watch_retrying(&inner.session, &inner.items).await?;
-            let claims_changed = if inner.reliable {
-                inner.stats.listed();
-                let (claims, w) = list_watch_retrying(&inner.session, &inner.claims).await?;
+            self.stats.listed();
+            let (items, items_changed) = list_watch_retrying(&self.session, &self.items).await?;
+            let claims_changed = if self.reliable {
+                self.stats.listed();
+                let (claims, w) = list_watch_retrying(&self.session, &self.claims).await?;
                 let claimed: std::collections::HashSet<_> =
                     claims.into_iter().map(|c| c.name).collect();
                 let free: Vec<String> = names_of(items)
@@ -233,7 +259,7 @@ impl Queue {
                 _ => changed.await,
             };
             match r {
-                Ok(()) => inner.stats.woke(),
+                Ok(()) => self.stats.woke(),
                 Err(e) if e.is_retryable() => {}
                 Err(e) => return Err(e),
             }
@@ -244,17 +270,17 @@ impl Queue {
     /// someone else got it. The delete runs in a task that holds the cache
     /// and leaves the item in the stash, so a take dropped mid-delete loses
     /// nothing and the next take returns that item first.
-    pub(crate) async fn try_remove(
-        &self,
+    async fn try_remove(
+        self: &Arc<Self>,
         name: &str,
         mut cache: CacheGuard,
     ) -> Result<(Option<Vec<u8>>, CacheGuard)> {
-        let inner = Arc::clone(&self.inner);
+        let inner = Arc::clone(self);
         let item_path = path::join(&inner.items, name);
-        if !cache.data.contains_key(name) {
-            self.read_ahead(&mut cache).await?;
+        if cache.data(name).is_none() {
+            cache.read_ahead(&self.session, &self.items).await?;
         }
-        let Some(Some(data)) = cache.data.get(name).cloned() else {
+        let Some(Some(data)) = cache.data(name).cloned() else {
             // Gone before we could read it: someone else took it.
             cache.pop_front();
             return Ok((None, cache));
@@ -292,82 +318,21 @@ impl Queue {
         });
         let (removed, cache) = match task.await {
             Ok(r) => r,
-            Err(e) => return Err(Error::backend(self.inner.session.backend(), e)),
+            Err(e) => return Err(Error::backend(self.session.backend(), e)),
         };
         if !removed? {
             return Ok((None, cache));
         }
-        let mut stash =
-            self.inner.stash.lock().map_err(|_| {
-                Error::backend(self.inner.session.backend(), "queue stash poisoned")
-            })?;
+        let mut stash = self
+            .stash
+            .lock()
+            .map_err(|_| Error::backend(self.session.backend(), "queue stash poisoned"))?;
         let data = stash
             .iter()
             .position(|s| s.name == name)
             .and_then(|i| stash.remove(i))
             .map(|s| s.data);
         Ok((data, cache))
-    }
-
-    /// Read the data of the first [`READ_AHEAD`] cached names that lack
-    /// it, concurrently (reads pipeline on every backend), so a take costs
-    /// one delete instead of a read and a delete. Names found gone are
-    /// marked so.
-    pub(crate) async fn read_ahead(&self, cache: &mut Cache) -> Result<()> {
-        let mut reads = JoinSet::new();
-        for name in cache.names.iter().take(READ_AHEAD) {
-            if cache.data.contains_key(name) {
-                continue;
-            }
-            let session = self.inner.session.clone();
-            let item = path::join(&self.inner.items, name);
-            let name = name.clone();
-            reads.spawn(async move { (name, session.get(&item).await) });
-        }
-        while let Some(r) = reads.join_next().await {
-            let (name, node) = r.map_err(|e| Error::backend(self.inner.session.backend(), e))?;
-            cache.data.insert(name, node?.map(|n| n.data));
-        }
-        Ok(())
-    }
-
-    /// Reliable mode: lease one item by creating its claim. `None` when
-    /// someone else holds the lease or the item is gone.
-    pub(crate) async fn try_claim(&self, name: &str) -> Result<Option<Delivery>> {
-        let inner = &self.inner;
-        let claim = path::join(&inner.claims, name);
-        let item = path::join(&inner.items, name);
-        let mut pending = PendingNode::spawn(
-            &inner.session,
-            claim,
-            inner.session.id().0.into_bytes(),
-            CreateMode::Ephemeral,
-        );
-        match pending.created().await {
-            Ok(_) => {}
-            Err(Error::AlreadyExists { .. }) => return Ok(None),
-            Err(e) => return Err(e),
-        }
-        let node = match inner.session.get(&item).await {
-            Ok(n) => n,
-            Err(e) => {
-                pending.remove().await;
-                return Err(e);
-            }
-        };
-        let Some(node) = node else {
-            // Acknowledged by someone else after our listing.
-            pending.remove().await;
-            return Ok(None);
-        };
-        let created = pending.take().ok_or_else(|| {
-            Error::backend(inner.session.backend(), "lost track of our own claim")
-        })?;
-        Ok(Some(Delivery {
-            claim: HeldNode::new(inner.session.clone(), created),
-            item,
-            data: node.data,
-        }))
     }
 }
 
@@ -386,7 +351,7 @@ impl Got {
             Got::Leased(_) => None,
         }
     }
-    pub(crate) fn leased(self) -> Option<Delivery> {
+    pub(crate) fn leased(self) -> Option<Claim> {
         match self {
             Got::Leased(d) => Some(d),
             Got::Plain(_) => None,

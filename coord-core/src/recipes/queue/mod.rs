@@ -1,5 +1,6 @@
-//! A distributed FIFO queue (seed 000 `DistributedQueue`), with a reliable
-//! mode where a taken item is leased to its consumer until acknowledged.
+//! A distributed FIFO queue (the ZooKeeper recipes' `DistributedQueue`),
+//! with a reliable mode where a taken item is leased to its consumer until
+//! acknowledged.
 //!
 //! Layout under the queue's directory:
 //! - `items/_c_<uuid>-item-<seq>`: one persistent-sequential node per item,
@@ -9,7 +10,7 @@
 //!
 //! A consumer keeps the ordered names of one listing and lists again only
 //! when they run out, so draining N items costs O(N) round trips, not
-//! O(N²) as when re-listing per item (the seed does); [`Stats::listings`]
+//! O(N²) as when re-listing per item (`DistributedQueue` does); [`Stats::listings`]
 //! counts the listings. A plain consumer also reads the data of the next
 //! items ahead, concurrently, so that a take costs one delete.
 //!
@@ -32,22 +33,22 @@
 //! in that order. In reliable mode an item whose lease is lost is delivered
 //! again after later ones may have been.
 
-use std::collections::VecDeque;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::error::{Error, Result};
-use crate::path;
-use crate::primitive::CreateMode;
-use crate::recipes::names;
-use crate::recipes::queue_engine::{Cache, Got, Inner, Wait};
-use crate::recipes::stats::Stats;
+use crate::recipes::machinery::stats::Stats;
+use crate::recipes::machinery::wait::Wait;
 use crate::session::Session;
 
-pub use crate::recipes::queue_reliable::{Delivery, ReliableQueue};
+mod cache;
+mod claim;
+mod engine;
+mod reliable;
 
-/// The marker of an item node: `_c_<uuid>-item-<seq>`.
-pub const ITEM_MARKER: &str = "item-";
+pub use engine::ITEM_MARKER;
+use engine::{Engine, Got};
+pub use reliable::{Delivery, ReliableQueue};
 
 /// A distributed FIFO queue at a directory path. Clones share the
 /// consumer's listing cache.
@@ -62,32 +63,16 @@ pub const ITEM_MARKER: &str = "item-";
 /// ```
 #[derive(Clone)]
 pub struct Queue {
-    pub(crate) inner: Arc<Inner>,
+    engine: Arc<Engine>,
 }
 
 impl std::fmt::Debug for Queue {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Queue")
-            .field("items", &self.inner.items)
-            .field("reliable", &self.inner.reliable)
-            .finish()
+        self.engine.fmt(f)
     }
 }
 
 impl Queue {
-    pub(crate) fn build(session: &Session, path: &str, reliable: bool) -> Result<Arc<Inner>> {
-        path::validate_non_root(path)?;
-        Ok(Arc::new(Inner {
-            session: session.clone(),
-            items: path::join(path, "items"),
-            claims: path::join(path, "claims"),
-            reliable,
-            stats: Stats::new(),
-            cache: Arc::new(tokio::sync::Mutex::new(Cache::default())),
-            stash: Mutex::new(VecDeque::new()),
-        }))
-    }
-
     /// A queue at `path` (a directory; made on first use). A take removes
     /// the item at once; an item whose taker dies before using it is lost
     /// to the queue — use [`Queue::reliable`] when that matters.
@@ -96,7 +81,7 @@ impl Queue {
     /// [`Error::InvalidPath`] for a bad path or `/`.
     pub fn new(session: &Session, path: &str) -> Result<Self> {
         Ok(Queue {
-            inner: Self::build(session, path, false)?,
+            engine: Arc::new(Engine::new(session, path, false)?),
         })
     }
 
@@ -106,18 +91,16 @@ impl Queue {
     /// # Errors
     /// [`Error::InvalidPath`] for a bad path or `/`.
     pub fn reliable(session: &Session, path: &str) -> Result<ReliableQueue> {
-        Ok(ReliableQueue {
-            queue: Queue {
-                inner: Self::build(session, path, true)?,
-            },
-        })
+        Ok(ReliableQueue::new(Arc::new(Engine::new(
+            session, path, true,
+        )?)))
     }
 
     /// This handle's counters: `listings` counts listings of the queue's
     /// directories, `wakeups` waits that ended with a change,
     /// `acquisitions` items taken.
     pub fn stats(&self) -> &Stats {
-        &self.inner.stats
+        &self.engine.stats
     }
 
     /// Add an item at the tail.
@@ -128,13 +111,7 @@ impl Queue {
     /// # Cancel safety
     /// Not cancel safe: dropped, the item may or may not have been added.
     pub async fn offer(&self, data: &[u8]) -> Result<()> {
-        path::validate_data(data)?;
-        let prefix = path::join(&self.inner.items, &names::protected(ITEM_MARKER));
-        self.inner
-            .session
-            .create(&prefix, data, CreateMode::PersistentSequential)
-            .await?;
-        Ok(())
+        self.engine.offer(data).await
     }
 
     /// The item at the head, without taking it; `None` when empty.
@@ -145,18 +122,7 @@ impl Queue {
     /// # Cancel safety
     /// Cancel safe: it only reads.
     pub async fn peek(&self) -> Result<Option<Vec<u8>>> {
-        let inner = &self.inner;
-        loop {
-            let names = self.available().await?;
-            if names.is_empty() {
-                return Ok(None);
-            }
-            for name in names {
-                if let Some(n) = inner.session.get(&path::join(&inner.items, &name)).await? {
-                    return Ok(Some(n.data));
-                }
-            }
-        }
+        self.engine.peek().await
     }
 
     /// Take the head item if there is one, without waiting.
@@ -169,7 +135,7 @@ impl Queue {
     /// handle and returned by its next take (or put back at the tail when
     /// the last clone of the handle is dropped).
     pub async fn poll(&self) -> Result<Option<Vec<u8>>> {
-        Ok(self.take_inner(Wait::No).await?.and_then(Got::plain))
+        Ok(self.engine.take(Wait::No).await?.and_then(Got::plain))
     }
 
     /// Take the head item, waiting for one.
@@ -180,10 +146,11 @@ impl Queue {
     /// # Cancel safety
     /// Cancel safe, as [`Queue::poll`]: a dropped take loses no item.
     pub async fn take(&self) -> Result<Vec<u8>> {
-        self.take_inner(Wait::Forever)
+        self.engine
+            .take(Wait::Forever)
             .await?
             .and_then(Got::plain)
-            .ok_or_else(|| Error::backend(self.inner.session.backend(), "take ended empty"))
+            .ok_or_else(|| Error::backend(self.engine.session.backend(), "take ended empty"))
     }
 
     /// [`Queue::take`], giving up after `timeout`.
@@ -194,13 +161,11 @@ impl Queue {
     /// # Cancel safety
     /// Cancel safe, as [`Queue::poll`].
     pub async fn take_timeout(&self, timeout: Duration) -> Result<Vec<u8>> {
-        self.take_inner({
-            let (at, timeout) = crate::limits::deadline(timeout)?;
-            Wait::Until(at, timeout)
-        })
-        .await?
-        .and_then(Got::plain)
-        .ok_or(Error::Timeout(timeout))
+        self.engine
+            .take(Wait::timeout(timeout)?)
+            .await?
+            .and_then(Got::plain)
+            .ok_or(Error::Timeout(timeout))
     }
 
     /// How many items are in the queue (in reliable mode including leased
@@ -212,7 +177,7 @@ impl Queue {
     /// # Cancel safety
     /// Cancel safe: it only reads.
     pub async fn len(&self) -> Result<usize> {
-        Ok(self.list(&self.inner.items).await?.len())
+        self.engine.len().await
     }
 
     /// Whether [`Queue::len`] is 0.

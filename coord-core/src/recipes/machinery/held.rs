@@ -2,8 +2,8 @@
 
 use crate::error::{Error, Result};
 use crate::primitive::{Created, Fence, Op, OpResult};
-use crate::recipes::pending::{delete_in_background, delete_until_gone};
-use crate::recipes::retry;
+use crate::recipes::machinery::pending::{delete_in_background, delete_until_gone};
+use crate::recipes::machinery::retry;
 use crate::session::Session;
 
 /// A node held by a session: the thing behind every guard (a lock, a lease,

@@ -1,38 +1,55 @@
 //! The reliable form of the queue: a taken item is leased to its consumer
 //! (an ephemeral claim node named after the item) until acknowledged.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::error::{Error, Result};
 use crate::primitive::Op;
-use crate::recipes::held::HeldNode;
-use crate::recipes::queue::Queue;
-use crate::recipes::queue_engine::{Got, Wait};
-use crate::recipes::retry::pause;
-use crate::recipes::stats::Stats;
+use crate::recipes::machinery::held::HeldNode;
+use crate::recipes::machinery::retry::pause;
+use crate::recipes::machinery::stats::Stats;
+use crate::recipes::machinery::wait::Wait;
+use crate::recipes::queue::claim::Claim;
+use crate::recipes::queue::engine::{Engine, Got};
 
 /// A queue whose taken items are leased until acknowledged; see
-/// [`Queue::reliable`] and [`Delivery`].
-#[derive(Clone, Debug)]
+/// [`Queue::reliable`](super::Queue::reliable) and [`Delivery`].
+#[derive(Clone)]
 pub struct ReliableQueue {
-    pub(crate) queue: Queue,
+    engine: Arc<Engine>,
+}
+
+/// Shows as `ReliableQueue { queue: Queue { items, reliable } }`.
+impl std::fmt::Debug for ReliableQueue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReliableQueue")
+            .field("queue", &self.engine)
+            .finish()
+    }
 }
 
 impl ReliableQueue {
-    /// The underlying queue's counters (see [`Queue::stats`]).
-    pub fn stats(&self) -> &Stats {
-        self.queue.stats()
+    /// The reliable queue run by `engine` (made reliable).
+    pub(crate) fn new(engine: Arc<Engine>) -> Self {
+        ReliableQueue { engine }
     }
 
-    /// Add an item at the tail; see [`Queue::offer`].
+    /// The underlying queue's counters (see
+    /// [`Queue::stats`](super::Queue::stats)).
+    pub fn stats(&self) -> &Stats {
+        &self.engine.stats
+    }
+
+    /// Add an item at the tail; see [`Queue::offer`](super::Queue::offer).
     ///
     /// # Errors
-    /// As [`Queue::offer`].
+    /// As [`Queue::offer`](super::Queue::offer).
     ///
     /// # Cancel safety
     /// Not cancel safe: dropped, the item may or may not have been added.
     pub async fn offer(&self, data: &[u8]) -> Result<()> {
-        self.queue.offer(data).await
+        self.engine.offer(data).await
     }
 
     /// The first item not leased to anyone, without taking it.
@@ -43,7 +60,7 @@ impl ReliableQueue {
     /// # Cancel safety
     /// Cancel safe: it only reads.
     pub async fn peek(&self) -> Result<Option<Vec<u8>>> {
-        self.queue.peek().await
+        self.engine.peek().await
     }
 
     /// Lease the first free item if there is one, without waiting.
@@ -55,7 +72,12 @@ impl ReliableQueue {
     /// Cancel safe: dropped, any lease taken is given back (its claim is
     /// deleted in the background), so the item stays in the queue.
     pub async fn poll(&self) -> Result<Option<Delivery>> {
-        Ok(self.queue.take_inner(Wait::No).await?.and_then(Got::leased))
+        Ok(self
+            .engine
+            .take(Wait::No)
+            .await?
+            .and_then(Got::leased)
+            .map(Delivery::new))
     }
 
     /// Lease the first free item, waiting for one (an item whose lease
@@ -67,11 +89,12 @@ impl ReliableQueue {
     /// # Cancel safety
     /// Cancel safe, as [`ReliableQueue::poll`].
     pub async fn take(&self) -> Result<Delivery> {
-        self.queue
-            .take_inner(Wait::Forever)
+        self.engine
+            .take(Wait::Forever)
             .await?
             .and_then(Got::leased)
-            .ok_or_else(|| Error::backend(self.queue.inner.session.backend(), "take ended empty"))
+            .map(Delivery::new)
+            .ok_or_else(|| Error::backend(self.engine.session.backend(), "take ended empty"))
     }
 
     /// [`ReliableQueue::take`], giving up after `timeout`.
@@ -82,13 +105,11 @@ impl ReliableQueue {
     /// # Cancel safety
     /// Cancel safe, as [`ReliableQueue::poll`].
     pub async fn take_timeout(&self, timeout: Duration) -> Result<Delivery> {
-        self.queue
-            .take_inner({
-                let (at, timeout) = crate::limits::deadline(timeout)?;
-                Wait::Until(at, timeout)
-            })
+        self.engine
+            .take(Wait::timeout(timeout)?)
             .await?
             .and_then(Got::leased)
+            .map(Delivery::new)
             .ok_or(Error::Timeout(timeout))
     }
 
@@ -100,7 +121,7 @@ impl ReliableQueue {
     /// # Cancel safety
     /// Cancel safe: it only reads.
     pub async fn len(&self) -> Result<usize> {
-        self.queue.len().await
+        self.engine.len().await
     }
 
     /// Whether [`ReliableQueue::len`] is 0.
@@ -111,7 +132,7 @@ impl ReliableQueue {
     /// # Cancel safety
     /// Cancel safe.
     pub async fn is_empty(&self) -> Result<bool> {
-        self.queue.is_empty().await
+        Ok(self.len().await? == 0)
     }
 }
 
@@ -121,12 +142,20 @@ impl ReliableQueue {
 #[must_use = "dropping a delivery gives the item back to the queue"]
 #[derive(Debug)]
 pub struct Delivery {
-    pub(crate) claim: HeldNode,
-    pub(crate) item: String,
-    pub(crate) data: Vec<u8>,
+    claim: HeldNode,
+    item: String,
+    data: Vec<u8>,
 }
 
 impl Delivery {
+    fn new(claim: Claim) -> Self {
+        Delivery {
+            claim: claim.held,
+            item: claim.item,
+            data: claim.data,
+        }
+    }
+
     /// The item.
     pub fn data(&self) -> &[u8] {
         &self.data

@@ -1,8 +1,9 @@
-//! Run a job at most once per period across many instances — seed 003's
-//! "9 pods, one SQL query every 6 hours", done right.
+//! Run a job at most once per period across many instances — the
+//! 9-pods/6-hourly-SQL-job problem ("9 pods, one SQL query every 6 hours"),
+//! done right.
 //!
-//! The seed kept a persistent `0/1` "locked" flag: when the pod holding it
-//! died, the flag stayed `1` and the job never ran again. Here:
+//! The usual fix keeps a persistent `0/1` "locked" flag: when the pod
+//! holding it dies, the flag stays `1` and the job never runs again. Here:
 //! - the run is guarded by a [`Lock`] (ephemeral nodes): a runner that dies
 //!   takes its hold with it, so nothing is ever blocked by a crash;
 //! - the last *successful* period is recorded in `<path>/last` with a

@@ -1,0 +1,98 @@
+//! The offer-and-wait loop behind both ways into an election,
+//! [`Election::campaign`](super::Election::campaign) and
+//! [`Participant`](super::Participant): make an ephemeral-sequential offer,
+//! then wait on the immediate predecessor until ours is the first.
+
+use std::sync::{Arc, Mutex};
+
+use crate::error::{Error, Result};
+use crate::path;
+use crate::primitive::CreateMode;
+use crate::recipes::election::events::ElectionEvent;
+use crate::recipes::machinery::contend::wait_counted;
+use crate::recipes::machinery::held::HeldNode;
+use crate::recipes::machinery::names;
+use crate::recipes::machinery::pending::PendingNode;
+use crate::recipes::machinery::retry::{backoff, list_retrying};
+use crate::recipes::machinery::stats::Stats;
+use crate::session::Session;
+
+/// The marker of an offer node, as `LeaderElectionSupport` names them
+/// (`n_`), after the protected prefix: `_c_<uuid>-n_<seq>`.
+pub const OFFER_MARKER: &str = "n_";
+
+/// One offer's way to leadership: the election it runs in.
+pub(crate) struct Candidate<'a> {
+    pub session: &'a Session,
+    pub dir: &'a str,
+    pub stats: &'a Stats,
+}
+
+impl Candidate<'_> {
+    /// Offer `value` and wait until the offer leads. Emits `OFFER_*`,
+    /// `DETERMINE_*`, `READY_*` and `ELECTED_START` (the caller emits
+    /// `ELECTED_COMPLETE`), and puts the offer's path in `slot` once it is
+    /// known.
+    pub(crate) async fn campaign(
+        &self,
+        value: &[u8],
+        emit: &mut (dyn FnMut(ElectionEvent) + Send),
+        slot: &Arc<Mutex<Option<String>>>,
+    ) -> Result<HeldNode> {
+        emit(ElectionEvent::OfferStart);
+        let prefix = path::join(self.dir, &names::protected(OFFER_MARKER));
+        let mut pending = PendingNode::spawn(
+            self.session,
+            prefix,
+            value.to_vec(),
+            CreateMode::EphemeralSequential,
+        );
+        let created = pending.created().await?;
+        let me_path = created.path.clone();
+        let me_name = path::name(&me_path).to_owned();
+        let me_seq = created.sequence.ok_or_else(|| {
+            Error::backend(
+                self.session.backend(),
+                "a sequential create returned no sequence",
+            )
+        })?;
+        if let Ok(mut s) = slot.lock() {
+            *s = Some(me_path.clone());
+        }
+        emit(ElectionEvent::OfferComplete);
+        loop {
+            emit(ElectionEvent::DetermineStart);
+            let children = list_retrying(self.session, self.dir).await?;
+            if !children.iter().any(|c| c.name == me_name) {
+                return Err(self
+                    .session
+                    .state()
+                    .end_error()
+                    .unwrap_or(Error::LockLost { path: me_path }));
+            }
+            let pred = children
+                .iter()
+                .filter(|c| matches!(c.sequence, Some(s) if s < me_seq))
+                .max_by_key(|c| c.sequence);
+            emit(ElectionEvent::DetermineComplete);
+            let Some(pred) = pred else {
+                emit(ElectionEvent::ElectedStart);
+                let node = pending.take().ok_or_else(|| {
+                    Error::backend(self.session.backend(), "lost track of our own offer")
+                })?;
+                return Ok(HeldNode::new(self.session.clone(), node));
+            };
+            let pred_path = path::join(self.dir, &pred.name);
+            emit(ElectionEvent::ReadyStart);
+            emit(ElectionEvent::ReadyComplete);
+            let mut attempt = 0;
+            loop {
+                match wait_counted(self.session, self.stats, &pred_path).await {
+                    Ok(()) => break,
+                    Err(e) if e.is_retryable() => backoff(&mut attempt).await,
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+    }
+}
