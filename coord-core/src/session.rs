@@ -22,7 +22,7 @@ use crate::primitive::{
 ///
 /// # The lease deadline
 /// A `Session` keeps the client's side of the session's life (see
-/// [`crate::lease`]): once the backend's [`LeaseClock`] deadline passes
+/// [`crate::lease`]): once the backend's [`LeaseClock`](crate::LeaseClock) deadline passes
 /// without a newer answer from the server, the session counts as lost here,
 /// before the server can end it and give its holds to anyone else. Its
 /// state becomes [`SessionState::Expired`], every operation (and every
@@ -323,7 +323,7 @@ impl Session {
     /// # Cancel safety
     /// Not cancel safe: dropped after the request left, the node may exist.
     /// Recipes that must not leave one behind run the create in a task
-    /// (see `recipes::pending`).
+    /// (see `recipes::machinery::pending`).
     pub async fn create(&self, path: &str, data: &[u8], mode: CreateMode) -> Result<Created> {
         path::validate_non_root(path)?;
         path::validate_data(data)?;
