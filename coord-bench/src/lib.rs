@@ -1,7 +1,7 @@
 //! # coord-bench
 //!
-//! Benchmarks of coord's recipes against one server (issue 8): workloads
-//! W1–W8 with K concurrent sessions, each its own connection, and in the
+//! Benchmarks of coord's recipes against one server: workloads W1–W8 with
+//! K concurrent sessions, each its own connection, and in the
 //! same run the baselines — the herd [`SimpleLock`](coord::core::recipes::SimpleLock),
 //! zookeeper-client's own Curator-compatible lock on ZooKeeper, etcd's
 //! server-side lock RPC on etcd, `tokio::sync::Mutex` in memory, and each
@@ -68,8 +68,9 @@ pub struct Config {
 }
 
 impl Config {
-    /// The issue's full sizes (W6 10k items, W7 10/20/50 × 50 rounds, W8
-    /// 50 joins), with iteration counts kept short for a shared machine.
+    /// The full sizes of docs/benchmarks.md (W6 10k items, W7 10/20/50 × 50
+    /// rounds, W8 50 joins), with iteration counts kept short for a shared
+    /// machine.
     pub fn full() -> Self {
         Config {
             cycles: 1000,
@@ -1007,7 +1008,7 @@ pub async fn run(url: &str, cfg: &Config) -> BenchResult<Report> {
     Ok(rep)
 }
 
-/// The issue's targets that apply to this backend.
+/// The performance targets (docs/benchmarks.md) that apply to this backend.
 fn check_targets(rep: &mut Report, cfg: &Config) {
     let mut t = Vec::new();
     let ratio = |rep: &Report, key: &str| rep.get(key).and_then(|r| r.ratio());

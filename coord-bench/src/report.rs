@@ -44,7 +44,8 @@ impl Row {
     }
 }
 
-/// A target of issue 8, checked on one run.
+/// A performance target (docs/benchmarks.md lists them), checked on one
+/// run.
 #[derive(Debug, Clone)]
 pub struct TargetCheck {
     /// What is asked.

@@ -20,7 +20,7 @@ enum Kind {
     Mem,
     Zk(coord_zk::ZkOptions),
     Etcd(coord_etcd::EtcdOptions),
-    Redis(coord_redis::Options),
+    Redis(coord_redis::RedisOptions),
 }
 
 /// How to end one session on the server, as its timeout would.
@@ -32,7 +32,7 @@ pub enum Expirer {
     /// An etcd lease, revoked from another client.
     Etcd(Vec<String>, i64),
     /// A Redis session key, deleted and its nodes reaped.
-    Redis(coord_redis::Options, SessionId),
+    Redis(coord_redis::RedisOptions, SessionId),
 }
 
 impl Target {
@@ -50,7 +50,7 @@ impl Target {
             Backend::Etcd => Kind::Etcd(coord_etcd::EtcdOptions::from_url(&format!(
                 "etcd://{rest}"
             ))?),
-            Backend::Redis => Kind::Redis(coord_redis::Options::new(url)),
+            Backend::Redis => Kind::Redis(coord_redis::RedisOptions::new(url)),
             other => return Err(format!("backend {other} is not benchmarked").into()),
         };
         Ok(Target {

@@ -24,7 +24,7 @@ async fn events(p: &mut coord_core::recipes::Participant, n: usize) -> Vec<Elect
     v
 }
 
-/// A lone participant sees the seed's sequence for a winner, then the stop.
+/// A lone participant sees `LeaderElectionSupport`'s sequence for a winner, then the stop.
 pub async fn elect_events_of_a_winner(h: &dyn Harness) {
     let root = h.root("elect_events_of_a_winner");
     let s = h.open().await;

@@ -19,7 +19,7 @@
 //! // is then the key /myapp/locks/x).
 //! .namespace("/myapp")
 //! // Optional: how long ephemeral nodes outlive a crashed client (10 s).
-//! .ttl(Duration::from_secs(10));
+//! .session_timeout(Duration::from_secs(10));
 //! let session = coord_etcd::connect(options).await?;
 //! # Ok(()) }
 //! ```
@@ -35,7 +35,7 @@
 //!
 //! | coord | etcd |
 //! |---|---|
-//! | session | a lease of the TTL, kept alive every TTL/3 by a background task |
+//! | session | a lease whose TTL is the session timeout, kept alive every TTL/3 by a background task |
 //! | node at `/a/b` | key `<namespace>/a/b` |
 //! | children of `/a` | keys directly under `<namespace>/a/`, by create revision |
 //! | parents | plain keys (empty value) made by the create that needs them |
@@ -104,5 +104,7 @@ pub mod testing {
 }
 
 pub use lease::lease_id;
-pub use options::{EtcdOptions, DEFAULT_REQUEST_TIMEOUT, DEFAULT_TTL, MAX_REQUEST_TIMEOUT};
+pub use options::{
+    EtcdOptions, DEFAULT_REQUEST_TIMEOUT, DEFAULT_SESSION_TIMEOUT, MAX_REQUEST_TIMEOUT,
+};
 pub use session::connect;

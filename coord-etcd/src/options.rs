@@ -5,8 +5,9 @@ use std::time::Duration;
 use coord_core::limits::MAX_SESSION_TIMEOUT;
 use coord_core::{Error, Result};
 
-/// The session TTL used unless [`EtcdOptions::ttl`] says otherwise.
-pub const DEFAULT_TTL: Duration = Duration::from_secs(10);
+/// The session timeout (the lease TTL) used unless
+/// [`EtcdOptions::session_timeout`] says otherwise.
+pub const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How long one request may take before it counts as a lost connection,
 /// unless [`EtcdOptions::request_timeout`] says otherwise.
@@ -24,14 +25,14 @@ pub const MAX_REQUEST_TIMEOUT: Duration = Duration::from_secs(3600);
 ///
 /// let options = EtcdOptions::new(["http://10.0.0.1:2379", "http://10.0.0.2:2379"])
 ///     .namespace("/myapp")
-///     .ttl(Duration::from_secs(15));
+///     .session_timeout(Duration::from_secs(15));
 /// assert_eq!(options.endpoints().len(), 2);
 /// ```
 #[derive(Clone)]
 pub struct EtcdOptions {
     endpoints: Vec<String>,
     namespace: String,
-    ttl: Duration,
+    session_timeout: Duration,
     request_timeout: Duration,
     connect_timeout: Duration,
     user: Option<(String, String)>,
@@ -43,7 +44,7 @@ impl std::fmt::Debug for EtcdOptions {
         f.debug_struct("EtcdOptions")
             .field("endpoints", &self.endpoints)
             .field("namespace", &self.namespace)
-            .field("ttl", &self.ttl)
+            .field("session_timeout", &self.session_timeout)
             .field("request_timeout", &self.request_timeout)
             .field("connect_timeout", &self.connect_timeout)
             .field("user", &self.user.as_ref().map(|(user, _)| user))
@@ -63,7 +64,7 @@ impl EtcdOptions {
         EtcdOptions {
             endpoints: endpoints.into_iter().map(Into::into).collect(),
             namespace: String::new(),
-            ttl: DEFAULT_TTL,
+            session_timeout: DEFAULT_SESSION_TIMEOUT,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             connect_timeout: DEFAULT_REQUEST_TIMEOUT,
             user: None,
@@ -148,17 +149,18 @@ impl EtcdOptions {
         self
     }
 
-    /// The session's lease TTL (default [`DEFAULT_TTL`], 10 s; etcd counts
-    /// whole seconds, so it is rounded up, and the server may raise it to
-    /// its minimum). Ephemeral nodes outlive a crashed client by at most
-    /// this long. A session whose keep-alives go unanswered for 90 % of it
-    /// (from the send time of the last answered one) counts as lost on the
-    /// client, before the server can drop the lease (see
-    /// [`coord_core::lease`]). Zero or over
+    /// The session timeout: the TTL of the session's lease (default
+    /// [`DEFAULT_SESSION_TIMEOUT`], 10 s). etcd counts whole seconds, so it
+    /// is rounded up to the next whole second (1.2 s asks for a 2 s lease),
+    /// and the server may raise it to its minimum. Ephemeral nodes outlive a
+    /// crashed client by at most this long. A session whose keep-alives go
+    /// unanswered for 90 % of it (from the send time of the last answered
+    /// one) counts as lost on the client, before the server can drop the
+    /// lease (see [`coord_core::lease`]). Zero or over
     /// [`coord_core::limits::MAX_SESSION_TIMEOUT`] is refused by
-    /// [`crate::connect`].
-    pub fn ttl(mut self, ttl: Duration) -> Self {
-        self.ttl = ttl;
+    /// [`crate::connect`] with [`Error::InvalidArgument`] before any I/O.
+    pub fn session_timeout(mut self, timeout: Duration) -> Self {
+        self.session_timeout = timeout;
         self
     }
 
@@ -194,6 +196,22 @@ impl EtcdOptions {
         &self.namespace
     }
 
+    /// The session timeout as given (see [`EtcdOptions::session_timeout`]
+    /// for how it is rounded when the lease is granted).
+    pub fn get_session_timeout(&self) -> Duration {
+        self.session_timeout
+    }
+
+    /// The request timeout.
+    pub fn get_request_timeout(&self) -> Duration {
+        self.request_timeout
+    }
+
+    /// The connect timeout.
+    pub fn get_connect_timeout(&self) -> Duration {
+        self.connect_timeout
+    }
+
     /// The etcd key that holds the node at `path` under these options (for
     /// tools such as `etcdctl lock <key>` that work on the same nodes).
     /// The root `/` has no key; this gives the namespace for it.
@@ -204,14 +222,15 @@ impl EtcdOptions {
         crate::keys::KeySpace::new(&self.namespace).key(path)
     }
 
-    /// The TTL in whole seconds, as the lease is granted.
-    pub(crate) fn ttl_secs(&self) -> i64 {
-        let secs = self.ttl.as_nanos().div_ceil(1_000_000_000).max(1);
+    /// The lease TTL asked for: the session timeout rounded up to whole
+    /// seconds.
+    pub(crate) fn lease_ttl_secs(&self) -> i64 {
+        let secs = self
+            .session_timeout
+            .as_nanos()
+            .div_ceil(1_000_000_000)
+            .max(1);
         i64::try_from(secs).unwrap_or(i64::MAX)
-    }
-
-    pub(crate) fn request_timeout_value(&self) -> Duration {
-        self.request_timeout
     }
 
     /// The client crate's connect options.
@@ -227,8 +246,8 @@ impl EtcdOptions {
         o
     }
 
-    /// Refuse options that cannot work, before any I/O: no endpoint, a TTL
-    /// of zero or over [`MAX_SESSION_TIMEOUT`], a request or connect
+    /// Refuse options that cannot work, before any I/O: no endpoint, a
+    /// session timeout of zero or over [`MAX_SESSION_TIMEOUT`], a request or connect
     /// timeout of zero or over [`MAX_REQUEST_TIMEOUT`]. Within these bounds
     /// no arithmetic on them can overflow.
     pub(crate) fn check(&self) -> Result<()> {
@@ -250,7 +269,7 @@ impl EtcdOptions {
                 Ok(())
             }
         };
-        bounded("TTL", self.ttl, MAX_SESSION_TIMEOUT)?;
+        bounded("session timeout", self.session_timeout, MAX_SESSION_TIMEOUT)?;
         bounded("request timeout", self.request_timeout, MAX_REQUEST_TIMEOUT)?;
         bounded("connect timeout", self.connect_timeout, MAX_REQUEST_TIMEOUT)?;
         Ok(())
@@ -264,10 +283,12 @@ mod tests {
     #[test]
     fn defaults_and_builder() {
         let o = EtcdOptions::new(["127.0.0.1:2379"]);
-        assert_eq!(o.ttl_secs(), 10);
+        assert_eq!(o.lease_ttl_secs(), 10);
         assert_eq!(o.key_of("/a/b"), "/a/b");
-        let o = o.namespace("/ns/").ttl(Duration::from_millis(2500));
-        assert_eq!(o.ttl_secs(), 3);
+        let o = o
+            .namespace("/ns/")
+            .session_timeout(Duration::from_millis(2500));
+        assert_eq!(o.lease_ttl_secs(), 3);
         assert_eq!(o.key_of("/a/b"), "/ns/a/b");
         assert_eq!(o.key_of("/"), "/ns");
         assert!(o.check().is_ok());
@@ -323,11 +344,11 @@ mod tests {
         let refused = |o: EtcdOptions| matches!(o.check(), Err(Error::InvalidArgument(_)));
         let o = || EtcdOptions::new(["x:1"]);
         assert!(refused(EtcdOptions::new(Vec::<String>::new())));
-        assert!(refused(o().ttl(Duration::ZERO)));
+        assert!(refused(o().session_timeout(Duration::ZERO)));
         assert!(refused(
-            o().ttl(MAX_SESSION_TIMEOUT + Duration::from_nanos(1))
+            o().session_timeout(MAX_SESSION_TIMEOUT + Duration::from_nanos(1))
         ));
-        assert!(refused(o().ttl(Duration::MAX)));
+        assert!(refused(o().session_timeout(Duration::MAX)));
         assert!(refused(o().request_timeout(Duration::ZERO)));
         assert!(refused(o().request_timeout(Duration::MAX)));
         assert!(refused(
@@ -337,13 +358,17 @@ mod tests {
         assert!(refused(o().connect_timeout(Duration::MAX)));
         // The largest accepted values work, and their arithmetic holds.
         let max = o()
-            .ttl(MAX_SESSION_TIMEOUT)
+            .session_timeout(MAX_SESSION_TIMEOUT)
             .request_timeout(MAX_REQUEST_TIMEOUT)
             .connect_timeout(MAX_REQUEST_TIMEOUT);
         assert!(max.check().is_ok());
-        assert_eq!(max.ttl_secs(), 24 * 3600);
+        assert_eq!(max.lease_ttl_secs(), 24 * 3600);
         // A sub-second TTL is rounded up to a whole second.
-        assert_eq!(o().ttl(Duration::from_nanos(1)).ttl_secs(), 1);
+        assert_eq!(
+            o().session_timeout(Duration::from_nanos(1))
+                .lease_ttl_secs(),
+            1
+        );
     }
 
     #[test]
@@ -358,9 +383,9 @@ mod tests {
     #[tokio::test]
     async fn connect_refuses_bad_durations_without_io() {
         for o in [
-            EtcdOptions::new(["http://127.0.0.1:1"]).ttl(Duration::MAX),
+            EtcdOptions::new(["http://127.0.0.1:1"]).session_timeout(Duration::MAX),
             EtcdOptions::new(["http://127.0.0.1:1"]).request_timeout(Duration::MAX),
-            EtcdOptions::new(["http://127.0.0.1:1"]).ttl(Duration::ZERO),
+            EtcdOptions::new(["http://127.0.0.1:1"]).session_timeout(Duration::ZERO),
         ] {
             assert!(matches!(
                 crate::connect(o).await,

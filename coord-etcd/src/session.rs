@@ -22,7 +22,8 @@ use crate::shared::Shared;
 use crate::txn::{self, stat_of, urev, CreatePlan, DeletePlan, FenceKey, Plan, SetPlan};
 
 /// Open a session on the etcd cluster described by `options`: connect,
-/// grant a lease of the configured TTL and keep it alive in the background.
+/// grant a lease whose TTL is the session timeout and keep it alive in the
+/// background.
 ///
 /// ```no_run
 /// # async fn demo() -> coord_core::Result<()> {
@@ -37,7 +38,7 @@ use crate::txn::{self, stat_of, urev, CreatePlan, DeletePlan, FenceKey, Plan, Se
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] for options that cannot work, before any I/O
-/// (no endpoint; a TTL of zero or over
+/// (no endpoint; a session timeout of zero or over
 /// [`coord_core::limits::MAX_SESSION_TIMEOUT`]; a request or connect
 /// timeout of zero or over [`crate::MAX_REQUEST_TIMEOUT`]);
 /// [`Error::ConnectionLost`] when no endpoint answers within the
@@ -49,7 +50,7 @@ use crate::txn::{self, stat_of, urev, CreatePlan, DeletePlan, FenceKey, Plan, Se
 /// the lease alive and the server drops it after its TTL.
 pub async fn connect(options: EtcdOptions) -> Result<Session> {
     options.check()?;
-    let timeout = options.request_timeout_value();
+    let timeout = options.get_request_timeout();
     let client = match tokio::time::timeout(
         timeout,
         Client::connect(options.endpoints(), Some(options.client_options())),
@@ -68,7 +69,7 @@ pub async fn connect(options: EtcdOptions) -> Result<Session> {
         let mut lease_client = client.lease_client();
         let left = deadline.saturating_duration_since(Instant::now());
         let sent = tokio::time::Instant::now();
-        match tokio::time::timeout(left, lease_client.grant(options.ttl_secs(), None)).await {
+        match tokio::time::timeout(left, lease_client.grant(options.lease_ttl_secs(), None)).await {
             Ok(Ok(g)) => break (g, sent),
             Ok(Err(e))
                 if error::never_sent(&e)

@@ -77,11 +77,8 @@ impl Shared {
 
     /// `Err` once the session is over.
     pub(crate) fn check_open(&self) -> Result<()> {
-        match *self.state.borrow() {
-            SessionState::Expired => Err(Error::SessionExpired),
-            SessionState::Closed => Err(Error::SessionClosed),
-            _ => Ok(()),
-        }
+        let state = *self.state.borrow();
+        state.end_error().map_or(Ok(()), Err)
     }
 
     /// Run one request within the request timeout, mapping its error; a

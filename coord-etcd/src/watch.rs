@@ -34,10 +34,7 @@ pub(crate) async fn session_end(mut rx: watch::Receiver<SessionState>) -> Error 
         Ok(s) => *s,
         Err(_) => SessionState::Closed,
     };
-    match state {
-        SessionState::Expired => Error::SessionExpired,
-        _ => Error::SessionClosed,
-    }
+    state.end_error().unwrap_or(Error::SessionClosed)
 }
 
 /// Open one watch stream with the given watchers and read it until `fires`

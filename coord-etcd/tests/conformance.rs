@@ -85,7 +85,7 @@ impl Harness for EtcdHarness {
             (session_timeout.as_secs() + u64::from(session_timeout.subsec_nanos() > 0)).max(2);
         let timeout = faulty_request_timeout(ttl_secs);
         let options = EtcdOptions::new([format!("http://{}", proxy.addr())])
-            .ttl(Duration::from_secs(ttl_secs))
+            .session_timeout(Duration::from_secs(ttl_secs))
             .request_timeout(timeout)
             .connect_timeout(timeout);
         match coord_etcd::connect(options).await {

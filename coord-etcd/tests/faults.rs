@@ -81,7 +81,7 @@ async fn the_fault_proxy_partitions_and_silences_http2() {
     let proxy = FaultProxy::start(&upstream()).await;
     let timeout = Duration::from_secs(1);
     let options = EtcdOptions::new([format!("http://{}", proxy.addr())])
-        .ttl(Duration::from_secs(30))
+        .session_timeout(Duration::from_secs(30))
         .request_timeout(timeout);
     let session = coord_etcd::connect(options)
         .await
@@ -160,7 +160,7 @@ async fn the_fault_proxy_partitions_and_silences_http2() {
 async fn a_watch_broken_by_a_cut_sees_the_delete_made_meanwhile() {
     let proxy = FaultProxy::start(&upstream()).await;
     let options = EtcdOptions::new([format!("http://{}", proxy.addr())])
-        .ttl(Duration::from_secs(9))
+        .session_timeout(Duration::from_secs(9))
         .request_timeout(Duration::from_secs(1));
     let session = coord_etcd::connect(options)
         .await
@@ -221,7 +221,7 @@ async fn a_session_given_up_revokes_its_lease() {
     let proxy = FaultProxy::start(&upstream()).await;
     let ttl = Duration::from_secs(4);
     let options = EtcdOptions::new([format!("http://{}", proxy.addr())])
-        .ttl(ttl)
+        .session_timeout(ttl)
         .request_timeout(Duration::from_secs(1));
     let session = coord_etcd::connect(options)
         .await
@@ -293,7 +293,7 @@ async fn a_dead_endpoint_among_several_is_skipped() {
             .cloned(),
     );
     let options = EtcdOptions::new(list)
-        .ttl(Duration::from_secs(3))
+        .session_timeout(Duration::from_secs(3))
         .request_timeout(Duration::from_secs(3));
     let session = coord_etcd::connect(options)
         .await

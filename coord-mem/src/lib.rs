@@ -48,7 +48,8 @@
 #![warn(missing_docs)]
 
 mod session;
+mod shared;
 mod store;
 mod tree;
 
-pub use store::{MemStore, DEFAULT_TTL};
+pub use store::{MemStore, DEFAULT_SESSION_TIMEOUT};

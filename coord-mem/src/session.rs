@@ -11,7 +11,7 @@ use coord_core::{
 };
 use tokio::sync::{oneshot, watch};
 
-use crate::store::{Shared, State};
+use crate::shared::{Shared, State};
 use crate::tree::{SessionKey, BACKEND};
 
 /// The backend side of a [`coord_core::Session`] opened by
@@ -65,10 +65,11 @@ impl MemSession {
                 // A sender dropped unfired (the store is going away) counts
                 // as a change: the caller reads again and learns the truth.
                 _ = fired => Ok(()),
-                end = state.wait_for(|s| s.is_terminal()) => Err(match end.as_deref() {
-                    Ok(SessionState::Expired) => Error::SessionExpired,
-                    _ => Error::SessionClosed,
-                }),
+                end = state.wait_for(|s| s.is_terminal()) => {
+                    // A dropped sender counts as closed.
+                    let end = end.map_or(SessionState::Closed, |s| *s);
+                    Err(end.end_error().unwrap_or(Error::SessionClosed))
+                }
             }
         }
     }

@@ -1,19 +1,19 @@
 //! [`MemStore`]: one shared tree, the sessions over it, their keep-alive
 //! and the fault hooks tests use.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use coord_core::{Error, Result, Session, SessionId, SessionState};
+use coord_core::{Session, SessionId, SessionState};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
 use crate::session::MemSession;
-use crate::tree::{SessionKey, Tree};
+use crate::shared::{SessionEntry, Shared};
+use crate::tree::SessionKey;
 
-/// The session TTL of [`MemStore::open`].
-pub const DEFAULT_TTL: Duration = Duration::from_secs(10);
+/// The session timeout of [`MemStore::open`].
+pub const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The shortest TTL a session gets (a zero TTL would spin its keep-alive).
 const MIN_TTL: Duration = Duration::from_millis(1);
@@ -53,177 +53,6 @@ impl std::fmt::Debug for MemStore {
     }
 }
 
-/// What every handle on a store shares.
-#[derive(Default)]
-pub(crate) struct Shared {
-    state: Mutex<State>,
-}
-
-impl Shared {
-    /// The store's lock. Nothing panics while holding it, but should
-    /// something ever do, the tree is still consistent between operations
-    /// (each checks before it changes anything), so poisoning is ignored.
-    pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
-/// Everything behind the store's lock.
-pub(crate) struct State {
-    pub(crate) tree: Tree,
-    sessions: HashMap<SessionKey, SessionEntry>,
-    next_session: SessionKey,
-}
-
-impl Default for State {
-    fn default() -> Self {
-        State {
-            tree: Tree::new(),
-            sessions: HashMap::new(),
-            next_session: 1,
-        }
-    }
-}
-
-/// The store's side of a live session. Removed when the session ends.
-struct SessionEntry {
-    /// The state every handle watches; changed only under the store lock.
-    state: Arc<watch::Sender<SessionState>>,
-    ttl: Duration,
-    /// The session expires at this instant unless a heartbeat moves it.
-    deadline: Instant,
-    heartbeat_paused: bool,
-    /// Suspended by [`MemStore::silence`]: the store still hears the
-    /// session's heartbeats, but the client hears no answers.
-    silenced: bool,
-    /// The client gave the session up ([`PrimitiveSession::abandon`]): no
-    /// more heartbeats; ended as soon as the client reaches the store.
-    abandoned: bool,
-    /// Test hook: the next create's answer is lost after it was applied.
-    lose_next_create_answer: bool,
-}
-
-impl SessionEntry {
-    fn current(&self) -> SessionState {
-        *self.state.borrow()
-    }
-
-    /// Whether a heartbeat from a live handle would reach the store now.
-    fn beats(&self) -> bool {
-        !self.heartbeat_paused
-            && !self.abandoned
-            && (self.current() == SessionState::Connected || self.silenced)
-    }
-
-    /// Whether the client hears the store's answers now.
-    fn answers(&self) -> bool {
-        self.current() == SessionState::Connected
-    }
-}
-
-impl State {
-    /// End a session the store still holds: set its final state (unless the
-    /// handle already closed itself) and delete its ephemeral nodes, firing
-    /// their watchers. Returns whether there was such a session.
-    fn end_session(&mut self, key: SessionKey, end: SessionState) -> bool {
-        let Some(entry) = self.sessions.remove(&key) else {
-            return false;
-        };
-        if !entry.current().is_terminal() {
-            entry.state.send_replace(end);
-        }
-        let deleted = self.tree.remove_ephemerals(key);
-        tracing::debug!(session = key, state = ?end, deleted, "mem session ended");
-        true
-    }
-
-    /// Called by every operation of a session's handle, under the lock:
-    /// fails as the session's state says, expires a session whose TTL ran
-    /// out, and otherwise counts as a heartbeat (also for a silenced
-    /// session: the store hears it, though the client hears no answer).
-    pub(crate) fn touch(
-        &mut self,
-        key: SessionKey,
-        state: &watch::Sender<SessionState>,
-    ) -> Result<()> {
-        let now = Instant::now();
-        // Copied out, like in `close`: no `borrow()` guard held on.
-        let current = *state.borrow();
-        match current {
-            SessionState::Expired => return Err(Error::SessionExpired),
-            SessionState::Closed => return Err(Error::SessionClosed),
-            SessionState::Connected | SessionState::Suspended => {}
-        }
-        let Some(entry) = self.sessions.get_mut(&key) else {
-            // Unreachable: a session is removed only as it turns terminal.
-            return Err(Error::SessionExpired);
-        };
-        if entry.beats() {
-            entry.deadline = now + entry.ttl;
-            if entry.answers() {
-                return Ok(());
-            }
-        } else if now >= entry.deadline {
-            self.end_session(key, SessionState::Expired);
-            return Err(Error::SessionExpired);
-        }
-        match entry.current() {
-            SessionState::Suspended => Err(Error::ConnectionLost(format!(
-                "mem session mem-{key} is suspended"
-            ))),
-            _ => Ok(()),
-        }
-    }
-
-    /// The handle's `abandon`: the client gave the session up. A session the
-    /// client can reach is ended now; a suspended one as soon as it is
-    /// resumed (or when its TTL runs out, whichever comes first). Either
-    /// way its state is `Expired` from now on.
-    pub(crate) fn abandon(&mut self, key: SessionKey) {
-        let Some(entry) = self.sessions.get_mut(&key) else {
-            return;
-        };
-        if entry.current() == SessionState::Connected {
-            self.end_session(key, SessionState::Expired);
-        } else {
-            entry.abandoned = true;
-            entry.state.send_replace(SessionState::Expired);
-        }
-    }
-
-    /// Take the session's lost-create-answer flag.
-    pub(crate) fn take_lost_create_answer(&mut self, key: SessionKey) -> bool {
-        self.sessions
-            .get_mut(&key)
-            .is_some_and(|e| std::mem::take(&mut e.lose_next_create_answer))
-    }
-
-    /// The handle's `close`: end the session as `Closed`. A suspended
-    /// session cannot tell the store; its handle becomes `Closed` and the
-    /// store expires it when its TTL runs out.
-    pub(crate) fn close(
-        &mut self,
-        key: SessionKey,
-        state: &watch::Sender<SessionState>,
-    ) -> Result<()> {
-        // Copy the state out: a `borrow()` guard kept through the match
-        // would deadlock `end_session`'s `send_replace` on the same lock.
-        let current = *state.borrow();
-        match current {
-            SessionState::Expired | SessionState::Closed => return Ok(()),
-            SessionState::Connected => {
-                self.end_session(key, SessionState::Closed);
-                return Ok(());
-            }
-            SessionState::Suspended => {}
-        }
-        state.send_replace(SessionState::Closed);
-        Err(Error::ConnectionLost(format!(
-            "mem session mem-{key} is suspended: closed here, the store ends it when its TTL runs out"
-        )))
-    }
-}
-
 /// A [`SessionId`] of this backend back to the store's key.
 fn key_of(id: &SessionId) -> Option<SessionKey> {
     id.0.strip_prefix("mem-")?.parse().ok()
@@ -235,23 +64,23 @@ impl MemStore {
         Self::default()
     }
 
-    /// Open a session with the [`DEFAULT_TTL`] (10 s).
+    /// Open a session with the [`DEFAULT_SESSION_TIMEOUT`] (10 s).
     ///
     /// # Panics
     /// Outside a tokio runtime: the session's keep-alive is a tokio task.
     pub fn open(&self) -> Session {
-        self.open_with_ttl(DEFAULT_TTL)
+        self.open_with_session_timeout(DEFAULT_SESSION_TIMEOUT)
     }
 
-    /// Open a session that expires `ttl` after its last heartbeat once no
-    /// handle keeps it alive (see [`MemStore`]). A TTL under 1 ms counts as
-    /// 1 ms, one over [`coord_core::limits::MAX_SESSION_TIMEOUT`] (a day) as
-    /// that maximum.
+    /// Open a session that expires `timeout` (its TTL) after its last
+    /// heartbeat once no handle keeps it alive (see [`MemStore`]). A
+    /// timeout under 1 ms counts as 1 ms, one over
+    /// [`coord_core::limits::MAX_SESSION_TIMEOUT`] (a day) as that maximum.
     ///
     /// # Panics
     /// Outside a tokio runtime: the session's keep-alive is a tokio task.
-    pub fn open_with_ttl(&self, ttl: Duration) -> Session {
-        let ttl = ttl.clamp(MIN_TTL, coord_core::limits::MAX_SESSION_TIMEOUT);
+    pub fn open_with_session_timeout(&self, timeout: Duration) -> Session {
+        let ttl = timeout.clamp(MIN_TTL, coord_core::limits::MAX_SESSION_TIMEOUT);
         let runtime = tokio::runtime::Handle::current();
         let (tx, _) = watch::channel(SessionState::Connected);
         let tx = Arc::new(tx);
@@ -286,16 +115,18 @@ impl MemStore {
     /// Expire a session now, as a server whose session timeout ran out:
     /// its ephemeral nodes are deleted (their watchers fire), its state
     /// becomes [`SessionState::Expired`], and its operations fail with
-    /// [`Error::SessionExpired`]. Returns whether the store still held it.
+    /// [`Error::SessionExpired`](coord_core::Error::SessionExpired).
+    /// Returns whether the store still held it.
     pub fn expire(&self, id: &SessionId) -> bool {
         key_of(id).is_some_and(|key| self.shared.lock().end_session(key, SessionState::Expired))
     }
 
     /// Cut a session off as if its connection dropped: its state becomes
     /// [`SessionState::Suspended`] and its operations fail with
-    /// [`Error::ConnectionLost`]. Its ephemeral nodes stay, its pending
-    /// watches stay set, and its heartbeats stop reaching the store: unless
-    /// resumed within its TTL it expires. Returns whether it was connected.
+    /// [`Error::ConnectionLost`](coord_core::Error::ConnectionLost). Its
+    /// ephemeral nodes stay, its pending watches stay set, and its
+    /// heartbeats stop reaching the store: unless resumed within its TTL it
+    /// expires. Returns whether it was connected.
     pub fn suspend(&self, id: &SessionId) -> bool {
         self.with_session(id, |entry| {
             if entry.current() != SessionState::Connected {
@@ -309,9 +140,11 @@ impl MemStore {
     /// Cut a session off one way: its requests (and heartbeats) still reach
     /// the store, which keeps the session alive, but the client hears no
     /// answer: its state becomes [`SessionState::Suspended`], its
-    /// operations fail with [`Error::ConnectionLost`] and its lease clock
-    /// is not renewed, so the client gives the session up at its lease
-    /// deadline while the store still holds it (an asymmetric partition).
+    /// operations fail with
+    /// [`Error::ConnectionLost`](coord_core::Error::ConnectionLost) and its
+    /// lease clock is not renewed, so the client gives the session up at its
+    /// lease deadline while the store still holds it (an asymmetric
+    /// partition).
     /// [`MemStore::resume`] heals it. Returns whether it was connected.
     pub fn silence(&self, id: &SessionId) -> bool {
         self.with_session(id, |entry| {

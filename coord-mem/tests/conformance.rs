@@ -39,7 +39,7 @@ impl Harness for MemHarness {
     /// store hears nothing), silence suspends only the client's side (the
     /// store still hears its heartbeats), heal resumes it.
     async fn open_faulty(&self, session_timeout: Duration) -> (Session, Box<dyn Fault>) {
-        let session = self.store.open_with_ttl(session_timeout);
+        let session = self.store.open_with_session_timeout(session_timeout);
         let hook = |f: fn(&MemStore, &coord_core::SessionId) -> bool| {
             let (store, id) = (self.store.clone(), session.id());
             Box::new(move || {

@@ -22,7 +22,7 @@ async fn reach(s: &Session, want: SessionState) {
 async fn a_crashed_session_expires_after_its_ttl() {
     let store = MemStore::new();
     let watcher = store.open();
-    let s = store.open_with_ttl(TTL);
+    let s = store.open_with_session_timeout(TTL);
     let eph = s
         .create("/crash/eph", b"", CreateMode::Ephemeral)
         .await
@@ -48,7 +48,7 @@ async fn a_crashed_session_expires_after_its_ttl() {
 #[tokio::test(start_paused = true)]
 async fn a_held_session_never_expires() {
     let store = MemStore::new();
-    let s = store.open_with_ttl(TTL);
+    let s = store.open_with_session_timeout(TTL);
     let copy = s.clone();
     s.create("/held/eph", b"", CreateMode::Ephemeral)
         .await
@@ -64,7 +64,7 @@ async fn a_held_session_never_expires() {
 async fn a_paused_heartbeat_lets_the_ttl_run_out() {
     let store = MemStore::new();
     let other = store.open();
-    let s = store.open_with_ttl(TTL);
+    let s = store.open_with_session_timeout(TTL);
     s.create("/paused/eph", b"", CreateMode::Ephemeral)
         .await
         .expect("create");
@@ -85,7 +85,7 @@ async fn a_paused_heartbeat_lets_the_ttl_run_out() {
 #[tokio::test(start_paused = true)]
 async fn a_resumed_heartbeat_keeps_the_session() {
     let store = MemStore::new();
-    let s = store.open_with_ttl(TTL);
+    let s = store.open_with_session_timeout(TTL);
     assert!(store.pause_heartbeat(&s.id()));
     tokio::time::sleep(TTL / 2).await;
     assert!(store.resume_heartbeat(&s.id()));
@@ -98,7 +98,7 @@ async fn a_resumed_heartbeat_keeps_the_session() {
 async fn suspend_and_resume() {
     let store = MemStore::new();
     let other = store.open();
-    let s = store.open_with_ttl(TTL);
+    let s = store.open_with_session_timeout(TTL);
     s.create("/susp/eph", b"", CreateMode::Ephemeral)
         .await
         .expect("create");
@@ -126,7 +126,7 @@ async fn suspend_and_resume() {
 async fn suspended_past_its_ttl_a_session_expires() {
     let store = MemStore::new();
     let other = store.open();
-    let s = store.open_with_ttl(TTL);
+    let s = store.open_with_session_timeout(TTL);
     s.create("/gone/eph", b"", CreateMode::Ephemeral)
         .await
         .expect("create");
@@ -144,7 +144,7 @@ async fn suspended_past_its_ttl_a_session_expires() {
 async fn closing_a_suspended_session_leaves_it_to_its_ttl() {
     let store = MemStore::new();
     let other = store.open();
-    let s = store.open_with_ttl(TTL);
+    let s = store.open_with_session_timeout(TTL);
     s.create("/abandoned/eph", b"", CreateMode::Ephemeral)
         .await
         .expect("create");

@@ -12,14 +12,14 @@ use crate::background::{heartbeat, notice_loop};
 use crate::core::{millis, Core};
 use crate::error::{self, KeyspaceEventsError, BACKEND};
 use crate::notices::Hub;
-use crate::options::{KeyspaceEvents, Options};
+use crate::options::{KeyspaceEvents, RedisOptions};
 use crate::scripts;
 use crate::session::RedisSession;
 
 /// Open a session on the Redis server `options` names (a URL converts):
 /// its own command connection (multiplexed, reconnecting) and its own
-/// pub/sub connection, a session key with the TTL, and the heartbeat that
-/// keeps it.
+/// pub/sub connection, a session key whose TTL is the session timeout, and
+/// the heartbeat that keeps it.
 ///
 /// ```no_run
 /// # async fn demo() -> coord_core::Result<()> {
@@ -31,9 +31,9 @@ use crate::session::RedisSession;
 /// ```
 ///
 /// # Errors
-/// [`Error::InvalidArgument`] for a bad URL or namespace, a TTL out of
-/// [`crate::MIN_SESSION_TTL`]..=[`crate::MAX_SESSION_TTL`] or a zero or
-/// absurd request timeout (all before any I/O);
+/// [`Error::InvalidArgument`] for a bad URL or namespace, a session timeout
+/// out of [`crate::MIN_SESSION_TIMEOUT`]..=[`crate::MAX_SESSION_TIMEOUT`] or
+/// a zero or absurd request timeout (all before any I/O);
 /// [`Error::ConnectionLost`] when the server cannot be reached;
 /// [`Error::Backend`] when it refuses (authentication, ACL), or with a
 /// [`KeyspaceEventsError`] when keyspace notifications for expired keys are
@@ -42,17 +42,17 @@ use crate::session::RedisSession;
 /// # Cancel safety
 /// Cancel safe: dropped before it returns, no session is left behind but
 /// (at worst) a session key that expires after the TTL.
-pub async fn connect(options: impl Into<Options>) -> Result<Session> {
+pub async fn connect(options: impl Into<RedisOptions>) -> Result<Session> {
     let (session, _core) = open(options.into()).await?;
     Ok(session)
 }
 
-pub(crate) async fn open(options: Options) -> Result<(Session, Arc<Core>)> {
+pub(crate) async fn open(options: RedisOptions) -> Result<(Session, Arc<Core>)> {
     options.validate()?;
     let client = redis::Client::open(options.url.as_str())
         .map_err(|e| Error::InvalidArgument(format!("redis URL: {e}")))?;
     let db = client.get_connection_info().redis_settings().db();
-    let ttl = options.session_ttl;
+    let ttl = options.session_timeout;
     let request_timeout = options.effective_request_timeout();
     let config = ConnectionManagerConfig::new()
         .set_number_of_retries(3)

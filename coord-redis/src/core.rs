@@ -107,11 +107,8 @@ impl Core {
     }
 
     pub(crate) fn check_open(&self) -> Result<()> {
-        match *self.state.borrow() {
-            SessionState::Expired => Err(Error::SessionExpired),
-            SessionState::Closed => Err(Error::SessionClosed),
-            _ => Ok(()),
-        }
+        let state = *self.state.borrow();
+        state.end_error().map_or(Ok(()), Err)
     }
 
     /// The session ended on the server (its key is gone); an end that

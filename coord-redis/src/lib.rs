@@ -7,9 +7,9 @@
 //! ```no_run
 //! # async fn demo() -> coord_core::Result<()> {
 //! use std::time::Duration;
-//! let options = coord_redis::Options::new("redis://app:secret@127.0.0.1:6379/0")
+//! let options = coord_redis::RedisOptions::new("redis://app:secret@127.0.0.1:6379/0")
 //!     .namespace("billing")
-//!     .session_ttl(Duration::from_secs(10));
+//!     .session_timeout(Duration::from_secs(10));
 //! let session = coord_redis::connect(options).await?;
 //! // … build recipes on `session` …
 //! session.close().await?;
@@ -19,8 +19,8 @@
 //!
 //! ## How the contract maps onto Redis
 //!
-//! - **Session**: a key `{ns}:s:<id>` with a `PX` TTL (default 10 s), kept
-//!   alive by a heartbeat every third of the TTL. It is over once the key is
+//! - **Session**: a key `{ns}:s:<id>` whose `PX` TTL is the session timeout
+//!   (default 10 s), kept alive by a heartbeat every third of the TTL. It is over once the key is
 //!   gone: the heartbeat's `PEXPIRE` answers 0, a keyspace notice says the
 //!   key expired, or a script run by the session finds it missing. `close`
 //!   deletes it. Each session has its own command connection (multiplexed,
@@ -35,7 +35,7 @@
 //!   the server (its key deleted, its ephemeral nodes reaped) as soon as
 //!   the server answers, retried for a TTL plus a request timeout (by then
 //!   the key has expired anyway). No request waits longer than the request
-//!   timeout ([`Options::request_timeout`]), reconnecting included.
+//!   timeout ([`RedisOptions::request_timeout`]), reconnecting included.
 //! - **Tree**: a hash per node (`{ns}:n:<path>`: data, version, stamp, owner,
 //!   sequence) and a sorted set of children per node (`{ns}:c:<path>`, scored
 //!   by sequence; children without one score `inf` and so sort by name). All
@@ -124,6 +124,6 @@ pub mod testing;
 pub use connect::connect;
 pub use error::KeyspaceEventsError;
 pub use options::{
-    KeyspaceEvents, Options, DEFAULT_NAMESPACE, DEFAULT_SESSION_TTL, MAX_SESSION_TTL,
-    MIN_SESSION_TTL,
+    KeyspaceEvents, RedisOptions, DEFAULT_NAMESPACE, DEFAULT_SESSION_TIMEOUT, MAX_SESSION_TIMEOUT,
+    MIN_SESSION_TIMEOUT,
 };

@@ -1,4 +1,4 @@
-//! Connection settings: [`Options`].
+//! Connection settings: [`RedisOptions`].
 
 use std::time::Duration;
 
@@ -7,23 +7,23 @@ use coord_core::{limits, Error, Result};
 /// The key namespace used when none is given.
 pub const DEFAULT_NAMESPACE: &str = "coord";
 
-/// The session TTL used when none is given.
-pub const DEFAULT_SESSION_TTL: Duration = Duration::from_secs(10);
+/// The session timeout used when none is given.
+pub const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// The shortest session TTL accepted: heartbeats go every third of it.
-pub const MIN_SESSION_TTL: Duration = Duration::from_millis(300);
+/// The shortest session timeout accepted: heartbeats go every third of it.
+pub const MIN_SESSION_TIMEOUT: Duration = Duration::from_millis(300);
 
-/// The longest session TTL accepted: coord's limit for every backend,
+/// The longest session timeout accepted: coord's limit for every backend,
 /// [`coord_core::limits::MAX_SESSION_TIMEOUT`].
-pub const MAX_SESSION_TTL: Duration = limits::MAX_SESSION_TIMEOUT;
+pub const MAX_SESSION_TIMEOUT: Duration = limits::MAX_SESSION_TIMEOUT;
 
-/// The shortest request timeout [`Options::request_timeout`] derives from
-/// the TTL when none is given.
+/// The shortest request timeout [`RedisOptions::request_timeout`] derives
+/// from the session timeout when none is given.
 const MIN_DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(1);
 
-/// The longest request timeout [`Options::request_timeout`] derives from
-/// the TTL when none is given: a request that takes longer than this is
-/// lost, whatever the TTL.
+/// The longest request timeout [`RedisOptions::request_timeout`] derives
+/// from the session timeout when none is given: a request that takes
+/// longer than this is lost, whatever the session timeout.
 const MAX_DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// What [`crate::connect`] does about the server's `notify-keyspace-events`
@@ -51,28 +51,28 @@ pub enum KeyspaceEvents {
 ///
 /// ```
 /// use std::time::Duration;
-/// let options = coord_redis::Options::new("redis://user:secret@127.0.0.1:6379/2")
+/// let options = coord_redis::RedisOptions::new("redis://user:secret@127.0.0.1:6379/2")
 ///     .namespace("billing")
-///     .session_ttl(Duration::from_secs(5));
+///     .session_timeout(Duration::from_secs(5));
 /// assert_eq!(options.key_prefix(), "{billing}:");
 /// ```
 ///
 /// Its `Debug` shows the URL with the password replaced by `***`.
 #[derive(Clone)]
-pub struct Options {
+pub struct RedisOptions {
     pub(crate) url: String,
     pub(crate) namespace: String,
-    pub(crate) session_ttl: Duration,
+    pub(crate) session_timeout: Duration,
     pub(crate) request_timeout: Option<Duration>,
     pub(crate) keyspace_events: KeyspaceEvents,
 }
 
-impl std::fmt::Debug for Options {
+impl std::fmt::Debug for RedisOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Options")
+        f.debug_struct("RedisOptions")
             .field("url", &redact(&self.url))
             .field("namespace", &self.namespace)
-            .field("session_ttl", &self.session_ttl)
+            .field("session_timeout", &self.session_timeout)
             .field("request_timeout", &self.request_timeout)
             .field("keyspace_events", &self.keyspace_events)
             .finish()
@@ -103,15 +103,15 @@ pub(crate) fn redact(url: &str) -> String {
     }
 }
 
-impl Options {
+impl RedisOptions {
     /// Settings for the server at `url`:
     /// `redis://[user:password@]host:port[/db]` (or `rediss://` where the
     /// `redis` crate was built with TLS).
     pub fn new(url: impl Into<String>) -> Self {
-        Options {
+        RedisOptions {
             url: url.into(),
             namespace: DEFAULT_NAMESPACE.to_owned(),
-            session_ttl: DEFAULT_SESSION_TTL,
+            session_timeout: DEFAULT_SESSION_TIMEOUT,
             request_timeout: None,
             keyspace_events: KeyspaceEvents::default(),
         }
@@ -125,21 +125,23 @@ impl Options {
         self
     }
 
-    /// How long a session outlives its last heartbeat (default 10 s);
-    /// heartbeats go every third of it. From [`MIN_SESSION_TTL`] to
-    /// [`MAX_SESSION_TTL`]; [`crate::connect`] refuses others.
+    /// The session timeout: how long a session outlives its last heartbeat
+    /// (default 10 s; it is the TTL of the session's key); heartbeats go
+    /// every third of it. From [`MIN_SESSION_TIMEOUT`] to
+    /// [`MAX_SESSION_TIMEOUT`]; [`crate::connect`] refuses others with
+    /// [`Error::InvalidArgument`] before any I/O.
     ///
-    /// The client counts the session as lost a tenth of the TTL before the
-    /// server can (see `coord_core::lease`): when no heartbeat has been
+    /// The client counts the session as lost a tenth of the timeout before
+    /// the server can (see `coord_core::lease`): when no heartbeat has been
     /// answered for 90 % of it.
-    pub fn session_ttl(mut self, ttl: Duration) -> Self {
-        self.session_ttl = ttl;
+    pub fn session_timeout(mut self, timeout: Duration) -> Self {
+        self.session_timeout = timeout;
         self
     }
 
     /// How long one request (and one connection attempt) waits for the
-    /// server before it fails with a connection loss. Default: the TTL, but
-    /// at least 1 s and at most 30 s. Positive, and at most
+    /// server before it fails with a connection loss. Default: the session
+    /// timeout, but at least 1 s and at most 30 s. Positive, and at most
     /// [`coord_core::limits::MAX_TIMEOUT`]; [`crate::connect`] refuses
     /// others.
     pub fn request_timeout(mut self, timeout: Duration) -> Self {
@@ -165,16 +167,21 @@ impl Options {
         &self.url
     }
 
-    /// The session TTL.
-    pub fn ttl(&self) -> Duration {
-        self.session_ttl
+    /// The key namespace as given.
+    pub fn get_namespace(&self) -> &str {
+        &self.namespace
+    }
+
+    /// The session timeout.
+    pub fn get_session_timeout(&self) -> Duration {
+        self.session_timeout
     }
 
     /// The request timeout in effect: the one given, or the one derived
-    /// from the TTL (see [`Options::request_timeout`]).
+    /// from the session timeout (see [`RedisOptions::request_timeout`]).
     pub fn effective_request_timeout(&self) -> Duration {
         self.request_timeout.unwrap_or_else(|| {
-            self.session_ttl
+            self.session_timeout
                 .clamp(MIN_DEFAULT_REQUEST_TIMEOUT, MAX_DEFAULT_REQUEST_TIMEOUT)
         })
     }
@@ -192,11 +199,11 @@ impl Options {
                 self.namespace
             )));
         }
-        limits::check_session_timeout(self.session_ttl)?;
-        if self.session_ttl < MIN_SESSION_TTL {
+        limits::check_session_timeout(self.session_timeout)?;
+        if self.session_timeout < MIN_SESSION_TIMEOUT {
             return Err(Error::InvalidArgument(format!(
-                "redis session TTL {:?} is below the minimum {MIN_SESSION_TTL:?}",
-                self.session_ttl
+                "redis session timeout {:?} is below the minimum {MIN_SESSION_TIMEOUT:?}",
+                self.session_timeout
             )));
         }
         if let Some(timeout) = self.request_timeout {
@@ -211,15 +218,15 @@ impl Options {
     }
 }
 
-impl From<&str> for Options {
+impl From<&str> for RedisOptions {
     fn from(url: &str) -> Self {
-        Options::new(url)
+        RedisOptions::new(url)
     }
 }
 
-impl From<String> for Options {
+impl From<String> for RedisOptions {
     fn from(url: String) -> Self {
-        Options::new(url)
+        RedisOptions::new(url)
     }
 }
 
@@ -227,25 +234,29 @@ impl From<String> for Options {
 mod tests {
     use super::*;
 
-    fn refused(options: &Options) -> bool {
+    fn refused(options: &RedisOptions) -> bool {
         matches!(options.validate(), Err(Error::InvalidArgument(_)))
     }
 
     #[test]
     fn durations_out_of_range_are_refused() {
-        let base = Options::new("redis://127.0.0.1:6379");
+        let base = RedisOptions::new("redis://127.0.0.1:6379");
         assert!(base.validate().is_ok());
-        assert!(refused(&base.clone().session_ttl(Duration::ZERO)));
+        assert!(refused(&base.clone().session_timeout(Duration::ZERO)));
         assert!(refused(
-            &base.clone().session_ttl(Duration::from_millis(299))
+            &base.clone().session_timeout(Duration::from_millis(299))
         ));
-        assert!(base.clone().session_ttl(MAX_SESSION_TTL).validate().is_ok());
+        assert!(base
+            .clone()
+            .session_timeout(MAX_SESSION_TIMEOUT)
+            .validate()
+            .is_ok());
         assert!(refused(
             &base
                 .clone()
-                .session_ttl(MAX_SESSION_TTL + Duration::from_nanos(1))
+                .session_timeout(MAX_SESSION_TIMEOUT + Duration::from_nanos(1))
         ));
-        assert!(refused(&base.clone().session_ttl(Duration::MAX)));
+        assert!(refused(&base.clone().session_timeout(Duration::MAX)));
         assert!(refused(&base.clone().request_timeout(Duration::ZERO)));
         assert!(refused(&base.clone().request_timeout(Duration::MAX)));
         assert!(refused(
@@ -261,12 +272,12 @@ mod tests {
     }
 
     #[test]
-    fn the_request_timeout_follows_the_ttl_within_bounds() {
-        let o = Options::new("redis://h");
-        assert_eq!(o.effective_request_timeout(), DEFAULT_SESSION_TTL);
-        let short = o.clone().session_ttl(MIN_SESSION_TTL);
+    fn the_request_timeout_follows_the_session_timeout_within_bounds() {
+        let o = RedisOptions::new("redis://h");
+        assert_eq!(o.effective_request_timeout(), DEFAULT_SESSION_TIMEOUT);
+        let short = o.clone().session_timeout(MIN_SESSION_TIMEOUT);
         assert_eq!(short.effective_request_timeout(), Duration::from_secs(1));
-        let long = o.clone().session_ttl(MAX_SESSION_TTL);
+        let long = o.clone().session_timeout(MAX_SESSION_TIMEOUT);
         assert_eq!(long.effective_request_timeout(), Duration::from_secs(30));
         let given = o.request_timeout(Duration::from_millis(1500));
         assert_eq!(
@@ -277,7 +288,7 @@ mod tests {
 
     #[test]
     fn debug_hides_the_password() {
-        let o = Options::new("redis://app:s3cret@127.0.0.1:6379/2");
+        let o = RedisOptions::new("redis://app:s3cret@127.0.0.1:6379/2");
         let shown = format!("{o:?}");
         assert!(!shown.contains("s3cret"), "{shown}");
         assert!(

@@ -71,10 +71,7 @@ async fn ended(mut state: watch::Receiver<SessionState>) -> Error {
         Ok(s) => *s,
         Err(_) => SessionState::Closed,
     };
-    match end {
-        SessionState::Expired => Error::SessionExpired,
-        _ => Error::SessionClosed,
-    }
+    end.end_error().unwrap_or(Error::SessionClosed)
 }
 
 impl RedisSession {

@@ -8,7 +8,7 @@ use coord_core::{Result, Session, SessionId};
 
 use crate::core::Core;
 use crate::error;
-use crate::options::Options;
+use crate::options::RedisOptions;
 use crate::scripts;
 
 /// End session `id` on the server now, as its key expiring would: delete
@@ -21,7 +21,7 @@ use crate::scripts;
 ///
 /// # Cancel safety
 /// Not cancel safe: the session may or may not have been ended.
-pub async fn expire(options: &Options, id: &SessionId) -> Result<()> {
+pub async fn expire(options: &RedisOptions, id: &SessionId) -> Result<()> {
     let client = redis::Client::open(options.url.as_str()).map_err(|e| error::map(e, None))?;
     let mut conn = client
         .get_multiplexed_async_connection()
@@ -72,7 +72,7 @@ impl Hooks {
 ///
 /// # Cancel safety
 /// As [`crate::connect`].
-pub async fn connect_with_hooks(options: Options) -> Result<(Session, Hooks)> {
+pub async fn connect_with_hooks(options: RedisOptions) -> Result<(Session, Hooks)> {
     let (session, core) = crate::connect::open(options).await?;
     Ok((session, Hooks { core }))
 }

@@ -64,12 +64,13 @@
 //! sends it on the next connection). A sequential create whose
 //! name starts with a protected prefix `_c_<uuid>-` (as coord's recipes and
 //! Curator's protected mode name their nodes) is looked for by that prefix
-//! after a lost answer, before any retry (the seed's
-//! `findPrefixInChildren`), so it is never made twice. A sequential create
-//! without one cannot be told apart from a stranger's node, so a lost
-//! answer there is returned as [`coord_core::Error::ConnectionLost`] (made
-//! or not), as are other writes whose answer was lost; a non-sequential
-//! ephemeral create is retried and recognised by its owner.
+//! after a lost answer, before any retry (as `findPrefixInChildren` of the
+//! ZooKeeper recipes' `WriteLock` does), so it is never made twice. A
+//! sequential create without one cannot be told apart from a stranger's
+//! node, so a lost answer there is returned as
+//! [`coord_core::Error::ConnectionLost`] (made or not), as are other writes
+//! whose answer was lost; a non-sequential ephemeral create is retried and
+//! recognised by its owner.
 //! An expired session is final: every operation then fails with
 //! [`coord_core::Error::SessionExpired`].
 //!

@@ -84,9 +84,11 @@ impl ZkOptions {
     }
 
     /// How long a silent connection is given before it is declared lost and
-    /// another host tried (default: 2/5 of the session timeout). Zero, or
-    /// over [`coord_core::limits::MAX_SESSION_TIMEOUT`], is refused by
-    /// [`crate::connect`] with [`Error::InvalidArgument`] before any I/O.
+    /// another host tried (default: 2/5 of the session timeout); it also
+    /// bounds each attempt to connect. ZooKeeper's own name, kept because
+    /// it is not etcd's `connect_timeout` (which bounds connecting only).
+    /// Zero, or over [`coord_core::limits::MAX_SESSION_TIMEOUT`], is refused
+    /// by [`crate::connect`] with [`Error::InvalidArgument`] before any I/O.
     pub fn connection_timeout(mut self, timeout: Duration) -> Self {
         self.connection_timeout = Some(timeout);
         self
@@ -110,9 +112,16 @@ impl ZkOptions {
         self.chroot.as_deref()
     }
 
-    /// The session timeout asked for.
-    pub fn requested_session_timeout(&self) -> Duration {
+    /// The session timeout asked for (the server may clamp it: see
+    /// [`ZkOptions::session_timeout`]).
+    pub fn get_session_timeout(&self) -> Duration {
         self.session_timeout
+    }
+
+    /// The connection timeout, if one was set (see
+    /// [`ZkOptions::connection_timeout`]).
+    pub fn get_connection_timeout(&self) -> Option<Duration> {
+        self.connection_timeout
     }
 
     /// Refuse durations the client cannot work with, before any I/O: a

@@ -112,10 +112,9 @@ fn session_event_result(shared: &Shared, event: &zk::WatchedEvent) -> Result<()>
     if event.event_type == zk::EventType::Session {
         let state = shared.map_state(event.session_state);
         shared.set(state);
-        return Err(match state {
-            SessionState::Closed => Error::SessionClosed,
-            _ => Error::SessionExpired,
-        });
+        // Only a final state says which end; any other session event ends
+        // the watch as `SessionExpired`.
+        return Err(state.end_error().unwrap_or(Error::SessionExpired));
     }
     Ok(())
 }

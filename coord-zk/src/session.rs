@@ -338,7 +338,8 @@ impl ZkSession {
 
     /// Look for the node a sequential create made under `dir` whose answer
     /// was lost: the child whose name starts with `name_prefix` (which holds
-    /// a unique protected id). The seed's `findPrefixInChildren`.
+    /// a unique protected id). `findPrefixInChildren` of the ZooKeeper
+    /// recipes' `WriteLock`.
     pub(crate) async fn find_created(
         &self,
         dir: &str,
@@ -586,7 +587,7 @@ fn connect_error(options: &ZkOptions, err: zk::Error) -> Error {
         zk::Error::Timeout | zk::Error::NoHosts => Error::ConnectionLost(format!(
             "no ZooKeeper server at {} answered within the session timeout ({:?})",
             options.hosts(),
-            options.requested_session_timeout()
+            options.get_session_timeout()
         )),
         other => map_error(other, Target::path("/")),
     }

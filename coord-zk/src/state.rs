@@ -75,12 +75,14 @@ impl Shared {
 
     /// The error for an operation on a session that is over.
     pub fn ended_error(&self) -> Error {
-        match self.get() {
-            SessionState::Closed => Error::SessionClosed,
-            SessionState::Expired => Error::SessionExpired,
-            _ if self.is_closing() => Error::SessionClosed,
-            _ => Error::SessionExpired,
-        }
+        // A state not yet final: closing means closed, anything else lost.
+        self.get().end_error().unwrap_or_else(|| {
+            if self.is_closing() {
+                Error::SessionClosed
+            } else {
+                Error::SessionExpired
+            }
+        })
     }
 }
 

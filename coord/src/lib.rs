@@ -86,17 +86,20 @@
 //! Every acquire is cancel safe: dropping its future leaves no node behind.
 #![warn(missing_docs)]
 
+mod backend;
 mod connect;
 pub mod demo;
 mod duration;
+mod error;
 pub mod recipes;
 mod url;
 
-pub use connect::{connect, default_mem_store, ConnectError, Connector};
+pub use backend::{compiled_backends, Backend};
+pub use connect::{connect, default_mem_store, Connector};
 pub use duration::{
     parse_duration, parse_period, parse_session_timeout, parse_timeout, ParseDurationError,
 };
-pub use url::{compiled_backends, Backend};
+pub use error::ConnectError;
 
 pub use coord_core::{
     limits, path, Child, CreateMode, Created, Error, Fence, Node, Op, OpResult, Result, Session,

@@ -103,8 +103,9 @@
 //! # Ok(()) }
 //! ```
 //!
-//! [`Election::participate`] runs the seed's `LeaderElectionSupport` state
-//! machine in a task instead, and streams its events ([`ElectionEvent`]):
+//! [`Election::participate`] runs the ZooKeeper recipes'
+//! `LeaderElectionSupport` state machine in a task instead, and streams its
+//! events ([`ElectionEvent`]):
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
@@ -212,9 +213,9 @@
 //!
 //! # [`PeriodicJob`]: at most once per period, across instances
 //!
-//! Seed 003's "9 pods, one SQL job every 6 hours", crash-safe: every
-//! instance calls [`PeriodicJob::run`] each period; one runs the job, the
-//! others find it done.
+//! The 9-pods/6-hourly job problem ("9 pods, one SQL job every 6 hours"),
+//! crash-safe: every instance calls [`PeriodicJob::run`] each period; one
+//! runs the job, the others find it done.
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]

@@ -2,72 +2,9 @@
 
 use std::time::Duration;
 
-use crate::connect::ConnectError;
+use crate::backend::Backend;
 use crate::duration::{human, parse_duration};
-
-/// A backend coord can connect to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Backend {
-    /// The in-process store (`mem://`), always compiled in.
-    Mem,
-    /// ZooKeeper (`zk://`), cargo feature `zk`.
-    Zk,
-    /// etcd v3 (`etcd://`), cargo feature `etcd`.
-    Etcd,
-    /// Redis (`redis://`), cargo feature `redis`.
-    Redis,
-}
-
-impl Backend {
-    /// Every backend, compiled in or not.
-    pub const ALL: [Backend; 4] = [Backend::Mem, Backend::Zk, Backend::Etcd, Backend::Redis];
-
-    /// The URL scheme, without `://`.
-    pub fn scheme(self) -> &'static str {
-        match self {
-            Backend::Mem => "mem",
-            Backend::Zk => "zk",
-            Backend::Etcd => "etcd",
-            Backend::Redis => "redis",
-        }
-    }
-
-    /// The cargo feature of the `coord` crate that compiles it in (`None`
-    /// for `mem`, which is always there).
-    pub fn feature(self) -> Option<&'static str> {
-        match self {
-            Backend::Mem => None,
-            Backend::Zk => Some("zk"),
-            Backend::Etcd => Some("etcd"),
-            Backend::Redis => Some("redis"),
-        }
-    }
-
-    /// Whether this build of `coord` can connect to it.
-    pub fn is_compiled(self) -> bool {
-        match self {
-            Backend::Mem => true,
-            Backend::Zk => cfg!(feature = "zk"),
-            Backend::Etcd => cfg!(feature = "etcd"),
-            Backend::Redis => cfg!(feature = "redis"),
-        }
-    }
-}
-
-impl std::fmt::Display for Backend {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.scheme())
-    }
-}
-
-/// The backends this build of `coord` can connect to, `mem` first.
-pub fn compiled_backends() -> Vec<Backend> {
-    Backend::ALL
-        .into_iter()
-        .filter(|b| b.is_compiled())
-        .collect()
-}
+use crate::error::ConnectError;
 
 /// A URL parsed and checked: which backend, with its options.
 #[derive(Debug, Clone)]
@@ -78,7 +15,7 @@ pub(crate) enum Target {
     #[cfg(feature = "etcd")]
     Etcd(coord_etcd::EtcdOptions),
     #[cfg(feature = "redis")]
-    Redis(coord_redis::Options),
+    Redis(coord_redis::RedisOptions),
 }
 
 /// What [`parse`] makes of a URL.
@@ -270,10 +207,10 @@ pub(crate) fn check_session_timeout(backend: Backend, d: Duration) -> Result<(),
         ));
     }
     #[cfg(feature = "redis")]
-    if backend == Backend::Redis && d < coord_redis::MIN_SESSION_TTL {
+    if backend == Backend::Redis && d < coord_redis::MIN_SESSION_TIMEOUT {
         return Err(format!(
             "the session timeout {d:?} is below Redis's minimum of {:?}",
-            coord_redis::MIN_SESSION_TTL
+            coord_redis::MIN_SESSION_TIMEOUT
         ));
     }
     let _ = backend;
@@ -351,7 +288,7 @@ fn etcd(p: &Pieces<'_>) -> Result<coord_etcd::EtcdOptions, String> {
 }
 
 #[cfg(feature = "redis")]
-fn redis(p: &Pieces<'_>) -> Result<coord_redis::Options, String> {
+fn redis(p: &Pieces<'_>) -> Result<coord_redis::RedisOptions, String> {
     let host = p.authority.rsplit_once('@').map_or(p.authority, |(_, h)| h);
     if host.contains(',') {
         return Err("one Redis host only (Redis Cluster is not supported)".into());
@@ -370,7 +307,8 @@ fn redis(p: &Pieces<'_>) -> Result<coord_redis::Options, String> {
         .authority
         .rsplit_once('@')
         .map_or(String::new(), |(u, _)| format!("{u}@"));
-    let mut options = coord_redis::Options::new(format!("redis://{userinfo}{hosts}{}", p.path));
+    let mut options =
+        coord_redis::RedisOptions::new(format!("redis://{userinfo}{hosts}{}", p.path));
     if let Some((_, ns)) = p.params.iter().find(|(k, _)| *k == "namespace") {
         let ok = ns.len() <= 128
             && ns

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use coord_conformance::fault::{Fault, FaultProxy};
 use coord_core::Session;
-use coord_redis::Options;
+use coord_redis::RedisOptions;
 
 /// Where the test server is: `COORD_TEST_REDIS` (set by scripts/test-all).
 pub fn redis_url() -> String {
@@ -37,19 +37,19 @@ pub fn via(url: &str, addr: &str) -> (String, String) {
 
 /// A fault proxy in front of the test server, and options whose every
 /// connection (commands and pub/sub) goes through it.
-pub async fn behind_proxy(options: &Options) -> (FaultProxy, Options) {
+pub async fn behind_proxy(options: &RedisOptions) -> (FaultProxy, RedisOptions) {
     let (upstream, _) = via(options.url(), "");
     let proxy = FaultProxy::start(&upstream).await;
     let (_, url) = via(options.url(), &proxy.addr().to_string());
-    let proxied = Options::new(url)
+    let proxied = RedisOptions::new(url)
         .namespace(namespace_of(options))
-        .session_ttl(options.ttl())
+        .session_timeout(options.get_session_timeout())
         .request_timeout(options.effective_request_timeout());
     (proxy, proxied)
 }
 
 /// The namespace of `options` (`{ns}:` without the braces and colon).
-pub fn namespace_of(options: &Options) -> String {
+pub fn namespace_of(options: &RedisOptions) -> String {
     options
         .key_prefix()
         .trim_start_matches('{')
@@ -61,7 +61,7 @@ pub fn namespace_of(options: &Options) -> String {
 /// Sessions on one unique namespace of the test server.
 pub struct RedisHarness {
     /// Settings every session of this harness uses.
-    pub options: Options,
+    pub options: RedisOptions,
 }
 
 impl RedisHarness {
@@ -69,12 +69,12 @@ impl RedisHarness {
     pub fn from_env() -> Self {
         let id = uuid::Uuid::new_v4().simple().to_string();
         RedisHarness {
-            options: Options::new(redis_url()).namespace(format!("coord-test-{}", &id[..12])),
+            options: RedisOptions::new(redis_url()).namespace(format!("coord-test-{}", &id[..12])),
         }
     }
 
     /// Options for a session of this harness.
-    pub fn options(&self) -> Options {
+    pub fn options(&self) -> RedisOptions {
         self.options.clone()
     }
 }
@@ -98,7 +98,7 @@ impl coord_conformance::Harness for RedisHarness {
     /// A session whose command and pub/sub connections both go through a
     /// [`FaultProxy`] of its own, with `session_timeout` as its TTL.
     async fn open_faulty(&self, session_timeout: Duration) -> (Session, Box<dyn Fault>) {
-        let (proxy, options) = behind_proxy(&self.options().session_ttl(session_timeout)).await;
+        let (proxy, options) = behind_proxy(&self.options().session_timeout(session_timeout)).await;
         match coord_redis::connect(options.clone()).await {
             Ok(session) => (session, Box::new(proxy)),
             Err(e) => {

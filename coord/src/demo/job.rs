@@ -48,7 +48,7 @@ pub(crate) async fn periodic_job(cluster: &Cluster, log: &Log) {
     let hour = cluster.hour;
     let job_path = cluster.path("/jobs/revenue-sql");
     log.say(format!(
-        "== seed 003: {INSTANCES} instances, one job every 6 h (1 h = {hour:?}), {PERIODS} periods"
+        "== the 6-hourly job: {INSTANCES} instances, one job every 6 h (1 h = {hour:?}), {PERIODS} periods"
     ));
     let tally = Tally::new();
     let crash_pending = Arc::new(AtomicBool::new(true));

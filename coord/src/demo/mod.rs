@@ -1,10 +1,10 @@
 //! The coord demo — what `coordctl demo` runs — on any backend:
 //!
-//! 1. Seed 003, done right: 9 instances share a "6-hourly" job (time scaled
-//!    down: one hour is 40 ms in memory, 250 ms on a server); the instance
-//!    running period 1 crashes mid-run (its session is ended under it) and
-//!    another instance runs the period again. Each period is recorded
-//!    exactly once.
+//! 1. The 9-pods/6-hourly job problem, done right: 9 instances share a
+//!    "6-hourly" job (time scaled down: one hour is 40 ms in memory, 250 ms
+//!    on a server); the instance running period 1 crashes mid-run (its
+//!    session is ended under it) and another instance runs the period
+//!    again. Each period is recorded exactly once.
 //! 2. A leader election with two failovers: the leader's session ends, then
 //!    the next leader resigns; an observer sees every leader in order.
 //! 3. A queue drained by several consumers: every item exactly once.
@@ -29,8 +29,9 @@ use std::time::Duration;
 use coord_core::Session;
 use tokio::time::Instant;
 
-use crate::connect::{default_mem_store, ConnectError, Connector};
-use crate::url::Backend;
+use crate::backend::Backend;
+use crate::connect::{default_mem_store, Connector};
+use crate::error::ConnectError;
 
 /// What [`run`] found.
 #[derive(Debug, Clone, Default)]

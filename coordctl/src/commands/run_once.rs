@@ -1,4 +1,5 @@
-//! `coordctl run-once JOB --every D -- CMD…`: seed 003's job, from the shell.
+//! `coordctl run-once JOB --every D -- CMD…`: the 9-pods/6-hourly job
+//! problem's job, from the shell.
 
 use std::time::{Duration, SystemTime};
 
