@@ -16,6 +16,7 @@ pub mod limits;
 pub mod path;
 pub mod primitive;
 pub mod recipes;
+pub mod redact;
 mod session;
 
 pub use error::{Error, PathErrorKind, Result};
@@ -24,4 +25,5 @@ pub use primitive::{
     Child, CreateMode, Created, Fence, Node, Op, OpResult, PrimitiveSession, SessionId,
     SessionState, Stat, Watch,
 };
+pub use redact::redact_url;
 pub use session::Session;

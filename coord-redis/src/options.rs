@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use coord_core::redact_url as redact;
 use coord_core::{limits, Error, Result};
 
 /// The key namespace used when none is given.
@@ -76,30 +77,6 @@ impl std::fmt::Debug for RedisOptions {
             .field("request_timeout", &self.request_timeout)
             .field("keyspace_events", &self.keyspace_events)
             .finish()
-    }
-}
-
-/// `url` with the password of its user info (if any) replaced by `***`,
-/// for messages.
-pub(crate) fn redact(url: &str) -> String {
-    let Some(start) = url.find("://").map(|i| i + 3) else {
-        return url.to_owned();
-    };
-    let end = url[start..]
-        .find(['/', '?', '#'])
-        .map_or(url.len(), |i| start + i);
-    let authority = &url[start..end];
-    let Some(at) = authority.rfind('@') else {
-        return url.to_owned();
-    };
-    match authority[..at].find(':') {
-        Some(colon) => format!(
-            "{}{}:***{}",
-            &url[..start],
-            &authority[..colon],
-            &url[start + at..]
-        ),
-        None => url.to_owned(),
     }
 }
 
@@ -295,9 +272,5 @@ mod tests {
             shown.contains("redis://app:***@127.0.0.1:6379/2"),
             "{shown}"
         );
-        assert_eq!(redact("redis://:pw@h:1"), "redis://:***@h:1");
-        assert_eq!(redact("redis://user@h:1"), "redis://user@h:1");
-        assert_eq!(redact("redis://h:1/0"), "redis://h:1/0");
-        assert_eq!(redact("nonsense"), "nonsense");
     }
 }

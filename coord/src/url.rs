@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use coord_core::redact_url as redact;
+
 use crate::backend::Backend;
 use crate::duration::{human, parse_duration};
 use crate::error::ConnectError;
@@ -26,29 +28,6 @@ pub(crate) struct Parsed {
     pub session_timeout: Option<Duration>,
     /// The URL with any password replaced by `***`, for messages.
     pub shown: String,
-}
-
-/// The URL with the password of its user info (if any) replaced by `***`.
-pub(crate) fn redact(url: &str) -> String {
-    let Some(start) = url.find("://").map(|i| i + 3) else {
-        return url.to_owned();
-    };
-    let end = url[start..]
-        .find(['/', '?', '#'])
-        .map_or(url.len(), |i| start + i);
-    let authority = &url[start..end];
-    match authority.rfind('@') {
-        Some(at) => match authority[..at].find(':') {
-            Some(colon) => format!(
-                "{}{}:***{}",
-                &url[..start],
-                &authority[..colon],
-                &url[start + at..]
-            ),
-            None => url.to_owned(),
-        },
-        None => url.to_owned(),
-    }
 }
 
 /// The pieces of `scheme://authority/path?query`.
@@ -418,17 +397,6 @@ mod tests {
                 other => panic!("{url}: {other:?}"),
             }
         }
-    }
-
-    #[test]
-    fn passwords_are_redacted() {
-        assert_eq!(
-            redact("redis://app:s3cret@h:6379/0?x=1"),
-            "redis://app:***@h:6379/0?x=1"
-        );
-        assert_eq!(redact("redis://app@h:6379"), "redis://app@h:6379");
-        assert_eq!(redact("zk://h:2181/a@b"), "zk://h:2181/a@b");
-        assert_eq!(redact("nonsense"), "nonsense");
     }
 
     #[test]
