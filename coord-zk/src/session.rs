@@ -397,13 +397,10 @@ impl ZkSession {
         let mut watcher = client.state_watcher();
         // Dropping the last clone makes the client send CloseSession.
         drop(client);
-        let confirmed = tokio::time::timeout(self.session_timeout, async {
-            let mut state = watcher.peek_state();
-            while !state.is_terminated() {
-                state = watcher.changed().await;
-            }
-            state
-        })
+        let confirmed = tokio::time::timeout(
+            self.session_timeout,
+            state_until(&mut watcher, zk::SessionState::is_terminated),
+        )
         .await;
         self.shared.set(SessionState::Closed);
         match confirmed {
@@ -442,18 +439,16 @@ impl ZkSession {
         };
         let deadline = after(self.session_timeout.saturating_add(ABANDON_GRACE));
         let mut watcher = client.state_watcher();
-        let reached = tokio::time::timeout_at(deadline, async {
-            let mut state = watcher.peek_state();
-            while !(state.is_terminated()
-                || matches!(
-                    state,
-                    zk::SessionState::SyncConnected | zk::SessionState::ConnectedReadOnly
-                ))
-            {
-                state = watcher.changed().await;
-            }
-            state
-        })
+        let reached = tokio::time::timeout_at(
+            deadline,
+            state_until(&mut watcher, |s| {
+                s.is_terminated()
+                    || matches!(
+                        s,
+                        zk::SessionState::SyncConnected | zk::SessionState::ConnectedReadOnly
+                    )
+            }),
+        )
         .await;
         // Dropping the last handle makes the client send CloseSession on
         // its connection (or on the next one, while it still tries).
@@ -463,13 +458,10 @@ impl ZkSession {
                 tracing::debug!(session = %self.id, ?state, "abandoned zk session already over");
             }
             Ok(_) => {
-                let confirmed = tokio::time::timeout(self.session_timeout, async {
-                    let mut state = watcher.peek_state();
-                    while !state.is_terminated() {
-                        state = watcher.changed().await;
-                    }
-                    state
-                })
+                let confirmed = tokio::time::timeout(
+                    self.session_timeout,
+                    state_until(&mut watcher, zk::SessionState::is_terminated),
+                )
                 .await;
                 match confirmed {
                     Ok(state) => tracing::debug!(
@@ -544,6 +536,19 @@ async fn ping(
             }
         });
     }
+}
+
+/// The client's state, once it satisfies `done` (at once if it already
+/// does).
+async fn state_until(
+    watcher: &mut zk::StateWatcher,
+    done: impl Fn(zk::SessionState) -> bool,
+) -> zk::SessionState {
+    let mut state = watcher.peek_state();
+    while !done(state) {
+        state = watcher.changed().await;
+    }
+    state
 }
 
 /// A running retry budget: a deadline and the next pause.
