@@ -322,6 +322,54 @@ pub async fn fault_short_cut_keeps_the_hold(h: &dyn Harness) {
     let _ = other.close().await;
 }
 
+/// A partition (traffic stalled both ways, connections kept) shorter than
+/// the session timeout changes nothing that is held: `lost()` never fires,
+/// the hold's guarded writes land after the heal, nobody else gets the lock
+/// meanwhile, and the session is `Connected` again. (A stall this short
+/// may go unnoticed by the client altogether: no state is asserted during
+/// it.)
+pub async fn fault_short_partition_keeps_the_hold(h: &dyn Harness) {
+    let dir = join(&h.root("fault_short_partition_keeps_the_hold"), "lock");
+    let (holder, fault) = h.open_faulty(SHORT_FAULT_TIMEOUT).await;
+    let (guard, other, mut next) = held_with_waiter(h, &holder, &dir).await;
+
+    // The fault's length is the point of the test, not a wait for a
+    // condition: well inside the lease deadline (0.9 × the timeout, less
+    // the third of it that may have passed since the last renewal).
+    let stall = SHORT_FAULT_TIMEOUT / 4;
+    let outage = async {
+        fault.partition();
+        tokio::time::sleep(stall).await;
+        fault.heal();
+    };
+    tokio::select! {
+        why = guard.lost() => panic!("lost() fired during a partition shorter than the session timeout: {why}"),
+        () = outage => {}
+    }
+    let counter = join(&dir, "counter");
+    within(
+        "a guarded write after the heal",
+        guard.write(Op::Create {
+            path: counter.clone(),
+            data: b"1".to_vec(),
+            mode: CreateMode::Persistent,
+        }),
+    )
+    .await
+    .expect("a guarded write after the heal: the hold survived");
+    assert!(
+        next.try_recv().is_err(),
+        "the contender was granted the lock during a short partition"
+    );
+    await_session_state("Connected after the heal", &holder, SessionState::Connected).await;
+    guard.release().await.expect("release");
+    let (_, g) = granted("the contender after the release", next).await;
+    g.release().await.expect("release by the contender");
+    other.delete(&counter, None).await.expect("cleanup");
+    let _ = holder.close().await;
+    let _ = other.close().await;
+}
+
 /// Queue a contender through a faulty session behind a direct holder.
 async fn queued_behind(
     h: &dyn Harness,
@@ -611,6 +659,7 @@ macro_rules! __fault_tests {
             faults::fault_partitioned_leader_learns_first,
             faults::fault_partitioned_member_learns_first,
             faults::fault_short_cut_keeps_the_hold,
+            faults::fault_short_partition_keeps_the_hold,
             faults::fault_timed_out_acquire_leaves_no_node,
             faults::fault_cancelled_acquire_leaves_no_node,
             faults::fault_release_during_cut_completes_after_heal,
