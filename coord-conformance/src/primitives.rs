@@ -8,8 +8,10 @@
 //! read at once where a server may answer it from a lagging replica.
 
 use coord_core::path::{MAX_DATA_LEN, MAX_PATH_LEN};
+use std::time::{Duration, SystemTime};
+
 use coord_core::{
-    CreateMode, Error, Fence, Op, OpResult, PathErrorKind, Result, Session, SessionState,
+    CreateMode, Error, Fence, Op, OpResult, PathErrorKind, Result, Session, SessionState, Watch,
 };
 use tokio::task::JoinSet;
 
@@ -85,6 +87,7 @@ async fn with_path_everywhere(
         ("children_watch", s.children_watch(bad).await.map(drop)),
         ("wait_gone", s.wait_gone(bad).await),
         ("watch_gone", s.watch_gone(bad).await.map(drop)),
+        ("get_watch", s.get_watch(bad).await.map(drop)),
         ("ensure_dir", s.ensure_dir(bad).await),
         (
             "guarded fence",
@@ -149,6 +152,7 @@ async fn with_root_everywhere(s: &Session, good: &str) -> Vec<(&'static str, Res
         "delete",
         "wait_gone",
         "watch_gone",
+        "get_watch",
         "guarded fence",
         "guarded create",
         "guarded set",
@@ -1044,6 +1048,7 @@ async fn assert_ended(s: &Session, root: &str, existing: &str, is_end: fn(&Error
         ("children", s.children(root).await.map(drop)),
         ("children_watch", s.children_watch(root).await.map(drop)),
         ("wait_gone", s.wait_gone(existing).await),
+        ("get_watch", s.get_watch(existing).await.map(drop)),
         (
             "guarded",
             s.guarded(
@@ -1065,8 +1070,8 @@ async fn assert_ended(s: &Session, root: &str, existing: &str, is_end: fn(&Error
     }
 }
 
-/// A `wait_gone` or children watch pending when its own session ends
-/// resolves with that end, not `Ok` and not never.
+/// A `wait_gone`, data watch or children watch pending when its own
+/// session ends resolves with that end, not `Ok` and not never.
 pub async fn prim_pending_waits_end_with_session(h: &dyn Harness) {
     let root = h.root("prim_pending_waits_end_with_session");
     let keeper = h.open().await;
@@ -1083,6 +1088,11 @@ pub async fn prim_pending_waits_end_with_session(h: &dyn Harness) {
             tokio::spawn(async move { s.wait_gone(&node).await })
         };
         let (_, watch) = s.children_watch(&root).await.expect("children_watch");
+        let (_, data_watch) = s
+            .get_watch(&node)
+            .await
+            .expect("get_watch")
+            .expect("the node exists");
         if expire {
             h.expire(&s).await;
         } else {
@@ -1097,6 +1107,8 @@ pub async fn prim_pending_waits_end_with_session(h: &dyn Harness) {
                 .await
                 .expect("task"),
         );
+        // Nothing changes the watched node: its watch ends with the session.
+        want_end(within("data watch ends with the session", data_watch).await);
         // The watch may have fired for a change (none was made here); if it
         // resolves, it is with the session's end.
         match within("children watch ends with the session", watch).await {
@@ -1467,6 +1479,447 @@ pub async fn prim_watch_gone_is_armed(h: &dyn Harness) {
     let _ = b.close().await;
 }
 
+/// A data watch on the existing node at `path`.
+async fn data_watch(s: &Session, path: &str) -> Watch {
+    let (_, watch) = s
+        .get_watch(path)
+        .await
+        .expect("get_watch")
+        .unwrap_or_else(|| panic!("{path} exists"));
+    watch
+}
+
+/// Whether `watch` has already resolved, without waiting for it.
+async fn is_ready(watch: &mut Watch) -> bool {
+    tokio::time::timeout(Duration::ZERO, watch).await.is_ok()
+}
+
+/// `get_watch` on a missing node (or under a missing parent) is `None`;
+/// on an existing one it reads the node as `get` does.
+pub async fn prim_get_watch_missing_node(h: &dyn Harness) {
+    let root = h.root("prim_get_watch_missing_node");
+    let s = h.open().await;
+    assert!(
+        s.get_watch(&format!("{root}/none/x"))
+            .await
+            .expect("get_watch")
+            .is_none(),
+        "a node under a missing parent"
+    );
+    s.ensure_dir(&root).await.expect("ensure_dir");
+    let p = format!("{root}/node");
+    assert!(
+        s.get_watch(&p).await.expect("get_watch").is_none(),
+        "a missing node"
+    );
+    let c = s
+        .create(&p, b"data", CreateMode::Persistent)
+        .await
+        .expect("create");
+    let (node, _watch) = s
+        .get_watch(&p)
+        .await
+        .expect("get_watch")
+        .expect("the node exists");
+    assert_eq!(node.data, b"data");
+    assert_eq!(node.stat.stamp, c.stamp);
+    assert_eq!(node.stat.version, c.version);
+    assert_eq!(Some(node), s.get(&p).await.expect("get"));
+    s.delete(&p, None).await.expect("delete");
+    assert!(
+        s.get_watch(&p).await.expect("get_watch").is_none(),
+        "a deleted node"
+    );
+    s.close().await.expect("close");
+}
+
+/// Lock revocation: another session's set on a holder's ephemeral node
+/// fires the holder's data watch — also a set to the same bytes — and
+/// leaves the node the holder's: still ephemeral, the same stamp, the
+/// holder's fence still good for guarded writes, gone only with the
+/// holder's session (not the writer's).
+pub async fn prim_get_watch_fires_on_set_by_other(h: &dyn Harness) {
+    const REVOKE: &[u8] = b"__REVOKE__";
+    let root = h.root("prim_get_watch_fires_on_set_by_other");
+    let holder = h.open().await;
+    let revoker = h.open().await;
+    let observer = h.open().await;
+    let held = holder
+        .create(
+            &format!("{root}/lock/holder-"),
+            b"mine",
+            CreateMode::EphemeralSequential,
+        )
+        .await
+        .expect("create the holder's node");
+    let fence = fence_of(&held.path, held.stamp);
+    let (node, watch) = holder
+        .get_watch(&held.path)
+        .await
+        .expect("get_watch")
+        .expect("the holder's node exists");
+    assert_eq!(node.data, b"mine");
+    assert!(node.stat.ephemeral);
+    assert_eq!(node.stat.stamp, held.stamp);
+
+    let st = revoker
+        .set(&held.path, REVOKE, None)
+        .await
+        .expect("the revoker's set");
+    assert_eq!(st.stamp, held.stamp, "a set by another keeps the stamp");
+    assert!(st.ephemeral, "a set by another keeps the node ephemeral");
+    within("the holder's data watch fires on the revoker's set", watch)
+        .await
+        .expect("the watch fires Ok");
+    let (node, watch) = holder
+        .get_watch(&held.path)
+        .await
+        .expect("get_watch")
+        .expect("the holder's node is still there");
+    assert_eq!(node.data, REVOKE);
+    assert!(node.stat.ephemeral, "still ephemeral after another's set");
+    assert_eq!(node.stat.stamp, held.stamp, "the stamp is unchanged");
+
+    // The holder's fence still holds for its guarded writes.
+    let data = format!("{root}/data/value");
+    match holder
+        .guarded(
+            &fence,
+            Op::Create {
+                path: data.clone(),
+                data: b"written under the fence".to_vec(),
+                mode: CreateMode::Persistent,
+            },
+        )
+        .await
+    {
+        Ok(OpResult::Created(_)) => {}
+        other => panic!("guarded create after another's set on the fence: got {other:?}"),
+    }
+
+    // The same bytes again still count as a change.
+    revoker
+        .set(&held.path, REVOKE, None)
+        .await
+        .expect("the same bytes again");
+    within("the data watch fires on a set to the same bytes", watch)
+        .await
+        .expect("the watch fires Ok");
+
+    // The writer's end takes nothing with it: the node is the holder's.
+    revoker.close().await.expect("close the revoker");
+    let node = observer
+        .get(&held.path)
+        .await
+        .expect("get")
+        .expect("the node outlives the session that set it");
+    assert!(node.stat.ephemeral);
+    assert_eq!(node.stat.stamp, held.stamp);
+    match holder
+        .guarded(
+            &fence,
+            Op::Set {
+                path: data.clone(),
+                data: b"again".to_vec(),
+                version: None,
+            },
+        )
+        .await
+    {
+        Ok(OpResult::Set(_)) => {}
+        other => panic!("guarded set after the revoker left: got {other:?}"),
+    }
+    let gone = observer
+        .watch_gone(&held.path)
+        .await
+        .expect("watch_gone")
+        .expect("the node exists");
+    holder.close().await.expect("close the holder");
+    within("the node goes with the holder's session", gone)
+        .await
+        .expect("deleted");
+    assert!(observer.get(&held.path).await.expect("get").is_none());
+    observer.close().await.expect("close");
+}
+
+/// A data watch fires when the node is deleted, by another session or
+/// by its own.
+pub async fn prim_get_watch_fires_on_delete(h: &dyn Harness) {
+    let root = h.root("prim_get_watch_fires_on_delete");
+    let a = h.open().await;
+    let b = h.open().await;
+    let p = format!("{root}/node");
+    for deleter in [&a, &b] {
+        a.create(&p, b"x", CreateMode::Persistent)
+            .await
+            .expect("create");
+        let (_, watch) = b
+            .get_watch(&p)
+            .await
+            .expect("get_watch")
+            .expect("the node exists");
+        deleter.delete(&p, None).await.expect("delete");
+        within("the data watch fires on delete", watch)
+            .await
+            .expect("the watch fires Ok");
+        assert!(
+            b.get_watch(&p).await.expect("get_watch").is_none(),
+            "deleted"
+        );
+    }
+    a.close().await.expect("close");
+    b.close().await.expect("close");
+}
+
+/// A data watch on an ephemeral node fires when the node's session ends:
+/// expired, and closed.
+pub async fn prim_get_watch_fires_on_owner_end(h: &dyn Harness) {
+    let root = h.root("prim_get_watch_fires_on_owner_end");
+    let watcher = h.open().await;
+    for expire in [true, false] {
+        let owner = h.open().await;
+        let held = owner
+            .create(
+                &format!("{root}/lock/holder-"),
+                b"",
+                CreateMode::EphemeralSequential,
+            )
+            .await
+            .expect("create");
+        let (node, watch) = watcher
+            .get_watch(&held.path)
+            .await
+            .expect("get_watch")
+            .expect("the owner's node is visible");
+        assert!(node.stat.ephemeral);
+        if expire {
+            h.expire(&owner).await;
+        } else {
+            owner.close().await.expect("close");
+        }
+        within("the data watch fires at the owner's end", watch)
+            .await
+            .expect("the watch fires Ok");
+        assert!(
+            watcher
+                .get_watch(&held.path)
+                .await
+                .expect("get_watch")
+                .is_none(),
+            "the node went with its session"
+        );
+    }
+    watcher.close().await.expect("close");
+}
+
+/// A data watch does not fire for changes to other nodes: a sibling
+/// (also one whose name extends the node's), a child, the parent. Each
+/// unrelated change is awaited through a watch of the same session that
+/// it does fire; where one session's events arrive in order (ZooKeeper,
+/// Redis, memory) a data watch that fired on it would be ready by then.
+/// Then a real change fires it.
+pub async fn prim_get_watch_ignores_other_nodes(h: &dyn Harness) {
+    let root = h.root("prim_get_watch_ignores_other_nodes");
+    let a = h.open().await;
+    let b = h.open().await;
+    let dir = format!("{root}/dir");
+    let p = format!("{dir}/n");
+    let sibling = format!("{dir}/nx");
+    let child = format!("{p}/kid");
+    a.create(&p, b"same", CreateMode::Persistent)
+        .await
+        .expect("create");
+    a.create(&sibling, b"", CreateMode::Persistent)
+        .await
+        .expect("create the sibling");
+    let (_, mut watch) = b
+        .get_watch(&p)
+        .await
+        .expect("get_watch")
+        .expect("the node exists");
+
+    // Each unrelated change, with a watch of b's that it fires.
+    let reference = data_watch(&b, &sibling).await;
+    a.set(&sibling, b"changed", None)
+        .await
+        .expect("set sibling");
+    within("the sibling's watch", reference).await.expect("Ok");
+    assert!(!is_ready(&mut watch).await, "fired for a sibling's set");
+
+    let (_, reference) = b.children_watch(&p).await.expect("children_watch");
+    a.create(&child, b"", CreateMode::Persistent)
+        .await
+        .expect("create child");
+    within("the node's children watch", reference)
+        .await
+        .expect("Ok");
+    assert!(!is_ready(&mut watch).await, "fired for a child's create");
+
+    let reference = data_watch(&b, &child).await;
+    a.set(&child, b"changed", None).await.expect("set child");
+    within("the child's watch", reference).await.expect("Ok");
+    assert!(!is_ready(&mut watch).await, "fired for a child's set");
+
+    let reference = data_watch(&b, &child).await;
+    a.delete(&child, None).await.expect("delete child");
+    within("the child's watch", reference).await.expect("Ok");
+    assert!(!is_ready(&mut watch).await, "fired for a child's delete");
+
+    let reference = data_watch(&b, &dir).await;
+    a.set(&dir, b"changed", None).await.expect("set parent");
+    within("the parent's watch", reference).await.expect("Ok");
+    assert!(!is_ready(&mut watch).await, "fired for the parent's set");
+
+    let reference = data_watch(&b, &sibling).await;
+    a.delete(&sibling, None).await.expect("delete sibling");
+    within("the sibling's watch", reference).await.expect("Ok");
+    assert!(!is_ready(&mut watch).await, "fired for a sibling's delete");
+
+    // The node itself, set to the data it has: that fires it.
+    a.set(&p, b"same", None).await.expect("set");
+    within("the data watch fires on its node's set", watch)
+        .await
+        .expect("the watch fires Ok");
+    a.close().await.expect("close");
+    b.close().await.expect("close");
+}
+
+/// A set racing `get_watch` is never missed: many data watches are armed
+/// at the moment another session sets the node; each either read the new
+/// data or fires. And a set made right after `get_watch` returns fires
+/// it. A missed change hangs one.
+pub async fn prim_get_watch_races_set(h: &dyn Harness) {
+    const ROUNDS: usize = 16;
+    const WATCHERS: usize = 8;
+    let root = h.root("prim_get_watch_races_set");
+    let writer = h.open().await;
+    let readers = [h.open().await, h.open().await];
+    let p = format!("{root}/node");
+    writer
+        .create(&p, b"start", CreateMode::Persistent)
+        .await
+        .expect("create");
+    for round in 0..ROUNDS {
+        let value = format!("v-{round}").into_bytes();
+        let mut tasks = JoinSet::new();
+        for i in 0..WATCHERS {
+            let (s, path, want) = (readers[i % readers.len()].clone(), p.clone(), value.clone());
+            tasks.spawn(async move {
+                let (node, watch) = s
+                    .get_watch(&path)
+                    .await
+                    .expect("get_watch")
+                    .expect("the node exists");
+                // The set is either in the read or fires the watch.
+                if node.data != want {
+                    watch.await.expect("the watch fires Ok");
+                }
+            });
+            if i == WATCHERS / 2 {
+                let (w, p, value) = (writer.clone(), p.clone(), value.clone());
+                tasks.spawn(async move {
+                    w.set(&p, &value, None).await.expect("set");
+                });
+            }
+        }
+        within("every data watch racing a set", async {
+            while let Some(r) = tasks.join_next().await {
+                r.expect("task");
+            }
+        })
+        .await;
+    }
+    // A set issued the moment get_watch has returned.
+    for (round, reader) in readers.iter().enumerate() {
+        let (_, watch) = reader
+            .get_watch(&p)
+            .await
+            .expect("get_watch")
+            .expect("the node exists");
+        writer
+            .set(&p, format!("right after {round}").as_bytes(), None)
+            .await
+            .expect("set");
+        within("the data watch sees a set right after it", watch)
+            .await
+            .expect("the watch fires Ok");
+    }
+    writer.close().await.expect("close");
+    for r in readers {
+        r.close().await.expect("close");
+    }
+}
+
+/// `Stat::created_at`: the server's creation time on ZooKeeper, Redis and
+/// memory (near the test's clock: the servers run beside it), none on
+/// etcd. `get`, `get_watch` and a `set`'s answer agree, and a set does
+/// not change it.
+pub async fn prim_created_at(h: &dyn Harness) {
+    /// How far the server's clock may be from the test's.
+    const SKEW: Duration = Duration::from_secs(120);
+    let root = h.root("prim_created_at");
+    let a = h.open().await;
+    let b = h.open().await;
+    let expect_time = match a.backend() {
+        "etcd" => Some(false),
+        "zk" | "redis" | "mem" => Some(true),
+        // Another backend may or may not record one; if it does, it must
+        // be sane.
+        _ => None,
+    };
+    for (i, mode) in [
+        CreateMode::Persistent,
+        CreateMode::Ephemeral,
+        CreateMode::PersistentSequential,
+        CreateMode::EphemeralSequential,
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let before = SystemTime::now();
+        let c = a
+            .create(&format!("{root}/dir-{i}/n-"), b"", mode)
+            .await
+            .expect("create");
+        let after = SystemTime::now();
+        let node = a.get(&c.path).await.expect("get").expect("the node");
+        let created = node.stat.created_at;
+        match (expect_time, created) {
+            (Some(false), Some(t)) => panic!("{}: created_at {t:?} on etcd", c.path),
+            (Some(true), None) => panic!("{}: no created_at on {}", c.path, a.backend()),
+            (_, Some(t)) => assert!(
+                t + SKEW >= before && t <= after + SKEW,
+                "{}: created_at {t:?} is not near the create ({before:?} .. {after:?})",
+                c.path
+            ),
+            (_, None) => {}
+        }
+        let (watched, _watch) = b
+            .get_watch(&c.path)
+            .await
+            .expect("get_watch")
+            .expect("the node");
+        assert_eq!(watched.stat.created_at, created, "get_watch agrees");
+        let st = b.set(&c.path, b"changed", None).await.expect("set");
+        assert_eq!(st.created_at, created, "a set's answer carries it");
+        let node = a.get(&c.path).await.expect("get").expect("the node");
+        assert_eq!(node.stat.created_at, created, "a set does not change it");
+    }
+    // The parents a create made have one too.
+    let parent = a.get(&format!("{root}/dir-0")).await.expect("get");
+    let parent = parent.expect("the parent was made");
+    if let Some(want) = expect_time {
+        assert_eq!(
+            parent.stat.created_at.is_some(),
+            want,
+            "a parent's created_at: {:?}",
+            parent.stat.created_at
+        );
+    }
+    a.close().await.expect("close");
+    b.close().await.expect("close");
+}
+
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __primitives_tests {
@@ -1496,6 +1949,13 @@ macro_rules! __primitives_tests {
             primitives::prim_guarded_while_fence_holds,
             primitives::prim_guarded_lost_when_fence_deleted,
             primitives::prim_guarded_lost_with_wrong_stamp,
+            primitives::prim_get_watch_missing_node,
+            primitives::prim_get_watch_fires_on_set_by_other,
+            primitives::prim_get_watch_fires_on_delete,
+            primitives::prim_get_watch_fires_on_owner_end,
+            primitives::prim_get_watch_ignores_other_nodes,
+            primitives::prim_get_watch_races_set,
+            primitives::prim_created_at,
         );
     };
 }

@@ -106,6 +106,18 @@ pub struct Stat {
     pub stamp: u64,
     /// Whether the node dies with its session.
     pub ephemeral: bool,
+    /// When the node was created, by the server's clock (not this
+    /// process's): ZooKeeper's `ctime`; on Redis the server's `TIME` taken
+    /// by the create script and stored with the node; in memory the
+    /// store's clock at the create. `None` on etcd, which keeps no time
+    /// per key, for a node made by a client that recorded none (a Redis
+    /// node made before coord-redis stored it), and for the root.
+    ///
+    /// Read it from [`PrimitiveSession::get`]; every backend also fills it
+    /// in the stat a `set` answers with. For display and "since when"
+    /// questions only: clocks of different servers disagree, so never
+    /// order nodes by it (that is what [`Stat::stamp`] is for).
+    pub created_at: Option<std::time::SystemTime>,
 }
 
 /// A node's data and stat, as read by [`PrimitiveSession::get`].
@@ -310,6 +322,22 @@ pub trait PrimitiveSession: Send + Sync + 'static {
     ///
     /// Errors: those of a read.
     async fn watch_gone(&self, path: &str) -> Result<Option<Watch>>;
+
+    /// Read the node at `path` and arm a watch on its next change. `None`
+    /// when there is no node now (and no watch is left set on the server).
+    /// Otherwise the node as read, and a [`Watch`] that resolves `Ok` at
+    /// the first change to *that* node after the read: its data set (even
+    /// to the same bytes, by any session), or its deletion (by anyone, or
+    /// by its session's end) — or with the error that ended this session.
+    ///
+    /// A change that lands between the read and the watch is never missed
+    /// (ZooKeeper: `getData` with a watch; etcd: a watch from the read's
+    /// revision + 1; Redis: subscribe, then read). A change to another
+    /// node — a sibling, a child — does not fire it. This is what a lock
+    /// holder waits on to hear a revocation request written into its node.
+    ///
+    /// Errors: those of a read.
+    async fn get_watch(&self, path: &str) -> Result<Option<(Node, Watch)>>;
 
     /// Do `op` only if `fence.path` exists with stamp `fence.stamp`, as one
     /// atomic write.

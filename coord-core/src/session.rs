@@ -420,6 +420,23 @@ impl Session {
             .map(|w| self.bound(w)))
     }
 
+    /// Read the node at `path` and arm a watch on its next change (a set,
+    /// even to the same data, or its deletion): `None` when there is none
+    /// now; see [`PrimitiveSession::get_watch`].
+    ///
+    /// # Errors
+    /// `InvalidPath` (also for `/`), then the backend's.
+    ///
+    /// # Cancel safety
+    /// Cancel safe; dropping the returned watch unregisters it.
+    pub async fn get_watch(&self, path: &str) -> Result<Option<(Node, Watch)>> {
+        path::validate_non_root(path)?;
+        Ok(self
+            .run(self.inner.get_watch(path))
+            .await?
+            .map(|(node, w)| (node, self.bound(w))))
+    }
+
     /// Resolve once the node now at `path` is gone (at once if there is
     /// none).
     ///

@@ -42,7 +42,9 @@
 //! | ephemeral | a key on the session's lease |
 //! | sequence, stamp | the key's create revision |
 //! | version (CAS) | the key's mod revision |
-//! | wait gone, children watch | a watch from the read's revision + 1 |
+//! | wait gone, get and watch, children watch | a watch from the read's revision + 1 |
+//! | set by another session | a put with `ignore_lease`: the key keeps its lease (stays ephemeral of its creator) and its create revision (its stamp) |
+//! | creation time | none: etcd keeps no time per key ([`coord_core::Stat::created_at`] is `None`) |
 //! | guarded write | one Txn comparing the fence key's create revision |
 //!
 //! Every write is one Txn, and a failed one reads back in the same round

@@ -413,6 +413,7 @@ impl PrimitiveSession for EtcdSession {
                     version: 0,
                     stamp: 0,
                     ephemeral: false,
+                    created_at: None,
                 },
             }));
         }
@@ -483,6 +484,32 @@ impl PrimitiveSession for EtcdSession {
             found.create_revision(),
             revision,
         ))))
+    }
+
+    /// Read the key with its value; the watch starts at the read's
+    /// revision + 1, so a put or delete after the read is never missed
+    /// however late it is polled.
+    async fn get_watch(&self, path: &str) -> Result<Option<(Node, Watch)>> {
+        let shared = &self.shared;
+        shared.check_open()?;
+        let key = shared.keys.key(path);
+        let resp = shared.get(&key, None).await?;
+        let revision = shared.saw_header(resp.header());
+        let Some(kv) = resp.kvs().first() else {
+            return Ok(None);
+        };
+        let node = Node {
+            data: kv.value().to_vec(),
+            stat: stat_of(kv),
+        };
+        let changed = crate::watch::wait_changed(
+            shared.clone(),
+            key,
+            kv.create_revision(),
+            kv.mod_revision(),
+            revision,
+        );
+        Ok(Some((node, Watch::new(changed))))
     }
 
     async fn guarded(&self, fence: &Fence, op: Op) -> Result<OpResult> {

@@ -25,12 +25,14 @@ pub(crate) fn urev(v: i64) -> u64 {
     u64::try_from(v).unwrap_or(0)
 }
 
-/// The stat of a key as coord sees it.
+/// The stat of a key as coord sees it. etcd keeps no time per key (only
+/// revisions), so there is no creation time.
 pub(crate) fn stat_of(kv: &KeyValue) -> Stat {
     Stat {
         version: urev(kv.mod_revision()),
         stamp: urev(kv.create_revision()),
         ephemeral: kv.lease() != 0,
+        created_at: None,
     }
 }
 
@@ -228,10 +230,13 @@ impl Plan {
                     _ => None,
                 };
                 let prev = prev.ok_or_else(|| unexpected("set without its previous key"))?;
+                // The put ignored the lease (kept the key's): the previous
+                // key's lease is the key's lease now.
                 Ok(OpResult::Set(Stat {
                     version: urev(revision),
                     stamp: urev(prev.create_revision()),
                     ephemeral: prev.lease() != 0,
+                    created_at: None,
                 }))
             }
             Plan::Delete(_) => Ok(OpResult::Deleted),

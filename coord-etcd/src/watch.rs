@@ -1,12 +1,14 @@
-//! Waiting for changes: a node's deletion ([`wait_gone`]) and a change to a
-//! directory's children ([`children_changed`]).
+//! Waiting for changes: a node's deletion ([`wait_gone`]), any change to a
+//! node ([`wait_changed`]) and a change to a directory's children
+//! ([`children_changed`]).
 //!
-//! Both watch from the revision right after the read they follow, so a
+//! Each watches from the revision right after the read it follows, so a
 //! change that lands between the read and the watch is replayed by etcd and
 //! never missed. A watch stream that breaks is opened again from the same
 //! revision, so a dropped connection neither loses a change nor fires for
 //! nothing; only a compaction past that revision makes the children watch
-//! fire spuriously (allowed: callers read again).
+//! fire spuriously (allowed: callers read again); a key watch then reads the
+//! key again and compares.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -101,6 +103,28 @@ async fn backoff(attempt: &mut u32) {
     tokio::time::sleep(Duration::from_millis(ms.min(1000))).await;
 }
 
+/// What change of one key a key watch waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum KeyChange {
+    /// Its deletion (by anyone, or by its lease's end).
+    Deleted,
+    /// Any put to it (a set, whatever the value) or its deletion.
+    Any,
+}
+
+/// One key as it was read, and what change of it to wait for.
+struct WatchedKey {
+    key: String,
+    what: KeyChange,
+    /// The key's create revision: a key found with another one is another
+    /// node at the same path, so ours was deleted.
+    create_revision: i64,
+    /// The key's mod revision when read (only [`KeyChange::Any`] looks).
+    mod_revision: i64,
+    /// The revision the key was read at: the watch starts right after it.
+    revision: i64,
+}
+
 /// Resolve once the key is gone: it existed at `revision` with
 /// `create_revision`, and we watch its deletions from `revision + 1`.
 /// Resolves with the session's end if that comes first.
@@ -110,45 +134,86 @@ pub(crate) async fn wait_gone(
     create_revision: i64,
     revision: i64,
 ) -> Result<()> {
+    let watched = WatchedKey {
+        key,
+        what: KeyChange::Deleted,
+        create_revision,
+        mod_revision: 0,
+        revision,
+    };
+    wait_key(shared, watched).await
+}
+
+/// Resolve at the key's first change after `revision`, when it was read
+/// with `create_revision` and `mod_revision`: a put to it (even of the same
+/// value) or its deletion. Resolves with the session's end if that comes
+/// first.
+pub(crate) async fn wait_changed(
+    shared: Arc<Shared>,
+    key: String,
+    create_revision: i64,
+    mod_revision: i64,
+    revision: i64,
+) -> Result<()> {
+    let watched = WatchedKey {
+        key,
+        what: KeyChange::Any,
+        create_revision,
+        mod_revision,
+        revision,
+    };
+    wait_key(shared, watched).await
+}
+
+async fn wait_key(shared: Arc<Shared>, watched: WatchedKey) -> Result<()> {
     let end = session_end(shared.state.subscribe());
     tokio::select! {
         biased;
         e = end => Err(e),
-        () = wait_deleted(&shared, &key, create_revision, revision) => Ok(()),
+        () = key_changed(&shared, watched) => Ok(()),
     }
 }
 
-async fn wait_deleted(shared: &Shared, key: &str, mut create_revision: i64, mut revision: i64) {
+async fn key_changed(shared: &Shared, mut w: WatchedKey) {
     let mut attempt = 0;
     loop {
-        let opts = WatchOptions::new()
-            .with_start_revision(revision.saturating_add(1))
-            .with_filters([WatchFilterType::NoPut]);
-        let watchers = [(key.to_owned(), opts)];
-        let fires = |e: &Event| e.event_type() == EventType::Delete;
+        let mut opts = WatchOptions::new().with_start_revision(w.revision.saturating_add(1));
+        if w.what == KeyChange::Deleted {
+            // The server need not send the puts we would ignore.
+            opts = opts.with_filters([WatchFilterType::NoPut]);
+        }
+        let watchers = [(w.key.clone(), opts)];
+        let what = w.what;
+        let fires = |e: &Event| what == KeyChange::Any || e.event_type() == EventType::Delete;
         match watch_once(shared, &watchers, &fires).await {
             WatchEnd::Fired => return,
             WatchEnd::Broken => backoff(&mut attempt).await,
             WatchEnd::Cancelled => {}
         }
         // Cancelled (compacted) or broken: read again. Gone, or made again
-        // since (another create revision), means it was deleted meanwhile.
+        // since (another create revision), means it was deleted meanwhile;
+        // another mod revision, that it was set.
         loop {
             let mut kv = shared.client.kv_client();
             let read = tokio::time::timeout(
                 shared.request_timeout,
-                kv.get(key, Some(GetOptions::new().with_keys_only())),
+                kv.get(w.key.as_str(), Some(GetOptions::new().with_keys_only())),
             )
             .await;
             match read {
                 Ok(Ok(resp)) => {
                     match resp.kvs().first() {
                         None => return,
-                        Some(kv) if kv.create_revision() != create_revision => return,
-                        Some(kv) => create_revision = kv.create_revision(),
+                        Some(kv) if kv.create_revision() != w.create_revision => return,
+                        Some(kv)
+                            if w.what == KeyChange::Any && kv.mod_revision() != w.mod_revision =>
+                        {
+                            return
+                        }
+                        Some(_) => {}
                     }
                     if let Some(h) = resp.header() {
-                        revision = h.revision();
+                        w.revision = h.revision();
                     }
                     break;
                 }

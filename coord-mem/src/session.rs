@@ -174,6 +174,20 @@ impl PrimitiveSession for MemSession {
         Ok(Some(Watch::new(self.watch(fired))))
     }
 
+    /// The read and the registration happen under one hold of the store's
+    /// lock, so no set or delete can come between them.
+    async fn get_watch(&self, path: &str) -> Result<Option<(Node, Watch)>> {
+        path::validate_non_root(path)?;
+        let (node, fired) = {
+            let mut state = self.live()?;
+            let Some(node) = state.tree.get(path) else {
+                return Ok(None);
+            };
+            (node, state.tree.watch_change(path))
+        };
+        Ok(Some((node, Watch::new(self.watch(fired)))))
+    }
+
     async fn guarded(&self, fence: &Fence, op: Op) -> Result<OpResult> {
         path::validate_non_root(&fence.path)?;
         let mut state = self.live()?;

@@ -226,8 +226,8 @@ impl MemStore {
         self.shared.lock().sessions.len()
     }
 
-    /// How many watch registrations (children watches and `wait_gone`s)
-    /// the store holds: those still awaited, plus dropped ones not yet
+    /// How many watch registrations (children watches, `wait_gone`s and
+    /// `get_watch`es) the store holds: those still awaited, plus dropped ones not yet
     /// cleaned up. A dropped watch is cleaned up at the next registration
     /// on the same node, when the node changes, or by a sweep every 1024
     /// registrations, so they never pile up. A diagnostic for tests.

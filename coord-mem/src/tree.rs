@@ -2,6 +2,7 @@
 //! changed only under the store's one lock, never awaited on.
 
 use std::collections::{BTreeSet, HashMap};
+use std::time::SystemTime;
 
 use coord_core::{path, Child, CreateMode, Created, Error, Node, Result, Stat};
 use tokio::sync::oneshot;
@@ -30,10 +31,19 @@ struct Entry {
     /// The next sequence handed to a sequential child (ZooKeeper's
     /// `cversion`): never goes back while this node lives.
     next_sequence: u64,
+    /// The store's clock at the create; `None` for the root, which no
+    /// create made.
+    created_at: Option<SystemTime>,
 }
 
 impl Entry {
-    fn new(data: Vec<u8>, stamp: u64, owner: Option<SessionKey>, sequence: Option<u64>) -> Self {
+    fn new(
+        data: Vec<u8>,
+        stamp: u64,
+        owner: Option<SessionKey>,
+        sequence: Option<u64>,
+        created_at: Option<SystemTime>,
+    ) -> Self {
         Entry {
             data,
             version: 0,
@@ -42,6 +52,7 @@ impl Entry {
             sequence,
             children: BTreeSet::new(),
             next_sequence: 0,
+            created_at,
         }
     }
 
@@ -50,6 +61,7 @@ impl Entry {
             version: self.version,
             stamp: self.stamp,
             ephemeral: self.owner.is_some(),
+            created_at: self.created_at,
         }
     }
 }
@@ -67,19 +79,22 @@ pub(crate) struct Tree {
     children_waiters: Waiters,
     /// Fired at a node's deletion.
     gone_waiters: Waiters,
+    /// Fired at a node's data change (any `set`) or its deletion.
+    change_waiters: Waiters,
     registrations: u64,
 }
 
 impl Tree {
     pub(crate) fn new() -> Self {
         let mut nodes = HashMap::new();
-        nodes.insert("/".to_owned(), Entry::new(Vec::new(), 0, None, None));
+        nodes.insert("/".to_owned(), Entry::new(Vec::new(), 0, None, None, None));
         Tree {
             nodes,
             last_stamp: 0,
             ephemerals: HashMap::new(),
             children_waiters: HashMap::new(),
             gone_waiters: HashMap::new(),
+            change_waiters: HashMap::new(),
             registrations: 0,
         }
     }
@@ -184,8 +199,9 @@ impl Tree {
         if let Some(p) = self.nodes.get_mut(&parent) {
             p.children.insert(path::name(&path).to_owned());
         }
+        let created_at = Some(SystemTime::now());
         self.nodes
-            .insert(path, Entry::new(data, stamp, owner, sequence));
+            .insert(path, Entry::new(data, stamp, owner, sequence, created_at));
         fire(&mut self.children_waiters, &parent);
         stamp
     }
@@ -198,7 +214,11 @@ impl Tree {
         check_version(path, entry, version)?;
         entry.data = data.to_vec();
         entry.version += 1;
-        Ok(entry.stat())
+        // Owner and stamp stay: a set by another session (a revoker's)
+        // leaves the node ephemeral of its creator and its fence valid.
+        let stat = entry.stat();
+        fire(&mut self.change_waiters, path);
+        Ok(stat)
     }
 
     pub(crate) fn delete(&mut self, path: &str, version: Option<u64>) -> Result<()> {
@@ -236,6 +256,7 @@ impl Tree {
             p.children.remove(path::name(path));
         }
         fire(&mut self.gone_waiters, path);
+        fire(&mut self.change_waiters, path);
         fire(&mut self.children_waiters, path);
         fire(&mut self.children_waiters, parent);
     }
@@ -274,24 +295,31 @@ impl Tree {
 
     /// A receiver fired at the next change to `dir`'s children.
     pub(crate) fn watch_children(&mut self, dir: &str) -> oneshot::Receiver<()> {
-        self.register(dir, true)
+        self.register(dir, WatchKind::Children)
     }
 
     /// A receiver fired when the node at `path` is deleted.
     pub(crate) fn watch_gone(&mut self, path: &str) -> oneshot::Receiver<()> {
-        self.register(path, false)
+        self.register(path, WatchKind::Gone)
     }
 
-    fn register(&mut self, path: &str, children: bool) -> oneshot::Receiver<()> {
+    /// A receiver fired at the next set of the node at `path`, or its
+    /// deletion.
+    pub(crate) fn watch_change(&mut self, path: &str) -> oneshot::Receiver<()> {
+        self.register(path, WatchKind::Change)
+    }
+
+    fn register(&mut self, path: &str, kind: WatchKind) -> oneshot::Receiver<()> {
         self.registrations += 1;
         if self.registrations % SWEEP_EVERY == 0 {
             sweep(&mut self.children_waiters);
             sweep(&mut self.gone_waiters);
+            sweep(&mut self.change_waiters);
         }
-        let waiters = if children {
-            &mut self.children_waiters
-        } else {
-            &mut self.gone_waiters
+        let waiters = match kind {
+            WatchKind::Children => &mut self.children_waiters,
+            WatchKind::Gone => &mut self.gone_waiters,
+            WatchKind::Change => &mut self.change_waiters,
         };
         let (tx, rx) = oneshot::channel();
         let list = waiters.entry(path.to_owned()).or_default();
@@ -306,9 +334,18 @@ impl Tree {
         self.children_waiters
             .values()
             .chain(self.gone_waiters.values())
+            .chain(self.change_waiters.values())
             .map(Vec::len)
             .sum()
     }
+}
+
+/// What a watcher registration waits for.
+#[derive(Clone, Copy)]
+enum WatchKind {
+    Children,
+    Gone,
+    Change,
 }
 
 fn check_version(path: &str, entry: &Entry, version: Option<u64>) -> Result<()> {

@@ -37,14 +37,15 @@
 //!   the key has expired anyway). No request waits longer than the request
 //!   timeout ([`RedisOptions::request_timeout`]), reconnecting included.
 //! - **Tree**: a hash per node (`{ns}:n:<path>`: data, version, stamp, owner,
-//!   sequence) and a sorted set of children per node (`{ns}:c:<path>`, scored
+//!   sequence, creation time from the server's `TIME`) and a sorted set of children per node (`{ns}:c:<path>`, scored
 //!   by sequence; children without one score `inf` and so sort by name). All
 //!   of a store's keys start with `{ns}:` (a hash tag). The root `/` always
 //!   exists.
 //! - **Atomicity**: every operation is one Lua script (EVALSHA, falling back
 //!   to EVAL), so each create, set, delete and guarded write is atomic, and
 //!   each publishes its change notice in the same step: `{ns}:w:<path>` when
-//!   a node is deleted, `{ns}:cw:<dir>` when a directory's children change.
+//!   a node is deleted, `{ns}:u:<path>` when it is set or deleted,
+//!   `{ns}:cw:<dir>` when a directory's children change.
 //! - **Sequence**: an `INCR` per directory; the name gets it as a ten-digit,
 //!   zero-padded suffix. **Stamp** (the fencing token): one store-wide
 //!   `INCR`, never reset. Versions come from the same counter, so a version
@@ -58,9 +59,13 @@
 //!   client's nodes therefore never block a lock for longer than its TTL.
 //!   A node cannot have children under an ephemeral node here
 //!   ([`coord_core::Error::NotSupported`]), as on ZooKeeper.
-//! - **Watches**: `wait_gone` and `children_watch` subscribe (and wait for
-//!   the server's confirmation) before they read, so a change between the
-//!   read and the watch is never missed. A dropped waiter unsubscribes.
+//! - **Watches**: `wait_gone`, `get_watch` and `children_watch` subscribe
+//!   (and wait for the server's confirmation) before they read, so a change
+//!   between the read and the watch is never missed. A dropped waiter
+//!   unsubscribes.
+//! - **Writes by others**: a `set` changes only a node's data and version;
+//!   an ephemeral node set by another session stays its creator's, with
+//!   its stamp, so the holder's fence still holds.
 //! - **Lost answers**: a sequential create whose name is protected
 //!   (`_c_<uuid>-…`, as recipes name theirs) that loses its answer to a
 //!   dropped connection is retried by a script that first looks for a child

@@ -1,6 +1,8 @@
 //! Script arguments out, script replies in.
 
-use coord_core::{Child, Created, Result, Stat};
+use std::time::{Duration, SystemTime};
+
+use coord_core::{Child, Created, Node, Result, Stat};
 use redis::Value;
 
 use crate::error;
@@ -57,14 +59,43 @@ pub(crate) fn decode_created(v: &Value) -> Result<Created> {
     }
 }
 
+/// A creation time as the scripts give it: milliseconds since the epoch
+/// by the server's clock, or -1 for a node that has none recorded.
+fn created_at(v: &Value, what: &str) -> Result<Option<SystemTime>> {
+    let ms = int(v, what)?;
+    Ok(u64::try_from(ms)
+        .ok()
+        .and_then(|ms| SystemTime::UNIX_EPOCH.checked_add(Duration::from_millis(ms))))
+}
+
+/// The answer of the set scripts: `{version, stamp, ephemeral, created}`.
 pub(crate) fn decode_stat(v: &Value) -> Result<Stat> {
     match v {
-        Value::Array(items) if items.len() == 3 => Ok(Stat {
+        Value::Array(items) if items.len() == 4 => Ok(Stat {
             version: uint(&items[0], "set")?,
             stamp: uint(&items[1], "set")?,
             ephemeral: int(&items[2], "set")? == 1,
+            created_at: created_at(&items[3], "set")?,
         }),
         other => Err(error::unexpected("set", other)),
+    }
+}
+
+/// The answer of the get script: nil, or `{data, version, stamp,
+/// ephemeral, created}`.
+pub(crate) fn decode_node(v: &Value) -> Result<Option<Node>> {
+    match v {
+        Value::Nil => Ok(None),
+        Value::Array(items) if items.len() == 5 => Ok(Some(Node {
+            data: bytes(&items[0], "get")?,
+            stat: Stat {
+                version: uint(&items[1], "get")?,
+                stamp: uint(&items[2], "get")?,
+                ephemeral: int(&items[3], "get")? == 1,
+                created_at: created_at(&items[4], "get")?,
+            },
+        })),
+        other => Err(error::unexpected("get", other)),
     }
 }
 

@@ -9,16 +9,14 @@ use coord_core::{
     path, Child, CreateMode, Created, Error, Fence, LeaseClock, Node, Op, OpResult,
     PrimitiveSession, Result, SessionId, SessionState, Stat, Watch,
 };
-use redis::Value;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use crate::core::{after, Core};
 use crate::error::{self, BACKEND};
-use crate::reply::{
-    bytes, decode_children, decode_created, decode_stat, flag, int, uint, version_arg,
-};
+use crate::notices::Waiter;
+use crate::reply::{decode_children, decode_created, decode_node, decode_stat, flag, version_arg};
 use crate::scripts;
 
 /// A coord session on Redis; see the crate docs for how it maps.
@@ -53,16 +51,57 @@ impl Drop for RedisSession {
     }
 }
 
-/// The stamp of the node at `path`, if any (a `get` without the data
-/// decoding of the trait's).
-async fn read_stamp(core: &Core, path: &str) -> Result<Option<u64>> {
+/// The node at `path`, if any: the trait's `get`, also for watches, which
+/// hold the core rather than the session.
+async fn read_node(core: &Core, path: &str) -> Result<Option<Node>> {
     let value = core
         .call_idempotent(&scripts::GET, &[path.as_bytes()])
         .await?;
-    match &value {
-        Value::Nil => Ok(None),
-        Value::Array(items) if items.len() == 4 => Ok(Some(uint(&items[2], "get")?)),
-        other => Err(error::unexpected("get", other)),
+    decode_node(&value)
+}
+
+/// A node watched through one of its channels (`w:<path>`, published at
+/// its deletion; `u:<path>`, at its deletion and at every set), and what it
+/// was when read.
+struct WatchedNode {
+    channel: String,
+    path: String,
+    stamp: u64,
+    /// The version read, when a set counts as a change (`u:`); `None` when
+    /// only the deletion does (`w:`).
+    version: Option<u64>,
+}
+
+/// Resolve at the first change to the watched node after its read, as
+/// `waiter` (registered before the read) or a read after a spurious wake
+/// tells, or with the session's end.
+async fn node_changed(core: Arc<Core>, node: WatchedNode, mut waiter: Waiter) -> Result<()> {
+    loop {
+        let notice = tokio::select! {
+            n = waiter.fired() => n,
+            e = ended(core.state.subscribe()) => return Err(e),
+        };
+        // A notice carries the stamp of the node it is about: ours, or a
+        // later node's at the same path (so ours went first), is the
+        // change. An older node's (changed before our read), or a dropped
+        // pub/sub link (no notice), means: subscribe again (the waiter is
+        // one-shot) and look.
+        if let Some(payload) = notice {
+            let about = std::str::from_utf8(&payload)
+                .ok()
+                .and_then(|s| s.parse::<u64>().ok());
+            if about.is_none_or(|s| s >= node.stamp) {
+                return Ok(());
+            }
+        }
+        core.check_open()?;
+        waiter = core.hub.register(node.channel.clone()).await?;
+        match read_node(&core, &node.path).await? {
+            Some(now)
+                if now.stat.stamp == node.stamp
+                    && node.version.is_none_or(|v| v == now.stat.version) => {}
+            _ => return Ok(()),
+        }
     }
 }
 
@@ -94,9 +133,33 @@ impl RedisSession {
     }
 
     /// Register for `channel`, mapping a session end to its error.
-    async fn register(&self, channel: String) -> Result<crate::notices::Waiter> {
+    async fn register(&self, channel: String) -> Result<Waiter> {
         self.core.check_open()?;
         self.core.hub.register(channel).await
+    }
+
+    /// Watch the node at `path` through `channel`: subscribed (and
+    /// confirmed) before the read, so no change after the read slips
+    /// between. `None` when there is no node (the waiter is dropped, which
+    /// unsubscribes).
+    async fn watch_node(
+        &self,
+        channel: String,
+        path: &str,
+        sets_count: bool,
+    ) -> Result<Option<(Node, Watch)>> {
+        let waiter = self.register(channel.clone()).await?;
+        let Some(node) = read_node(&self.core, path).await? else {
+            return Ok(None);
+        };
+        let watched = WatchedNode {
+            channel,
+            path: path.to_owned(),
+            stamp: node.stat.stamp,
+            version: sets_count.then_some(node.stat.version),
+        };
+        let watch = Watch::new(node_changed(Arc::clone(&self.core), watched, waiter));
+        Ok(Some((node, watch)))
     }
 }
 
@@ -141,22 +204,7 @@ impl PrimitiveSession for RedisSession {
     }
 
     async fn get(&self, path: &str) -> Result<Option<Node>> {
-        let value = self
-            .core
-            .call_idempotent(&scripts::GET, &[path.as_bytes()])
-            .await?;
-        match &value {
-            Value::Nil => Ok(None),
-            Value::Array(items) if items.len() == 4 => Ok(Some(Node {
-                data: bytes(&items[0], "get")?,
-                stat: Stat {
-                    version: uint(&items[1], "get")?,
-                    stamp: uint(&items[2], "get")?,
-                    ephemeral: int(&items[3], "get")? == 1,
-                },
-            })),
-            other => Err(error::unexpected("get", other)),
-        }
+        read_node(&self.core, path).await
     }
 
     async fn set(&self, path: &str, data: &[u8], version: Option<u64>) -> Result<Stat> {
@@ -197,43 +245,23 @@ impl PrimitiveSession for RedisSession {
         Ok((children, watch))
     }
 
+    /// Subscribed to the node's deletion channel, then read; the deletion
+    /// notice carries the deleted node's stamp, so the deletion of an
+    /// earlier node at the path does not end the wait.
     async fn watch_gone(&self, path: &str) -> Result<Option<Watch>> {
-        // Subscribed (and confirmed) before the read: nothing slips between.
         let channel = format!("{}w:{path}", self.core.prefix);
-        let mut waiter = self.register(channel.clone()).await?;
-        let Some(node) = self.get(path).await? else {
-            return Ok(None);
-        };
-        let stamp = node.stat.stamp;
-        let core = Arc::clone(&self.core);
-        let path = path.to_owned();
-        Ok(Some(Watch::new(async move {
-            loop {
-                let notice = tokio::select! {
-                    n = waiter.fired() => n,
-                    e = ended(core.state.subscribe()) => return Err(e),
-                };
-                // A deletion notice carries the deleted node's stamp: ours,
-                // or a later node's at the same path (so ours went first),
-                // ends the wait. An older node's (deleted before our read),
-                // or a dropped pub/sub link (no notice), means: subscribe
-                // again (the waiter is one-shot) and look.
-                if let Some(payload) = notice {
-                    let deleted = std::str::from_utf8(&payload)
-                        .ok()
-                        .and_then(|s| s.parse::<u64>().ok());
-                    if deleted.is_none_or(|d| d >= stamp) {
-                        return Ok(());
-                    }
-                }
-                core.check_open()?;
-                waiter = core.hub.register(channel.clone()).await?;
-                match read_stamp(&core, &path).await? {
-                    Some(s) if s == stamp => {}
-                    _ => return Ok(()),
-                }
-            }
-        })))
+        Ok(self
+            .watch_node(channel, path, false)
+            .await?
+            .map(|(_, gone)| gone))
+    }
+
+    /// Subscribed to the node's change channel (published by every set
+    /// and at its deletion), then read. The stored creation time comes
+    /// back in the stat.
+    async fn get_watch(&self, path: &str) -> Result<Option<(Node, Watch)>> {
+        let channel = format!("{}u:{path}", self.core.prefix);
+        self.watch_node(channel, path, true).await
     }
 
     async fn guarded(&self, fence: &Fence, op: Op) -> Result<OpResult> {

@@ -43,7 +43,9 @@
 //! | stamp | `czxid` (from `create2`'s stat) |
 //! | version | `stat.version` |
 //! | wait gone | `getData` with a watch (no watch is left on a missing node, unlike `exists`) |
+//! | get and watch (data watch) | `getData` with a watch: fires at the node's next set or its deletion |
 //! | children watch | `getChildren` with a watch |
+//! | creation time | `ctime` (the server's clock, in ms) |
 //! | guarded write | read the fence's czxid, then `multi(check(fence, version), op)` (see below) |
 //! | children of an ephemeral | refused by ZooKeeper: `Error::NotSupported` |
 //! | lease renewal | an `exists` on the session's root every third of the session timeout, counted from its send time (not in `requests_sent`) |

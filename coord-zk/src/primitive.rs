@@ -120,6 +120,23 @@ fn session_event_result(shared: &Shared, event: &zk::WatchedEvent) -> Result<()>
 }
 
 impl ZkSession {
+    /// getData with a watch, retried through connection losses like every
+    /// read: `None` for a missing node, on which getData fails with NoNode
+    /// and leaves no watch set (`exists` would leave one).
+    async fn get_and_watch(
+        &self,
+        path: &str,
+    ) -> Result<Option<(Vec<u8>, zk::Stat, zk::OneshotWatcher)>> {
+        match self
+            .read(|c| async move { c.get_and_watch_data(path).await })
+            .await
+        {
+            Ok(read) => Ok(Some(read)),
+            Err(zk::Error::NoNode) => Ok(None),
+            Err(e) => Err(self.map(e, Target::path(path))),
+        }
+    }
+
     /// A non-sequential create's node exists after an attempt whose answer
     /// was lost: ours if it is an ephemeral of this session.
     async fn claim_existing(&self, path: &str, mode: CreateMode) -> Result<Created> {
@@ -427,16 +444,8 @@ impl PrimitiveSession for ZkSession {
     /// watch re-arms itself on a data change; a node found with another
     /// czxid means ours was deleted.
     async fn watch_gone(&self, path: &str) -> Result<Option<Watch>> {
-        let read = self
-            .read(|c| async move {
-                let (_, stat, watcher) = c.get_and_watch_data(path).await?;
-                Ok((stat, watcher))
-            })
-            .await;
-        let (stat, watcher) = match read {
-            Ok(r) => r,
-            Err(zk::Error::NoNode) => return Ok(None),
-            Err(e) => return Err(self.map(e, Target::path(path))),
+        let Some((_, stat, watcher)) = self.get_and_watch(path).await? else {
+            return Ok(None);
         };
         let stamp = stat.czxid;
         let (shared, slot, path) = (self.shared.clone(), self.client_slot(), path.to_owned());
@@ -462,6 +471,22 @@ impl PrimitiveSession for ZkSession {
                 };
             }
         })))
+    }
+
+    /// getData with a watch: the server sets the watch with the read, so
+    /// no change after the read is missed. A data watch fires at the node's
+    /// next set (`NodeDataChanged`, whatever the data) or its deletion
+    /// (`NodeDeleted`, also at its session's end); a change to a child or
+    /// a sibling does not reach it.
+    async fn get_watch(&self, path: &str) -> Result<Option<(Node, Watch)>> {
+        let Some((data, stat, watcher)) = self.get_and_watch(path).await? else {
+            return Ok(None);
+        };
+        let node = Node {
+            data,
+            stat: stat_of(&stat),
+        };
+        Ok(Some((node, watch_of(self.shared.clone(), watcher))))
     }
 
     /// ZooKeeper's multi can check a node's data version, not its czxid. So

@@ -584,7 +584,16 @@ pub(crate) fn stat_of(stat: &zk::Stat) -> coord_core::Stat {
         version: version_of(stat),
         stamp: stamp_of(stat),
         ephemeral: stat.ephemeral_owner != 0,
+        created_at: created_at_of(stat),
     }
+}
+
+/// The creation time: `ctime`, milliseconds since the epoch by the clock of
+/// the server that applied the create. The root (and a stat the server left
+/// out) carries 0: no time.
+pub(crate) fn created_at_of(stat: &zk::Stat) -> Option<std::time::SystemTime> {
+    let ms = u64::try_from(stat.ctime).ok().filter(|ms| *ms > 0)?;
+    std::time::SystemTime::UNIX_EPOCH.checked_add(Duration::from_millis(ms))
 }
 
 fn connect_error(options: &ZkOptions, err: zk::Error) -> Error {

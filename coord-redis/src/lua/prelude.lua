@@ -7,7 +7,9 @@
 --
 -- Layout, every key under the prefix:
 --   n:<path>   hash of a node: d data, v version, s stamp, o owner session
---              ('' unless ephemeral), c creating session, q sequence ('' if none)
+--              ('' unless ephemeral), c creating session, q sequence ('' if none),
+--              t creation time (ms since the epoch by the server's TIME; absent
+--              on nodes made by older versions)
 --   c:<path>   sorted set of a node's children: score = sequence, or inf
 --              for children without one (ties order by name)
 --   q:<path>   counter of the sequential children of a directory
@@ -15,7 +17,8 @@
 --   e:<sid>    set of the paths of a session's ephemeral nodes
 --   sessions   set of the ids of sessions not yet reaped
 --   stamp      the store-wide counter behind stamps and versions; never reset
--- Channels: w:<path> (the node was deleted; message = its stamp), cw:<dir> (its children changed),
+-- Channels: w:<path> (the node was deleted; message = its stamp), u:<path> (the node was
+-- set or deleted; message = its stamp), cw:<dir> (its children changed),
 -- ended (a session was reaped; message = its id).
 --
 -- Failures are returned (never raised: Redis does not roll a script back)
@@ -51,6 +54,17 @@ local function notify_children(d) redis.call('PUBLISH', NS .. 'cw:' .. d, 'c') e
 -- The message is the deleted node's stamp, so a waiter can tell the
 -- deletion of the node it saw from that of an earlier one at that path.
 local function notify_gone(p, stamp) redis.call('PUBLISH', NS .. 'w:' .. p, stamp) end
+-- Any change to the node itself (a set, or its deletion), for data watches;
+-- the message is the stamp of the node that changed, as on w:.
+local function notify_changed(p, stamp) redis.call('PUBLISH', NS .. 'u:' .. p, stamp) end
+
+-- The server's clock, in whole milliseconds since the epoch: a node's
+-- creation time. (Redis 7 replicates a script's effects, not the script,
+-- so reading the clock before writing is allowed.)
+local function now_ms()
+  local t = redis.call('TIME')
+  return num(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+end
 
 -- Remove an existing node that has no live children, with its notices.
 local function unlink(p)
@@ -60,6 +74,7 @@ local function unlink(p)
   redis.call('ZREM', ckey(d), base(p))
   if f[1] and f[1] ~= '' then redis.call('SREM', ekey(f[1]), p) end
   notify_gone(p, f[2] or '0')
+  notify_changed(p, f[2] or '0')
   notify_children(d)
 end
 
@@ -148,9 +163,10 @@ local function do_create(path, data, eph, seq, recover)
     return fail('NODEEXISTS', redis.call('HGET', nkey(path), 's') .. ' ' .. path)
   end
   -- Checks are done: from here on the script writes.
+  local created = now_ms()
   for _, x in ipairs(missing) do
     local st = num(redis.call('INCR', NS .. 'stamp'))
-    redis.call('HSET', nkey(x), 'd', '', 'v', st, 's', st, 'o', '', 'c', SID, 'q', '')
+    redis.call('HSET', nkey(x), 'd', '', 'v', st, 's', st, 'o', '', 'c', SID, 'q', '', 't', created)
     redis.call('ZADD', ckey(parent(x)), 'inf', base(x))
     notify_children(parent(x))
   end
@@ -169,7 +185,7 @@ local function do_create(path, data, eph, seq, recover)
     owner = SID
     redis.call('SADD', ekey(SID), path)
   end
-  redis.call('HSET', nkey(path), 'd', data, 'v', st, 's', st, 'o', owner, 'c', SID, 'q', sq)
+  redis.call('HSET', nkey(path), 'd', data, 'v', st, 's', st, 'o', owner, 'c', SID, 'q', sq, 't', created)
   redis.call('ZADD', ckey(d), score, base(path))
   notify_children(d)
   local rsq = -1
@@ -177,8 +193,10 @@ local function do_create(path, data, eph, seq, recover)
   return { path, rsq, tonumber(st), tonumber(st) }
 end
 
--- Set a node's data; expected is a version or '' for any.
--- Returns {version, stamp, ephemeral 1/0}.
+-- Set a node's data; expected is a version or '' for any. Only the data and
+-- the version change: owner and stamp stay, so a set by another session
+-- leaves an ephemeral node its creator's, and its fence valid.
+-- Returns {version, stamp, ephemeral 1/0, creation time in ms or -1}.
 local function do_set(path, data, expected)
   if path == '/' or not live(path) then return fail('NONODE', path) end
   local k = nkey(path)
@@ -187,10 +205,11 @@ local function do_set(path, data, expected)
   end
   local v = num(redis.call('INCR', NS .. 'stamp'))
   redis.call('HSET', k, 'd', data, 'v', v)
-  local f = redis.call('HMGET', k, 's', 'o')
+  local f = redis.call('HMGET', k, 's', 'o', 't')
   local eph = 0
   if f[2] ~= '' then eph = 1 end
-  return { tonumber(v), tonumber(f[1]), eph }
+  notify_changed(path, f[1])
+  return { tonumber(v), tonumber(f[1]), eph, tonumber(f[3]) or -1 }
 end
 
 -- Delete a node; expected is a version or '' for any. Returns 1.
