@@ -6,8 +6,12 @@
 //! Redis, or the in-process `coord-mem`.
 //!
 //! Users hold a [`Session`] (opened by a backend crate) and build recipes
-//! on it. Every argument is checked before any I/O ([`path`]); every error
-//! is one [`Error`].
+//! ([`recipes`]) on it. Code that should not care which recipe it gets is
+//! written against the traits ([`traits`]: [`Lockable`](traits::Lockable),
+//! [`Hold`](traits::Hold), [`LeaderElection`](traits::LeaderElection),
+//! [`WorkQueue`](traits::WorkQueue)); `use coord_core::prelude::*` brings
+//! them in. Every argument is checked before any I/O ([`path`]); every
+//! error is one [`Error`].
 #![warn(missing_docs)]
 
 pub mod error;
@@ -18,6 +22,15 @@ pub mod primitive;
 pub mod recipes;
 pub mod redact;
 mod session;
+pub mod traits;
+
+/// The traits, for `use coord_core::prelude::*`: their methods then work on
+/// every recipe and every `dyn` of them.
+pub mod prelude {
+    pub use crate::traits::{
+        Hold, LeaderElection, LeaderElectionExt, Lockable, LockableExt, WorkQueue,
+    };
+}
 
 pub use error::{Error, PathErrorKind, Result};
 pub use lease::LeaseClock;

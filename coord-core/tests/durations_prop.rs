@@ -13,9 +13,10 @@ use std::future::Future;
 use std::time::Duration;
 
 use coord_core::limits::{self, MAX_SESSION_TIMEOUT, MAX_TIMEOUT};
+use coord_core::prelude::*;
 use coord_core::recipes::{
-    period_index, Barrier, DoubleBarrier, Election, Group, Lock, PeriodicJob, Queue, RwLock,
-    Semaphore, SemaphoreMutex, SimpleLock,
+    period_index, Barrier, DoubleBarrier, Election, Group, Lock, MultiLock, PeriodicJob, Queue,
+    ReentrantLock, RwLock, Semaphore, SemaphoreMutex, SimpleLock,
 };
 use coord_core::{path, Error, Session};
 use coord_mem::MemStore;
@@ -157,6 +158,15 @@ proptest! {
             free(&s, "Semaphore::acquire_timeout", d, sem.acquire_timeout(2, d), Semaphore::return_all).await?;
             let mutex = SemaphoreMutex::new(&s, "/mutex").map_err(|e| TestCaseError::fail(e.to_string()))?;
             free(&s, "SemaphoreMutex::acquire_timeout", d, mutex.acquire_timeout(d), |g| g.release()).await?;
+            let multi = MultiLock::new(vec![
+                Box::new(Lock::new(&s, "/m2").map_err(|e| TestCaseError::fail(e.to_string()))?) as Box<dyn Lockable>,
+                Box::new(SemaphoreMutex::new(&s, "/m1").map_err(|e| TestCaseError::fail(e.to_string()))?),
+            ]).map_err(|e| TestCaseError::fail(e.to_string()))?;
+            free(&s, "MultiLock::acquire_timeout", d, multi.acquire_timeout(d), |g| g.release()).await?;
+            let reentrant = ReentrantLock::new(Lock::new(&s, "/re").map_err(|e| TestCaseError::fail(e.to_string()))?);
+            free(&s, "ReentrantLock::acquire_timeout", d, reentrant.acquire_timeout(d), |g| g.release()).await?;
+            let any: &dyn Lockable = &lock;
+            free(&s, "LockableExt::run_timeout", d, any.run_timeout(d, |held| async move { held.fencing_token() }), |_| async { Ok(()) }).await?;
             let election = Election::new(&s, "/e").map_err(|e| TestCaseError::fail(e.to_string()))?;
             free(&s, "Election::campaign_timeout", d, election.campaign_timeout(b"me", d), |l| l.resign()).await?;
             let barrier = Barrier::new(&s, "/b").map_err(|e| TestCaseError::fail(e.to_string()))?;
@@ -216,6 +226,16 @@ proptest! {
             prop_assert!(matches!(r, Err(Error::Timeout(t)) if t == d), "RwLock::read_timeout: {:?}", r.map(|g| g.fencing_token()));
             let r = Semaphore::new(&waiter, "/sem", 1).map_err(err)?.acquire_timeout(1, d).await;
             prop_assert!(matches!(r, Err(Error::Timeout(t)) if t == d), "Semaphore: {:?}", r.map(|l| l.len()));
+            // A multi-lock whose second lock (by path) is held: the first
+            // is taken, then given back when the time runs out.
+            let multi = MultiLock::new(vec![
+                Box::new(Lock::new(&waiter, "/l").map_err(err)?) as Box<dyn Lockable>,
+                Box::new(Lock::new(&waiter, "/a-free").map_err(err)?),
+            ]).map_err(err)?;
+            let r = multi.acquire_timeout(d).await;
+            prop_assert!(matches!(r, Err(Error::Timeout(t)) if t == d), "MultiLock: {:?}", r.map(|g| g.guards().len()));
+            let r = ReentrantLock::new(Lock::new(&waiter, "/l").map_err(err)?).acquire_timeout(d).await;
+            prop_assert!(matches!(r, Err(Error::Timeout(t)) if t == d), "ReentrantLock: {:?}", r.map(|g| g.fencing_token()));
             let r = Election::new(&waiter, "/e").map_err(err)?.campaign_timeout(b"b", d).await;
             prop_assert!(matches!(r, Err(Error::Timeout(t)) if t == d), "Election: {:?}", r.map(|l| l.fencing_token()));
             let r = Queue::new(&waiter, "/q").map_err(err)?.take_timeout(d).await;

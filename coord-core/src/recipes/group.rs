@@ -304,3 +304,5 @@ impl Membership {
         self.held.release().await
     }
 }
+
+crate::traits::impl_hold!(Membership, |m| &m.held, leave);

@@ -1,17 +1,23 @@
 //! The exclusive lock without herd effect (the ZooKeeper recipes'
 //! `WriteLock`, Curator's `InterProcessMutex`, the ZooKeeper paper §2.4).
 
+use std::sync::Arc;
 use std::time::Duration;
+
+use async_trait::async_trait;
 
 use crate::error::{Error, Result};
 use crate::path;
 use crate::primitive::{Child, Fence, Op, OpResult};
-use crate::recipes::machinery::contend::Contender;
+use crate::recipes::machinery::contend::Request;
 use crate::recipes::machinery::held::HeldNode;
 use crate::recipes::machinery::names;
 use crate::recipes::machinery::stats::Stats;
 use crate::recipes::machinery::wait::Wait;
+use crate::recipes::participants::{self, Contender};
+use crate::recipes::revocation;
 use crate::session::Session;
+use crate::traits::Lockable;
 
 /// A distributed exclusive lock at a directory path.
 ///
@@ -22,7 +28,9 @@ use crate::session::Session;
 /// ZooKeeper, and `etcdctl lock` processes on etcd. Grants are FIFO by
 /// sequence; a waiter watches only its immediate predecessor, so one release
 /// wakes one waiter. Not reentrant: a second acquire through the same
-/// session waits like any other contender.
+/// session waits like any other contender (wrap it in a
+/// [`ReentrantLock`](crate::recipes::ReentrantLock) to re-enter). A
+/// [`Lockable`]: code taking `&dyn Lockable` takes it.
 ///
 /// ```
 /// # async fn demo(session: coord_core::Session) -> coord_core::Result<()> {
@@ -88,8 +96,20 @@ impl Lock {
         &self.dir
     }
 
-    fn contender(&self) -> Contender<'_> {
-        Contender {
+    /// Everyone holding or queued for the lock, in queue order (see
+    /// [`Lockable::participants`]).
+    ///
+    /// # Errors
+    /// The session's errors.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only reads.
+    pub async fn participants(&self) -> Result<Vec<Contender>> {
+        participants::list(&self.session, &self.dir, &participants::exclusive).await
+    }
+
+    fn contender(&self) -> Request<'_> {
+        Request {
             session: &self.session,
             dir: &self.dir,
             marker: names::LOCK,
@@ -111,7 +131,7 @@ impl Lock {
     /// the background), so no waiter is left queued and nothing is held.
     pub async fn acquire(&self) -> Result<LockGuard> {
         let held = self.contender().acquire(Wait::Forever).await?;
-        held.map(LockGuard)
+        held.map(LockGuard::from_held)
             .ok_or_else(|| Error::backend(self.session.backend(), "wait ended without a hold"))
     }
 
@@ -124,7 +144,11 @@ impl Lock {
     /// # Cancel safety
     /// Cancel safe, as [`Lock::acquire`].
     pub async fn try_acquire(&self) -> Result<Option<LockGuard>> {
-        Ok(self.contender().acquire(Wait::No).await?.map(LockGuard))
+        Ok(self
+            .contender()
+            .acquire(Wait::No)
+            .await?
+            .map(LockGuard::from_held))
     }
 
     /// Wait at most `timeout` for the lock.
@@ -137,36 +161,63 @@ impl Lock {
     /// Cancel safe, as [`Lock::acquire`].
     pub async fn acquire_timeout(&self, timeout: Duration) -> Result<LockGuard> {
         let held = self.contender().acquire(Wait::timeout(timeout)?).await?;
-        held.map(LockGuard).ok_or(Error::Timeout(timeout))
+        held.map(LockGuard::from_held)
+            .ok_or(Error::Timeout(timeout))
     }
 }
 
-/// Proof that a [`Lock`] is held. Release it with [`LockGuard::release`];
-/// dropping it releases in the background, best effort.
+/// Proof that a lock is held: what every [`Lockable`] returns. Release it
+/// with [`LockGuard::release`]; dropping it releases in the background, best
+/// effort.
 #[must_use = "dropping the guard releases the lock"]
 #[derive(Debug)]
-pub struct LockGuard(HeldNode);
+pub struct LockGuard(Inner);
+
+#[derive(Debug)]
+enum Inner {
+    /// The guard's own node.
+    Node(HeldNode),
+    /// One of the holds of a [`ReentrantLock`](crate::recipes::ReentrantLock)
+    /// owner, sharing its guard; the last one out releases it.
+    Shared(Arc<LockGuard>),
+}
 
 impl LockGuard {
     pub(crate) fn from_held(held: HeldNode) -> Self {
-        LockGuard(held)
+        LockGuard(Inner::Node(held))
+    }
+
+    pub(crate) fn shared(guard: Arc<LockGuard>) -> Self {
+        LockGuard(Inner::Shared(guard))
+    }
+
+    fn held(&self) -> &HeldNode {
+        match &self.0 {
+            Inner::Node(h) => h,
+            Inner::Shared(g) => g.held(),
+        }
     }
 
     /// The fencing token: strictly larger for every later holder of this
     /// lock. Hand it to the resource you protect, and have it refuse
     /// tokens smaller than the largest it has seen.
     pub fn fencing_token(&self) -> u64 {
-        self.0.fencing_token()
+        self.held().fencing_token()
     }
 
     /// The fence for guarded writes ([`Session::guarded`]).
     pub fn fence(&self) -> Fence {
-        self.0.fence()
+        self.held().fence()
     }
 
     /// The holder's node.
     pub fn node_path(&self) -> &str {
-        self.0.path()
+        self.held().path()
+    }
+
+    /// The session the lock is held through.
+    pub fn session(&self) -> &Session {
+        self.held().session()
     }
 
     /// Write `op` only while the lock is still held, atomically.
@@ -177,7 +228,7 @@ impl LockGuard {
     /// # Cancel safety
     /// Not cancel safe: the write may land after the drop.
     pub async fn write(&self, op: Op) -> Result<OpResult> {
-        self.0.write(op).await
+        self.held().write(op).await
     }
 
     /// Resolve when the lock is lost: the session ended, or the node was
@@ -189,10 +240,29 @@ impl LockGuard {
     /// # Cancel safety
     /// Cancel safe.
     pub async fn lost(&self) -> Error {
-        self.0.lost().await
+        self.held().lost().await
     }
 
-    /// Release the lock.
+    /// Resolve when a contender asks this holder to release (through
+    /// [`Lockable::request_release`]
+    /// or Curator's `Revoker.attemptRevoke`, which write `__REVOKE__` into
+    /// the holder's node; Curator's `Revocable`). Nothing happens by
+    /// itself: the holder decides whether, and when, to release.
+    ///
+    /// # Errors
+    /// The reason the hold was lost, if it is lost first
+    /// ([`Error::LockLost`], the session's end). Connection losses are
+    /// waited through.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only watches.
+    pub async fn revocation_requested(&self) -> Result<()> {
+        revocation::requested(self.held()).await
+    }
+
+    /// Release the lock (for a [`ReentrantLock`](crate::recipes::ReentrantLock)
+    /// hold: give up this hold; the lock is released when its owner's last
+    /// hold goes).
     ///
     /// # Errors
     /// [`Error::LockLost`] when it had already been lost; the session's
@@ -201,6 +271,37 @@ impl LockGuard {
     /// # Cancel safety
     /// Cancel safe in effect: dropped, the release finishes in the background.
     pub async fn release(self) -> Result<()> {
-        self.0.release().await
+        match self.0 {
+            Inner::Node(h) => h.release().await,
+            Inner::Shared(g) => match Arc::try_unwrap(g) {
+                // The owner's last hold: release the lock itself.
+                Ok(last) => Box::pin(last.release()).await,
+                Err(_others) => Ok(()),
+            },
+        }
+    }
+}
+
+crate::traits::impl_hold!(LockGuard, |g| g.held(), release);
+
+#[async_trait]
+impl Lockable for Lock {
+    fn path(&self) -> &str {
+        &self.dir
+    }
+    fn session(&self) -> &Session {
+        &self.session
+    }
+    async fn acquire(&self) -> Result<LockGuard> {
+        Lock::acquire(self).await
+    }
+    async fn try_acquire(&self) -> Result<Option<LockGuard>> {
+        Lock::try_acquire(self).await
+    }
+    async fn acquire_timeout(&self, timeout: Duration) -> Result<LockGuard> {
+        Lock::acquire_timeout(self, timeout).await
+    }
+    async fn participants(&self) -> Result<Vec<Contender>> {
+        Lock::participants(self).await
     }
 }

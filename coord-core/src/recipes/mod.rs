@@ -1,9 +1,14 @@
 //! The recipes, written once over [`crate::Session`]: they work the same on
 //! every backend.
 //!
-//! One module per recipe, named after its type: [`Lock`], [`RwLock`],
-//! [`Semaphore`], [`SimpleLock`], [`Barrier`] and [`DoubleBarrier`],
-//! [`Election`], [`Group`], [`Queue`], [`PeriodicJob`]. What they share —
+//! One module per recipe, named after its type: [`Lock`], [`RwLock`] (with
+//! its [`ReadLock`] and [`WriteLock`] halves), [`Semaphore`] and
+//! [`SemaphoreMutex`], [`SimpleLock`], [`MultiLock`], [`ReentrantLock`],
+//! [`Barrier`] and [`DoubleBarrier`], [`Election`], [`Group`], [`Queue`],
+//! [`PeriodicJob`]; [`participants`] lists who holds and who waits,
+//! [`revocation`] asks a holder to let go. They implement the traits of
+//! [`crate::traits`]: every lock is [`Lockable`](crate::traits::Lockable),
+//! every guard a [`Hold`](crate::traits::Hold). What they share —
 //! queueing contenders, cancel-safe creates, held nodes, retries, node
 //! names, counters — is internal machinery; its public pieces are
 //! [`HeldNode`], [`Stats`] and [`names`].
@@ -20,8 +25,12 @@ pub mod election;
 pub mod group;
 pub mod lock;
 pub(crate) mod machinery;
+pub mod multi_lock;
+pub mod participants;
 pub mod periodic_job;
 pub mod queue;
+pub mod reentrant;
+pub mod revocation;
 pub mod rwlock;
 pub mod semaphore;
 pub mod simple_lock;
@@ -36,8 +45,11 @@ pub use lock::{Lock, LockGuard};
 pub use machinery::held::HeldNode;
 pub use machinery::names;
 pub use machinery::stats::Stats;
+pub use multi_lock::{MultiLock, MultiLockGuard};
+pub use participants::{Contender, ContenderState};
 pub use periodic_job::{period_index, OnCrash, PeriodicJob, RunContext, RunOutcome};
 pub use queue::{Delivery, Queue, ReliableQueue};
-pub use rwlock::RwLock;
+pub use reentrant::ReentrantLock;
+pub use rwlock::{ReadLock, RwLock, WriteLock};
 pub use semaphore::{Lease, Semaphore, SemaphoreMutex};
 pub use simple_lock::SimpleLock;

@@ -3,15 +3,19 @@
 
 use std::time::Duration;
 
+use async_trait::async_trait;
+
 use crate::error::{Error, Result};
 use crate::path;
 use crate::primitive::Child;
 use crate::recipes::lock::LockGuard;
-use crate::recipes::machinery::contend::Contender;
+use crate::recipes::machinery::contend::Request;
 use crate::recipes::machinery::names;
 use crate::recipes::machinery::stats::Stats;
 use crate::recipes::machinery::wait::Wait;
+use crate::recipes::participants::{self, Contender};
 use crate::session::Session;
+use crate::traits::Lockable;
 
 /// A distributed read/write lock at a directory path.
 ///
@@ -41,6 +45,15 @@ fn blocks_writer(_: &Child) -> bool {
     true
 }
 
+/// The queue rule of both halves, for listing participants.
+fn blocked(me: &Child, earlier: &Child) -> bool {
+    if is_reader(me) {
+        blocks_reader(earlier)
+    } else {
+        blocks_writer(earlier)
+    }
+}
+
 impl RwLock {
     /// A read/write lock at `path` (a directory, made on first use).
     ///
@@ -66,8 +79,37 @@ impl RwLock {
         &self.stats
     }
 
+    /// The lock's directory.
+    pub fn path(&self) -> &str {
+        &self.dir
+    }
+
+    /// The read half as a lock of its own (Curator's `readLock()`): a
+    /// [`Lockable`] whose acquire is [`RwLock::read`].
+    pub fn read_lock(&self) -> ReadLock {
+        ReadLock(self.clone())
+    }
+
+    /// The write half as a lock of its own (Curator's `writeLock()`): a
+    /// [`Lockable`] whose acquire is [`RwLock::write`].
+    pub fn write_lock(&self) -> WriteLock {
+        WriteLock(self.clone())
+    }
+
+    /// Every reader and writer holding or queued, in queue order (several
+    /// readers may hold at once).
+    ///
+    /// # Errors
+    /// The session's errors.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only reads.
+    pub async fn participants(&self) -> Result<Vec<Contender>> {
+        participants::list(&self.session, &self.dir, &blocked).await
+    }
+
     async fn acquire(&self, write: bool, wait: Wait) -> Result<Option<LockGuard>> {
-        let c = Contender {
+        let c = Request {
             session: &self.session,
             dir: &self.dir,
             marker: if write { names::WRITE } else { names::READ },
@@ -157,5 +199,58 @@ impl RwLock {
         self.acquire(true, Wait::timeout(timeout)?)
             .await?
             .ok_or(Error::Timeout(timeout))
+    }
+}
+
+/// The read half of a [`RwLock`] ([`RwLock::read_lock`]): shared with other
+/// readers, excluded by writers.
+#[derive(Debug, Clone)]
+pub struct ReadLock(RwLock);
+
+/// The write half of a [`RwLock`] ([`RwLock::write_lock`]): exclusive.
+#[derive(Debug, Clone)]
+pub struct WriteLock(RwLock);
+
+#[async_trait]
+impl Lockable for ReadLock {
+    fn path(&self) -> &str {
+        &self.0.dir
+    }
+    fn session(&self) -> &Session {
+        &self.0.session
+    }
+    async fn acquire(&self) -> Result<LockGuard> {
+        self.0.read().await
+    }
+    async fn try_acquire(&self) -> Result<Option<LockGuard>> {
+        self.0.try_read().await
+    }
+    async fn acquire_timeout(&self, timeout: Duration) -> Result<LockGuard> {
+        self.0.read_timeout(timeout).await
+    }
+    async fn participants(&self) -> Result<Vec<Contender>> {
+        self.0.participants().await
+    }
+}
+
+#[async_trait]
+impl Lockable for WriteLock {
+    fn path(&self) -> &str {
+        &self.0.dir
+    }
+    fn session(&self) -> &Session {
+        &self.0.session
+    }
+    async fn acquire(&self) -> Result<LockGuard> {
+        self.0.write().await
+    }
+    async fn try_acquire(&self) -> Result<Option<LockGuard>> {
+        self.0.try_write().await
+    }
+    async fn acquire_timeout(&self, timeout: Duration) -> Result<LockGuard> {
+        self.0.write_timeout(timeout).await
+    }
+    async fn participants(&self) -> Result<Vec<Contender>> {
+        self.0.participants().await
     }
 }

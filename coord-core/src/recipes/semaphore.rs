@@ -4,6 +4,8 @@
 
 use std::time::Duration;
 
+use async_trait::async_trait;
+
 use crate::error::{Error, Result};
 use crate::path;
 use crate::primitive::CreateMode;
@@ -13,7 +15,9 @@ use crate::recipes::machinery::names;
 use crate::recipes::machinery::pending::PendingNode;
 use crate::recipes::machinery::stats::Stats;
 use crate::recipes::machinery::wait::Wait;
+use crate::recipes::participants::{self, Contender, ContenderState};
 use crate::session::Session;
+use crate::traits::Lockable;
 
 /// A distributed semaphore: at most `max_leases` leases are held at once,
 /// across every process.
@@ -30,6 +34,7 @@ use crate::session::Session;
 #[derive(Debug, Clone)]
 pub struct Semaphore {
     session: Session,
+    dir: String,
     leases_dir: String,
     lock: Lock,
     max_leases: u32,
@@ -98,6 +103,8 @@ impl Lease {
     }
 }
 
+crate::traits::impl_hold!(Lease, |l| &l.0, release);
+
 impl Semaphore {
     /// A semaphore at `path` with `max_leases` leases. Every process using
     /// the semaphore must agree on `max_leases`.
@@ -114,6 +121,7 @@ impl Semaphore {
         let stats = Stats::new();
         Ok(Semaphore {
             session: session.clone(),
+            dir: path.to_owned(),
             leases_dir: path::join(path, "leases"),
             lock: Lock::new(session, &path::join(path, "locks"))?.with_stats(stats.clone()),
             max_leases,
@@ -143,6 +151,37 @@ impl Semaphore {
     /// This handle's counters.
     pub fn stats(&self) -> &Stats {
         &self.stats
+    }
+
+    /// The semaphore's directory.
+    pub fn path(&self) -> &str {
+        &self.dir
+    }
+
+    /// Every lease holder, then every acquirer still waiting, in order
+    /// (Curator's `getParticipantNodes` lists the lease nodes). A lease
+    /// node beyond `max_leases` belongs to the one acquirer counting the
+    /// leases, which waits for room; the others queue on the semaphore's
+    /// internal lock.
+    ///
+    /// # Errors
+    /// The session's errors.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only reads.
+    pub async fn participants(&self) -> Result<Vec<Contender>> {
+        let mut leases = participants::list(&self.session, &self.leases_dir, &|_, _| false).await?;
+        for (i, lease) in leases.iter_mut().enumerate() {
+            if i >= self.max_leases as usize {
+                lease.state = ContenderState::Waiting;
+            }
+        }
+        let mut queued = self.lock.participants().await?;
+        for q in &mut queued {
+            q.state = ContenderState::Waiting;
+        }
+        leases.append(&mut queued);
+        Ok(leases)
     }
 
     /// The most leases held at once.
@@ -382,5 +421,27 @@ impl SemaphoreMutex {
     /// Cancel safe.
     pub async fn acquire_timeout(&self, timeout: Duration) -> Result<LockGuard> {
         Self::guard(self.sem.acquire_timeout(1, timeout).await?).ok_or(Error::Timeout(timeout))
+    }
+}
+
+#[async_trait]
+impl Lockable for SemaphoreMutex {
+    fn path(&self) -> &str {
+        &self.sem.dir
+    }
+    fn session(&self) -> &Session {
+        &self.sem.session
+    }
+    async fn acquire(&self) -> Result<LockGuard> {
+        SemaphoreMutex::acquire(self).await
+    }
+    async fn try_acquire(&self) -> Result<Option<LockGuard>> {
+        SemaphoreMutex::try_acquire(self).await
+    }
+    async fn acquire_timeout(&self, timeout: Duration) -> Result<LockGuard> {
+        SemaphoreMutex::acquire_timeout(self, timeout).await
+    }
+    async fn participants(&self) -> Result<Vec<Contender>> {
+        self.sem.participants().await
     }
 }

@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use async_trait::async_trait;
+
 use crate::error::{Error, Result};
 use crate::path;
 use crate::primitive::CreateMode;
@@ -12,7 +14,9 @@ use crate::recipes::machinery::held::HeldNode;
 use crate::recipes::machinery::pending::PendingNode;
 use crate::recipes::machinery::stats::Stats;
 use crate::recipes::machinery::wait::Wait;
+use crate::recipes::participants::{self, Contender, ContenderState};
 use crate::session::Session;
+use crate::traits::Lockable;
 
 /// The paper's simple lock: whoever creates the ephemeral node
 /// `<path>/lock` holds the lock; everyone else waits for that node to go
@@ -25,6 +29,7 @@ use crate::session::Session;
 #[derive(Debug, Clone)]
 pub struct SimpleLock {
     session: Session,
+    dir: String,
     node: String,
     stats: Stats,
 }
@@ -38,6 +43,7 @@ impl SimpleLock {
         path::validate_non_root(path)?;
         Ok(SimpleLock {
             session: session.clone(),
+            dir: path.to_owned(),
             node: path::join(path, "lock"),
             stats: Stats::new(),
         })
@@ -52,6 +58,27 @@ impl SimpleLock {
     /// This handle's counters.
     pub fn stats(&self) -> &Stats {
         &self.stats
+    }
+
+    /// The lock's directory.
+    pub fn path(&self) -> &str {
+        &self.dir
+    }
+
+    /// The holder, if any (waiters make no node, so they are not listed).
+    ///
+    /// # Errors
+    /// The session's errors.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only reads.
+    pub async fn participants(&self) -> Result<Vec<Contender>> {
+        Ok(
+            participants::one(&self.session, &self.node, ContenderState::Holding)
+                .await?
+                .into_iter()
+                .collect(),
+        )
     }
 
     async fn acquire_inner(&self, wait: Wait) -> Result<Option<LockGuard>> {
@@ -124,5 +151,27 @@ impl SimpleLock {
         self.acquire_inner(Wait::timeout(timeout)?)
             .await?
             .ok_or(Error::Timeout(timeout))
+    }
+}
+
+#[async_trait]
+impl Lockable for SimpleLock {
+    fn path(&self) -> &str {
+        &self.dir
+    }
+    fn session(&self) -> &Session {
+        &self.session
+    }
+    async fn acquire(&self) -> Result<LockGuard> {
+        SimpleLock::acquire(self).await
+    }
+    async fn try_acquire(&self) -> Result<Option<LockGuard>> {
+        SimpleLock::try_acquire(self).await
+    }
+    async fn acquire_timeout(&self, timeout: Duration) -> Result<LockGuard> {
+        SimpleLock::acquire_timeout(self, timeout).await
+    }
+    async fn participants(&self) -> Result<Vec<Contender>> {
+        SimpleLock::participants(self).await
     }
 }

@@ -101,3 +101,5 @@ impl Leadership {
         self.held.release().await
     }
 }
+
+crate::traits::impl_hold!(Leadership, |l| &l.held, resign);

@@ -24,12 +24,16 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use async_trait::async_trait;
+
 use crate::error::{Error, Result};
 use crate::path;
 use crate::primitive::Watch;
 use crate::recipes::machinery::retry::{list_retrying, list_watch_retrying, settle_watch};
 use crate::recipes::machinery::stats::Stats;
+use crate::recipes::participants::{self, Contender};
 use crate::session::Session;
+use crate::traits::LeaderElection;
 
 mod campaign;
 mod events;
@@ -189,6 +193,18 @@ impl Election {
         }
     }
 
+    /// Every candidate in order: the leader first (holding), then the
+    /// waiting ones, each with the value it offered.
+    ///
+    /// # Errors
+    /// The session's errors.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only reads.
+    pub async fn participants(&self) -> Result<Vec<Contender>> {
+        participants::list(&self.session, &self.dir, &participants::exclusive).await
+    }
+
     /// Follow leader changes, participant or not; see [`LeaderObserver`].
     pub fn observe(&self) -> LeaderObserver {
         LeaderObserver {
@@ -205,6 +221,28 @@ impl Election {
             dir: &self.dir,
             stats: &self.stats,
         }
+    }
+}
+
+#[async_trait]
+impl LeaderElection for Election {
+    fn path(&self) -> &str {
+        &self.dir
+    }
+    async fn campaign(&self, value: &[u8]) -> Result<Leadership> {
+        Election::campaign(self, value).await
+    }
+    async fn campaign_timeout(&self, value: &[u8], timeout: Duration) -> Result<Leadership> {
+        Election::campaign_timeout(self, value, timeout).await
+    }
+    async fn leader(&self) -> Result<Option<Leader>> {
+        Election::leader(self).await
+    }
+    fn observe(&self) -> LeaderObserver {
+        Election::observe(self)
+    }
+    async fn participants(&self) -> Result<Vec<Contender>> {
+        Election::participants(self).await
     }
 }
 

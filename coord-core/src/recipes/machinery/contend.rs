@@ -26,7 +26,7 @@ use crate::recipes::machinery::wait::Wait;
 use crate::session::Session;
 
 /// The parts of one contender's request.
-pub(crate) struct Contender<'a> {
+pub(crate) struct Request<'a> {
     pub session: &'a Session,
     pub dir: &'a str,
     pub marker: &'a str,
@@ -71,7 +71,7 @@ pub(crate) async fn wait_counted(session: &Session, stats: &Stats, path: &str) -
     Ok(())
 }
 
-impl Contender<'_> {
+impl Request<'_> {
     /// Join the queue and wait per `wait`. `Ok(None)` only for `Wait::No`
     /// when blocked; `Err(Timeout)` when a deadline passes.
     pub(crate) async fn acquire(&self, wait: Wait) -> Result<Option<HeldNode>> {

@@ -165,3 +165,4 @@ impl Drop for HeldNode {
         }
     }
 }
+crate::traits::impl_hold!(HeldNode, |h| h, release);

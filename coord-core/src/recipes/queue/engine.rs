@@ -29,6 +29,8 @@ struct Stashed {
 /// One queue handle's state, shared by its clones.
 pub(crate) struct Engine {
     pub(crate) session: Session,
+    /// The queue's directory.
+    pub(crate) dir: String,
     items: String,
     claims: String,
     reliable: bool,
@@ -105,6 +107,7 @@ impl Engine {
         path::validate_non_root(path)?;
         Ok(Engine {
             session: session.clone(),
+            dir: path.to_owned(),
             items: path::join(path, "items"),
             claims: path::join(path, "claims"),
             reliable,

@@ -103,6 +103,11 @@ impl Queue {
         &self.engine.stats
     }
 
+    /// The queue's directory.
+    pub fn path(&self) -> &str {
+        &self.engine.dir
+    }
+
     /// Add an item at the tail.
     ///
     /// # Errors
@@ -189,5 +194,34 @@ impl Queue {
     /// Cancel safe.
     pub async fn is_empty(&self) -> Result<bool> {
         Ok(self.len().await? == 0)
+    }
+}
+
+#[async_trait::async_trait]
+impl crate::traits::WorkQueue for Queue {
+    type Item = Vec<u8>;
+    fn path(&self) -> &str {
+        &self.engine.dir
+    }
+    async fn offer(&self, data: &[u8]) -> Result<()> {
+        Queue::offer(self, data).await
+    }
+    async fn peek(&self) -> Result<Option<Vec<u8>>> {
+        Queue::peek(self).await
+    }
+    async fn poll(&self) -> Result<Option<Vec<u8>>> {
+        Queue::poll(self).await
+    }
+    async fn take(&self) -> Result<Vec<u8>> {
+        Queue::take(self).await
+    }
+    async fn take_timeout(&self, timeout: Duration) -> Result<Vec<u8>> {
+        Queue::take_timeout(self, timeout).await
+    }
+    async fn len(&self) -> Result<usize> {
+        Queue::len(self).await
+    }
+    async fn is_empty(&self) -> Result<bool> {
+        Queue::is_empty(self).await
     }
 }

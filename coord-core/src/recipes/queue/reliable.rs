@@ -41,6 +41,11 @@ impl ReliableQueue {
         &self.engine.stats
     }
 
+    /// The queue's directory.
+    pub fn path(&self) -> &str {
+        &self.engine.dir
+    }
+
     /// Add an item at the tail; see [`Queue::offer`](super::Queue::offer).
     ///
     /// # Errors
@@ -230,5 +235,36 @@ impl Delivery {
     /// Cancel safe in effect: dropped, the lease ends in the background.
     pub async fn release(self) -> Result<()> {
         self.claim.release().await
+    }
+}
+
+crate::traits::impl_hold!(Delivery, |d| &d.claim, release);
+
+#[async_trait::async_trait]
+impl crate::traits::WorkQueue for ReliableQueue {
+    type Item = Delivery;
+    fn path(&self) -> &str {
+        &self.engine.dir
+    }
+    async fn offer(&self, data: &[u8]) -> Result<()> {
+        ReliableQueue::offer(self, data).await
+    }
+    async fn peek(&self) -> Result<Option<Vec<u8>>> {
+        ReliableQueue::peek(self).await
+    }
+    async fn poll(&self) -> Result<Option<Delivery>> {
+        ReliableQueue::poll(self).await
+    }
+    async fn take(&self) -> Result<Delivery> {
+        ReliableQueue::take(self).await
+    }
+    async fn take_timeout(&self, timeout: Duration) -> Result<Delivery> {
+        ReliableQueue::take_timeout(self, timeout).await
+    }
+    async fn len(&self) -> Result<usize> {
+        ReliableQueue::len(self).await
+    }
+    async fn is_empty(&self) -> Result<bool> {
+        ReliableQueue::is_empty(self).await
     }
 }
