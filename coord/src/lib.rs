@@ -101,16 +101,31 @@ pub use duration::{
 };
 pub use error::ConnectError;
 
+/// The traits every recipe implements ([`Lockable`], [`Hold`],
+/// [`LeaderElection`], [`WorkQueue`]) and the scoped helpers.
+pub use coord_core::traits;
+pub use coord_core::traits::{
+    while_held, Hold, HoldContext, LeaderElection, LeaderElectionExt, Lockable, LockableExt,
+    WorkQueue,
+};
 pub use coord_core::{
     limits, path, Child, CreateMode, Created, Error, Fence, Node, Op, OpResult, Result, Session,
     SessionId, SessionState, Stat,
 };
 pub use recipes::{
-    period_index, Barrier, Delivery, DoubleBarrier, Election, ElectionEvent, ElectionState, Group,
-    GroupChange, GroupWatcher, Inside, Leader, LeaderObserver, Leadership, Lease, Lock, LockGuard,
-    Member, Membership, OnCrash, Participant, PeriodicJob, Queue, ReliableQueue, RunContext,
-    RunOutcome, RwLock, Semaphore, SemaphoreMutex,
+    period_index, revocation, Barrier, Contender, ContenderState, Delivery, DoubleBarrier,
+    Election, ElectionEvent, ElectionState, Group, GroupChange, GroupWatcher, Inside, Leader,
+    LeaderObserver, Leadership, Lease, Lock, LockGuard, Member, Membership, MultiLock,
+    MultiLockGuard, OnCrash, Participant, PeriodicJob, Queue, ReadLock, ReentrantLock,
+    ReliableQueue, RunContext, RunOutcome, RwLock, Semaphore, SemaphoreMutex, SimpleLock,
+    WriteLock,
 };
+
+/// `use coord::prelude::*`: the traits, so their methods (`run`, `lead`,
+/// `participants`, …) work on every recipe and on `dyn` ones.
+pub mod prelude {
+    pub use coord_core::prelude::*;
+}
 
 /// The recipes' foundation: the primitive contract a backend implements.
 pub use coord_core as core;

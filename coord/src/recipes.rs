@@ -261,5 +261,118 @@
 //! assert_eq!(lock.stats().acquisitions(), 1);
 //! # Ok(()) }
 //! ```
+//!
+//! # Any lock: [`Lockable`](crate::Lockable), and scoped holds
+//!
+//! Every lock — [`Lock`], [`SimpleLock`], [`SemaphoreMutex`], the
+//! [`ReadLock`] and [`WriteLock`] halves of a [`RwLock`], a
+//! [`ReentrantLock`] — is a [`Lockable`](crate::Lockable) returning a
+//! [`LockGuard`]; every guard (leadership, lease, membership, delivery too)
+//! is a [`Hold`](crate::Hold). `run` and `lead` acquire, run a body and
+//! release; if the hold is lost meanwhile, the body is dropped and the loss
+//! returned.
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use coord::prelude::*;
+//! use coord::{Election, Lock, RwLock};
+//!
+//! let session = coord::connect("mem://").await?;
+//! let locks: Vec<Box<dyn Lockable>> = vec![
+//!     Box::new(Lock::new(&session, "/locks/a")?),
+//!     Box::new(RwLock::new(&session, "/locks/b")?.write_lock()),
+//! ];
+//! for lock in &locks {
+//!     let token = lock.run(|held| async move { held.fencing_token() }).await?;
+//!     assert!(token > 0);
+//! }
+//! let election = Election::new(&session, "/elections/cron")?;
+//! let term = election.lead(b"me", |term| async move { term.fencing_token() }).await?;
+//! assert!(term > 0);
+//! # Ok(()) }
+//! ```
+//!
+//! # [`MultiLock`]: several locks, all or nothing
+//!
+//! Taken in one global order (by path), so two multi-locks over
+//! overlapping sets cannot deadlock; a timeout releases what was taken.
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::time::Duration;
+//! use coord::prelude::*;
+//! use coord::{Error, Lock, MultiLock};
+//!
+//! let session = coord::connect("mem://").await?;
+//! let transfer = MultiLock::new(vec![
+//!     Box::new(Lock::new(&session, "/accounts/2")?) as Box<dyn Lockable>,
+//!     Box::new(Lock::new(&session, "/accounts/1")?),
+//! ])?;
+//! let both = transfer.acquire().await?;
+//! assert_eq!(both.guards().len(), 2);
+//!
+//! // Another session cannot take either while both are held.
+//! let other = coord::connect("mem://").await?;
+//! let one = Lock::new(&other, "/accounts/1")?;
+//! assert!(matches!(one.acquire_timeout(Duration::from_millis(20)).await, Err(Error::Timeout(_))));
+//! both.release().await?;
+//! one.acquire().await?.release().await?;
+//! # Ok(()) }
+//! ```
+//!
+//! # [`ReentrantLock`]: re-enter as the same owner
+//!
+//! The owner is the `ReentrantLock` value and its clones (not the task:
+//! one task can run many futures at once); holds are counted and the lock
+//! is released when the last one goes.
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use coord::{Lock, ReentrantLock};
+//!
+//! let session = coord::connect("mem://").await?;
+//! let mine = ReentrantLock::new(Lock::new(&session, "/locks/ledger")?);
+//! let outer = mine.acquire().await?;
+//! let inner = mine.clone().acquire().await?; // the same owner: at once
+//! assert_eq!(mine.hold_count(), 2);
+//!
+//! let theirs = ReentrantLock::new(Lock::new(&session, "/locks/ledger")?);
+//! assert!(theirs.try_acquire().await?.is_none()); // another owner waits
+//! inner.release().await?;
+//! outer.release().await?; // the last hold: released
+//! theirs.acquire().await?.release().await?;
+//! # Ok(()) }
+//! ```
+//!
+//! # Revocation and participants
+//!
+//! A contender can ask the holder to let go (Curator's `Revoker`, and the
+//! same `__REVOKE__` request, so Curator holders hear ours); the holder sees
+//! it on its guard and decides. `participants()` lists holders and waiters
+//! in queue order.
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use coord::prelude::*;
+//! use coord::{ContenderState, Lock};
+//!
+//! let session = coord::connect("mem://").await?;
+//! let lock = Lock::new(&session, "/locks/report")?.with_data("host-a")?;
+//! let guard = lock.acquire().await?;
+//! let holders = lock.participants().await?;
+//! assert_eq!(holders[0].state, ContenderState::Holding);
+//! assert_eq!(holders[0].data, b"host-a");
+//!
+//! let other = coord::connect("mem://").await?;
+//! let asked = Lock::new(&other, "/locks/report")?.request_release().await?;
+//! assert_eq!(asked, vec![guard.node_path().to_owned()]);
+//! guard.revocation_requested().await?; // the holder hears it…
+//! guard.release().await?; // …and decides to let go
+//! # Ok(()) }
+//! ```
 
 pub use coord_core::recipes::*;
