@@ -47,6 +47,12 @@ impl Proc {
     /// SIGTERM, then SIGKILL after [`GRACE`]; returns CMD's exit code.
     pub async fn terminate(&self) -> u8 {
         self.signal(Signal::SIGTERM);
+        self.reap().await
+    }
+
+    /// Wait for CMD, already sent SIGTERM, to end: SIGKILL if it has not
+    /// after [`GRACE`]. Returns CMD's exit code.
+    pub async fn reap(&self) -> u8 {
         match tokio::time::timeout(GRACE, self.wait()).await {
             Ok(code) => code,
             Err(_) => {

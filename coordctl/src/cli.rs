@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 
 const ABOUT: &str = "Distributed coordination from the shell: run a command under a lock, \
 as the leader, or once per period across machines; queues and group membership. \
@@ -64,6 +64,8 @@ pub enum Command {
     /// that is larger for every later holder: pass it to what CMD writes).
     /// If the lock is lost while CMD runs (the session expired), CMD is sent
     /// SIGTERM and coordctl exits 4. With --timeout, giving up exits 3.
+    /// With --revocable, a release asked for by `coordctl revoke` sends CMD
+    /// SIGTERM; once CMD has ended the lock is released and coordctl exits 6.
     ///
     /// If coordctl itself is killed with SIGKILL, nobody stops CMD: the lock
     /// passes on after the session timeout while CMD may still run. That is
@@ -108,6 +110,30 @@ pub enum Command {
     #[command(after_long_help = crate::exit::TABLE)]
     Join(JoinArgs),
 
+    /// List who holds and who waits for the lock (or semaphore, election)
+    /// at PATH, in queue order.
+    ///
+    /// One line each: `holding` or `waiting`, the node, its stamp (the
+    /// fencing token it holds or will hold with), since when it has been
+    /// there (RFC 3339, UTC; `-` where the backend keeps no time, as etcd),
+    /// and its data, quoted, with control characters escaped as in JSON.
+    /// With --json, one JSON object per line instead:
+    /// {"state":…,"node":…,"stamp":…,"since":…|null,"data":…}. Nobody
+    /// there: nothing is printed, exit 0.
+    #[command(after_long_help = crate::exit::TABLE)]
+    Participants(ParticipantsArgs),
+
+    /// Ask whoever holds the lock at PATH to release it; print the nodes
+    /// asked, one per line.
+    ///
+    /// The request is written into each holder's node (Curator's
+    /// `__REVOKE__`, so Curator holders hear it too); each holder decides:
+    /// `coordctl lock --revocable` stops its CMD and releases (exit 6),
+    /// a plain `coordctl lock` ignores it. Waiters are not asked. Exit 1
+    /// if nobody holds the lock.
+    #[command(after_long_help = crate::exit::TABLE)]
+    Revoke(RevokeArgs),
+
     /// Print the data of each member of the group at PATH, one per line.
     ///
     /// With --watch, print `+ DATA` for each member that joins and `- DATA`
@@ -138,9 +164,65 @@ pub struct LockArgs {
     /// the exclusive ones.
     #[arg(long)]
     pub shared: bool,
+    /// Honour release requests (`coordctl revoke`): send CMD SIGTERM, and
+    /// release once it has ended (exit 6). Without it they are ignored.
+    #[arg(long)]
+    pub revocable: bool,
     /// The command to run while holding the lock.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub cmd: Vec<String>,
+}
+
+/// What kind of recipe lives at a path, for `participants`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Kind {
+    /// `coordctl lock` (an exclusive lock).
+    Lock,
+    /// `coordctl lock --shared` (a read/write lock).
+    Rwlock,
+    /// A counting semaphore (needs --max-leases).
+    Semaphore,
+    /// A lock held through one fixed node.
+    Simple,
+    /// `coordctl elect`.
+    Election,
+}
+
+/// The kinds of lock whose holders can be asked to release.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LockKind {
+    /// `coordctl lock` (an exclusive lock).
+    Lock,
+    /// `coordctl lock --shared` (a read/write lock: every holder is asked).
+    Rwlock,
+    /// A lock held through one fixed node.
+    Simple,
+}
+
+#[derive(Debug, Args)]
+pub struct ParticipantsArgs {
+    /// The lock's (semaphore's, election's) path.
+    pub path: String,
+    /// What lives at PATH.
+    #[arg(long, value_enum, default_value_t = Kind::Lock)]
+    pub kind: Kind,
+    /// With --kind semaphore (and only then): how many leases it grants, to
+    /// tell holders from waiters.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..),
+        required_if_eq("kind", "semaphore"))]
+    pub max_leases: Option<u32>,
+    /// Print one JSON object per line.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RevokeArgs {
+    /// The lock's path.
+    pub path: String,
+    /// What lives at PATH.
+    #[arg(long, value_enum, default_value_t = LockKind::Lock)]
+    pub kind: LockKind,
 }
 
 #[derive(Debug, Args)]

@@ -4,7 +4,8 @@ use coord::{ConnectError, Error};
 
 /// Success; with a CMD, CMD's own status is passed through instead.
 pub const OK: u8 = 0;
-/// `leader`: there is no leader; `demo`: an invariant broke.
+/// `leader`: there is no leader; `revoke`: nobody holds the lock; `demo`:
+/// an invariant broke.
 pub const NONE: u8 = 1;
 /// Usage: bad arguments, a malformed `--url`, a backend not compiled in.
 pub const USAGE: u8 = 2;
@@ -15,6 +16,9 @@ pub const LOST: u8 = 4;
 /// The backend failed: cannot connect, session ended, server error; or
 /// `queue pop` could not write its item to stdout (the item stays queued).
 pub const BACKEND: u8 = 5;
+/// `lock --revocable`: a release was asked for (`coordctl revoke`), so CMD
+/// was sent SIGTERM and, once it ended, the lock was released.
+pub const REVOKED: u8 = 6;
 /// CMD exists but could not be executed.
 pub const CANNOT_EXECUTE: u8 = 126;
 /// CMD was not found.
@@ -25,13 +29,16 @@ pub const TABLE: &str = "\
 Exit status:
   0        success
   N        with -- CMD: CMD's own exit status (128+S if CMD was killed by signal S)
-  1        leader: there is no leader; demo: an invariant broke
+  1        leader: there is no leader; revoke: nobody holds the lock;
+           demo: an invariant broke
   2        usage: bad arguments, malformed --url, backend not compiled in
   3        timed out (lock --timeout, queue pop --timeout)
   4        the lock, leadership or membership was lost while held
            (CMD, if running, was sent SIGTERM, then SIGKILL 10s later)
   5        backend error: cannot connect, session ended, server error;
            queue pop: stdout could not be written (the item stays queued)
+  6        lock --revocable: a release was requested (coordctl revoke): CMD
+           was sent SIGTERM (SIGKILL 10s later), then the lock was released
   126/127  CMD could not be executed / was not found
   130/143  interrupted by SIGINT/SIGTERM (everything held was released first)";
 

@@ -144,3 +144,104 @@ fn durations_past_the_limits_are_usage_errors() {
         assert!(stderr(&out).contains(says), "{url} {args:?}: {out:?}");
     }
 }
+
+/// `participants` and `revoke` refuse what they cannot do before any I/O:
+/// the URL points at nothing, so connecting would fail otherwise (exit 5).
+#[test]
+fn participants_and_revoke_usage_errors_come_before_any_io() {
+    let nowhere = "zk://127.0.0.1:1";
+    for (args, says) in [
+        (
+            &["participants", "/p", "--kind", "bogus"][..],
+            "invalid value",
+        ),
+        (
+            &["participants", "/p", "--kind", "semaphore"],
+            "--max-leases",
+        ),
+        (
+            &[
+                "participants",
+                "/p",
+                "--kind",
+                "semaphore",
+                "--max-leases",
+                "0",
+            ],
+            "--max-leases",
+        ),
+        (
+            &[
+                "participants",
+                "/p",
+                "--kind",
+                "semaphore",
+                "--max-leases",
+                "x",
+            ],
+            "--max-leases",
+        ),
+        (
+            &["participants", "/p", "--max-leases", "2"],
+            "--kind semaphore only",
+        ),
+        (&["participants", "relative"], "relative"),
+        (&["participants", "/"], "/"),
+        (&["revoke", "/p", "--kind", "semaphore"], "invalid value"),
+        (&["revoke", "/p", "--kind", "election"], "invalid value"),
+        (&["revoke", "relative"], "relative"),
+        (&["lock", "/l", "--revocable"], "CMD"),
+    ] {
+        let out = run(coordctl(nowhere, args), 20);
+        assert_eq!(code(out.status), Some(2), "{args:?}: {out:?}");
+        assert!(stderr(&out).contains(says), "{args:?}: {out:?}");
+    }
+}
+
+/// Nobody there: `participants` prints nothing and exits 0 (as `members`
+/// does); `revoke` exits 1, saying so.
+#[test]
+fn participants_and_revoke_with_nobody_there() {
+    for kind in ["lock", "rwlock", "simple", "election"] {
+        let out = run(
+            coordctl("mem://", &["participants", "/p", "--kind", kind]),
+            20,
+        );
+        assert_eq!(code(out.status), Some(0), "{kind}: {out:?}");
+        assert_eq!(stdout(&out), "", "{kind}");
+    }
+    let out = run(
+        coordctl(
+            "mem://",
+            &[
+                "participants",
+                "/p",
+                "--kind",
+                "semaphore",
+                "--max-leases",
+                "3",
+                "--json",
+            ],
+        ),
+        20,
+    );
+    assert_eq!(code(out.status), Some(0), "{out:?}");
+    assert_eq!(stdout(&out), "");
+    for kind in ["lock", "rwlock", "simple"] {
+        let out = run(coordctl("mem://", &["revoke", "/p", "--kind", kind]), 20);
+        assert_eq!(code(out.status), Some(1), "{kind}: {out:?}");
+        assert!(stderr(&out).contains("nobody holds"), "{kind}: {out:?}");
+        assert_eq!(stdout(&out), "", "{kind}");
+    }
+}
+
+#[test]
+fn help_documents_participants_revoke_and_revocable() {
+    let out = run(bare(&["lock", "--help"]), 20);
+    assert!(stdout(&out).contains("--revocable"), "{out:?}");
+    let out = run(bare(&["--help"]), 20);
+    assert!(stdout(&out).contains("participants"), "{out:?}");
+    assert!(stdout(&out).contains("revoke"), "{out:?}");
+    let out = run(bare(&["revoke", "--help"]), 20);
+    assert!(stdout(&out).contains("  6 "), "{out:?}");
+}

@@ -716,6 +716,405 @@ fn cut_off_holder_stops_its_command(url: &str) {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `elect` and `join` with a command: the command gets its environment
+/// (COORD_FENCING_TOKEN, COORD_MEMBER) and its status is passed on; when
+/// the leadership or membership is deleted under it, it gets SIGTERM and
+/// coordctl exits 4 once it has ended.
+fn lost_leadership_and_membership_stop_the_command(url: &str) {
+    let election = unique("election");
+    let out = run(
+        coordctl(
+            url,
+            &[
+                "elect",
+                &election,
+                "node-a",
+                "--",
+                "sh",
+                "-c",
+                "echo token=$COORD_FENCING_TOKEN; exit 5",
+            ],
+        ),
+        20,
+    );
+    assert_eq!(code(out.status), Some(5), "{out:?}");
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.first(), Some(&"leader node-a"), "{out:?}");
+    assert!(
+        lines
+            .get(1)
+            .and_then(|l| l.strip_prefix("token="))
+            .is_some_and(|t| t.parse::<u64>().is_ok()),
+        "{out:?}"
+    );
+    let group = unique("group");
+    let out = run(
+        coordctl(
+            url,
+            &[
+                "join",
+                &group,
+                "host-1",
+                "--",
+                "sh",
+                "-c",
+                "echo member=$COORD_MEMBER",
+            ],
+        ),
+        20,
+    );
+    assert!(out.status.success(), "{out:?}");
+    let text = stdout(&out);
+    let name = text
+        .lines()
+        .next()
+        .and_then(|l| l.strip_prefix("joined "))
+        .unwrap_or_else(|| panic!("{out:?}"));
+    assert!(text.contains(&format!("member={name}\n")), "{out:?}");
+
+    for (args, says) in [
+        (
+            vec!["elect", election.as_str(), "node-b"],
+            "lost leadership",
+        ),
+        (vec!["join", group.as_str(), "host-2"], "lost membership"),
+    ] {
+        let path = args[1];
+        let dir = temp_dir();
+        let termed = dir.join("termed");
+        let termed_s = termed.to_string_lossy().into_owned();
+        let mut all = args.clone();
+        all.extend([
+            "--",
+            "sh",
+            "-c",
+            r#"trap 'echo term > "$1"; exit 0' TERM; echo ready; while true; do sleep 0.05; done"#,
+            "sh",
+            &termed_s,
+        ]);
+        let mut c = coordctl(url, &all);
+        c.stderr(std::process::Stdio::piped());
+        let mut holder = Running::start(c);
+        assert!(!holder.line(20).is_empty());
+        assert_eq!(holder.line(20), "ready");
+        assert_eq!(delete_children(url, path), 1, "{args:?}");
+        assert_eq!(code(holder.wait(30)), Some(4), "{args:?}");
+        assert_eq!(wait_for_file(&termed, 5), "term\n", "{args:?}");
+        let mut err = String::new();
+        if let Some(mut e) = holder.child.stderr.take() {
+            use std::io::Read;
+            let _ = e.read_to_string(&mut err);
+        }
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(err.contains("sending it SIGTERM"), "{args:?}: {err}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+/// `coordctl participants PATH [ARGS…]`: its stdout lines, once there are
+/// `n` of them (polled, within 20 s).
+fn participants_once(url: &str, path: &str, args: &[&str], n: usize) -> Vec<String> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut all = vec!["participants", path];
+    all.extend_from_slice(args);
+    loop {
+        let out = run(coordctl(url, &all), 20);
+        assert_eq!(code(out.status), Some(0), "{all:?}: {out:?}");
+        let lines: Vec<String> = stdout(&out).lines().map(str::to_owned).collect();
+        if lines.len() == n {
+            return lines;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{all:?} never listed {n}: {lines:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A `participants` text line's fields: state, node, stamp, since, data.
+fn fields(line: &str) -> (String, String, u64, String, String) {
+    let f: Vec<&str> = line.splitn(5, ' ').collect();
+    match f.as_slice() {
+        [state, node, stamp, since, data] => (
+            (*state).to_owned(),
+            (*node).to_owned(),
+            stamp
+                .parse()
+                .unwrap_or_else(|e| panic!("stamp in {line:?}: {e}")),
+            (*since).to_owned(),
+            (*data).to_owned(),
+        ),
+        _ => panic!("not a participants line: {line:?}"),
+    }
+}
+
+/// Whether `since` is as the backend at `url` keeps it: RFC 3339 UTC to
+/// the millisecond, or `-` on etcd (no time per key).
+fn since_ok(url: &str, since: &str) -> bool {
+    if url.starts_with("etcd://") {
+        return since == "-";
+    }
+    let b = since.as_bytes();
+    b.len() == 24
+        && b[4] == b'-'
+        && b[7] == b'-'
+        && b[10] == b'T'
+        && b[13] == b':'
+        && b[16] == b':'
+        && b[19] == b'.'
+        && since.ends_with('Z')
+        && since.starts_with("20")
+}
+
+/// `participants` lists a `lock` holder, then a waiter, in queue order,
+/// in text and in JSON; then nobody once both are gone. The same for an
+/// election's leader, a semaphore's lease, and data that would mess up a
+/// terminal.
+fn participants_lists_holder_and_waiter(url: &str) {
+    let path = unique("lock");
+    let dir = temp_dir();
+    let release = dir.join("release");
+    let release_s = release.to_string_lossy().into_owned();
+    let mut holder = Running::start(coordctl(
+        url,
+        &[
+            "lock",
+            &path,
+            "--",
+            "sh",
+            "-c",
+            r#"echo in; while [ ! -e "$1" ]; do sleep 0.05; done"#,
+            "sh",
+            &release_s,
+        ],
+    ));
+    assert_eq!(holder.line(20), "in");
+    let mut waiter = Running::start(coordctl(
+        url,
+        &["lock", &path, "--", "sh", "-c", "echo waiter-in"],
+    ));
+    let lines = participants_once(url, &path, &[], 2);
+    let (s0, n0, t0, since0, d0) = fields(&lines[0]);
+    let (s1, n1, t1, since1, d1) = fields(&lines[1]);
+    assert_eq!(
+        (s0.as_str(), s1.as_str()),
+        ("holding", "waiting"),
+        "{lines:?}"
+    );
+    assert!(n0.starts_with(&format!("{path}/")), "{lines:?}");
+    assert!(n1.starts_with(&format!("{path}/")) && n1 != n0, "{lines:?}");
+    assert!(t0 < t1, "stamps out of queue order: {lines:?}");
+    assert!(
+        since_ok(url, &since0) && since_ok(url, &since1),
+        "{lines:?}"
+    );
+    assert_eq!((d0.as_str(), d1.as_str()), (r#""""#, r#""""#), "{lines:?}");
+
+    let json = participants_once(url, &path, &["--json"], 2);
+    let since = if url.starts_with("etcd://") {
+        r#""since":null,"#
+    } else {
+        r#""since":"20"#
+    };
+    for (line, (state, node, stamp)) in json
+        .iter()
+        .zip([("holding", &n0, t0), ("waiting", &n1, t1)])
+    {
+        let head = format!(r#"{{"state":"{state}","node":"{node}","stamp":{stamp},"#);
+        assert!(line.starts_with(&head), "{line} does not start {head}");
+        assert!(line.contains(since), "{line}");
+        assert!(line.ends_with(r#""data":""}"#), "{line}");
+    }
+
+    std::fs::write(&release, "").unwrap_or_else(|e| panic!("release: {e}"));
+    assert_eq!(code(holder.wait(20)), Some(0));
+    assert_eq!(waiter.line(20), "waiter-in");
+    assert_eq!(code(waiter.wait(20)), Some(0));
+    assert!(participants_once(url, &path, &[], 0).is_empty());
+
+    // An election: its leader holds, with its value as data.
+    let election = unique("election");
+    let mut leader = Running::start(coordctl(url, &["elect", &election, "node-a"]));
+    assert_eq!(leader.line(20), "leader node-a");
+    let lines = participants_once(url, &election, &["--kind", "election"], 1);
+    let (state, _, _, _, data) = fields(&lines[0]);
+    assert_eq!((state.as_str(), data.as_str()), ("holding", r#""node-a""#));
+    assert_eq!(code(leader.signal_and_wait(Signal::SIGTERM, 20)), Some(143));
+
+    // Held through the library: a semaphore lease, and a lock whose data
+    // is made to clear the screen and forge a line.
+    let sem = unique("semaphore");
+    let evil = unique("lock");
+    with_session(url, async |s| {
+        let leases = coord::Semaphore::new(s, &sem, 2)
+            .and_then(|x| x.with_data("lease-1"))
+            .unwrap_or_else(|e| panic!("semaphore: {e}"))
+            .acquire(1)
+            .await
+            .unwrap_or_else(|e| panic!("lease: {e}"));
+        let guard = coord::Lock::new(s, &evil)
+            .and_then(|l| l.with_data(b"\x1b[2J\"x\"\nwaiting /forged 1 - \"\"\xff".to_vec()))
+            .unwrap_or_else(|e| panic!("lock: {e}"))
+            .acquire()
+            .await
+            .unwrap_or_else(|e| panic!("acquire: {e}"));
+        let lines = participants_once(url, &sem, &["--kind", "semaphore", "--max-leases", "2"], 1);
+        let (state, _, _, _, data) = fields(&lines[0]);
+        assert_eq!((state.as_str(), data.as_str()), ("holding", r#""lease-1""#));
+        let lines = participants_once(url, &evil, &[], 1);
+        let (state, _, _, _, data) = fields(&lines[0]);
+        assert_eq!(state, "holding");
+        assert_eq!(
+            data,
+            "\"\\u001b[2J\\\"x\\\"\\nwaiting /forged 1 - \\\"\\\"\u{fffd}\""
+        );
+        let _ = guard.release().await;
+        let _ = coord::Semaphore::return_all(leases).await;
+    });
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `revoke` asks the holder of a `lock --revocable`: its command gets
+/// SIGTERM, the lock is released once the command has ended, coordctl
+/// exits 6, and the next in line gets the lock. Only the holder is asked,
+/// not the waiter.
+fn revoke_stops_a_revocable_lock(url: &str) {
+    let path = unique("lock");
+    let dir = temp_dir();
+    let ready = dir.join("ready");
+    let termed = dir.join("termed");
+    let (ready_s, termed_s) = (
+        ready.to_string_lossy().into_owned(),
+        termed.to_string_lossy().into_owned(),
+    );
+    let mut c = coordctl(
+        url,
+        &[
+            "lock",
+            &path,
+            "--revocable",
+            "--",
+            "sh",
+            "-c",
+            r#"trap 'echo term > "$2"; exit 0' TERM; echo ready > "$1"; while true; do sleep 0.05; done"#,
+            "sh",
+            &ready_s,
+            &termed_s,
+        ],
+    );
+    c.stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let holder = c.spawn().unwrap_or_else(|e| panic!("spawn: {e}"));
+    wait_for_file(&ready, 20);
+    // The next in line runs only once the holder's command has ended.
+    let mut c = coordctl(
+        url,
+        &[
+            "lock",
+            &path,
+            "--timeout",
+            "60s",
+            "--",
+            "sh",
+            "-c",
+            r#"test -e "$1""#,
+            "sh",
+            &termed_s,
+        ],
+    );
+    c.stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let next = c.spawn().unwrap_or_else(|e| panic!("spawn: {e}"));
+    let lines = participants_once(url, &path, &[], 2);
+    let (_, holder_node, _, _, _) = fields(&lines[0]);
+
+    let out = run(coordctl(url, &["revoke", &path]), 20);
+    assert_eq!(code(out.status), Some(0), "{out:?}");
+    assert_eq!(
+        stdout(&out),
+        format!("{holder_node}\n"),
+        "only the holder is asked"
+    );
+
+    let out = finish(holder, 30);
+    assert_eq!(code(out.status), Some(6), "{out:?}");
+    assert!(stderr(&out).contains("was requested"), "{out:?}");
+    assert!(stderr(&out).contains("released on request"), "{out:?}");
+    assert_eq!(wait_for_file(&termed, 5), "term\n");
+    let out = finish(next, 30);
+    assert!(
+        out.status.success(),
+        "the next holder ran before the revoked command had ended: {out:?}"
+    );
+    assert!(participants_once(url, &path, &[], 0).is_empty());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A plain `lock` (no --revocable) hears the request and ignores it: its
+/// command runs on until it ends by itself, and coordctl exits with the
+/// command's status. With nobody holding, `revoke` exits 1.
+fn revoke_is_ignored_without_revocable(url: &str) {
+    let path = unique("lock");
+    let out = run(coordctl(url, &["revoke", &path]), 20);
+    assert_eq!(code(out.status), Some(1), "{out:?}");
+    assert!(stderr(&out).contains("nobody holds"), "{out:?}");
+    assert_eq!(stdout(&out), "");
+
+    let dir = temp_dir();
+    let ready = dir.join("ready");
+    let release = dir.join("release");
+    let (ready_s, release_s) = (
+        ready.to_string_lossy().into_owned(),
+        release.to_string_lossy().into_owned(),
+    );
+    let mut holder = Running::start(coordctl(
+        url,
+        &[
+            "lock",
+            &path,
+            "--",
+            "sh",
+            "-c",
+            r#"trap 'echo term; exit 0' TERM; echo ready > "$1"; while [ ! -e "$2" ]; do sleep 0.05; done; exit 7"#,
+            "sh",
+            &ready_s,
+            &release_s,
+        ],
+    ));
+    wait_for_file(&ready, 20);
+    let out = run(coordctl(url, &["revoke", &path]), 20);
+    assert_eq!(code(out.status), Some(0), "{out:?}");
+    assert_eq!(stdout(&out).lines().count(), 1, "{out:?}");
+    // The request is in the holder's node…
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let lines = participants_once(url, &path, &[], 1);
+        if fields(&lines[0]).4 == r#""__REVOKE__""# {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the request never landed: {lines:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // …and nothing comes of it: a revocable holder would have stopped in
+    // milliseconds.
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(
+        matches!(holder.child.try_wait(), Ok(None)),
+        "the plain lock's command was stopped"
+    );
+    std::fs::write(&release, "").unwrap_or_else(|e| panic!("release: {e}"));
+    assert_eq!(code(holder.wait(20)), Some(7));
+
+    let out = run(coordctl(url, &["revoke", &path]), 20);
+    assert_eq!(code(out.status), Some(1), "{out:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// `coordctl --url … demo` runs the demo on the server.
 fn demo_runs(url: &str) {
     let out = run(coordctl(url, &["demo"]), 90);
@@ -786,6 +1185,26 @@ macro_rules! on_backend {
             #[test]
             fn cut_off_holder_stops_its_command() {
                 super::cut_off_holder_stops_its_command(&$url());
+            }
+
+            #[test]
+            fn lost_leadership_and_membership_stop_the_command() {
+                super::lost_leadership_and_membership_stop_the_command(&$url());
+            }
+
+            #[test]
+            fn participants_lists_holder_and_waiter() {
+                super::participants_lists_holder_and_waiter(&$url());
+            }
+
+            #[test]
+            fn revoke_stops_a_revocable_lock() {
+                super::revoke_stops_a_revocable_lock(&$url());
+            }
+
+            #[test]
+            fn revoke_is_ignored_without_revocable() {
+                super::revoke_is_ignored_without_revocable(&$url());
             }
 
             #[test]

@@ -1,7 +1,9 @@
 //! `coordctl elect PATH VALUE [-- CMD…]` and `coordctl leader PATH [--watch]`.
 
-use coord::{Election, Error};
+use coord::prelude::*;
+use coord::Election;
 
+use super::hold::{Held, UnderHold};
 use super::print_line;
 use crate::cli::{ElectArgs, WatchArgs};
 use crate::ctx::Ctx;
@@ -11,53 +13,13 @@ pub async fn elect(ctx: &Ctx, a: ElectArgs) -> Result<u8, Failure> {
     let session = ctx.open().await?;
     let what = format!("elect {}", a.path);
     let election = Election::new(&session, &a.path).map_err(|e| Failure::coord(&what, e))?;
-    let leadership = election
-        .campaign(a.value.as_bytes())
-        .await
-        .map_err(|e| Failure::coord(&what, e))?;
-    print_line(format!("leader {}", a.value).as_bytes())?;
-    if a.cmd.is_empty() {
-        let why = leadership.lost().await;
-        return Err(lost(&a.path, &why));
-    }
-    let child = ctx.children.spawn(
-        &a.cmd,
-        &[(
-            "COORD_FENCING_TOKEN",
-            leadership.fencing_token().to_string(),
-        )],
-    )?;
-    let ended = {
-        let lost = leadership.lost();
-        tokio::select! {
-            code = child.wait() => Ok(code),
-            why = lost => Err(why),
-        }
-    };
-    match ended {
-        Ok(code) => match leadership.resign().await {
-            Ok(()) => Ok(code),
-            Err(e @ (Error::LockLost { .. } | Error::SessionExpired | Error::SessionClosed)) => {
-                Err(lost(&a.path, &e))
-            }
-            Err(e) => {
-                eprintln!("coordctl: resigning at {}: {e}", a.path);
-                Ok(code)
-            }
-        },
-        Err(why) => {
-            eprintln!(
-                "coordctl: lost leadership at {} while the command ran ({why}); sending it SIGTERM",
-                a.path
-            );
-            child.terminate().await;
-            Err(lost(&a.path, &why))
-        }
-    }
-}
-
-fn lost(path: &str, why: &Error) -> Failure {
-    Failure::new(exit::LOST, format!("lost leadership at {path}: {why}"))
+    let under = UnderHold::new(ctx, Held::Leadership(&a.path), &a.cmd)
+        .announce(format!("leader {}", a.value))
+        .fencing_token();
+    let led = election
+        .lead(a.value.as_bytes(), |term| under.body(term))
+        .await;
+    under.outcome(led).await
 }
 
 pub async fn leader(ctx: &Ctx, a: WatchArgs) -> Result<u8, Failure> {

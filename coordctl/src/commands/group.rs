@@ -2,8 +2,9 @@
 
 use std::collections::HashMap;
 
-use coord::{Error, Group};
+use coord::Group;
 
+use super::hold::{Held, UnderHold};
 use super::print_line;
 use crate::cli::{JoinArgs, WatchArgs};
 use crate::ctx::Ctx;
@@ -18,45 +19,11 @@ pub async fn join(ctx: &Ctx, a: JoinArgs) -> Result<u8, Failure> {
         .await
         .map_err(|e| Failure::coord(&what, e))?;
     let name = me.name().to_owned();
-    print_line(format!("joined {name}").as_bytes())?;
-    if a.cmd.is_empty() {
-        let why = me.lost().await;
-        return Err(lost(&a.path, &why));
-    }
-    let child = ctx
-        .children
-        .spawn(&a.cmd, &[("COORD_MEMBER", name.clone())])?;
-    let ended = {
-        let lost = me.lost();
-        tokio::select! {
-            code = child.wait() => Ok(code),
-            why = lost => Err(why),
-        }
-    };
-    match ended {
-        Ok(code) => match me.leave().await {
-            Ok(()) => Ok(code),
-            Err(e @ (Error::LockLost { .. } | Error::SessionExpired | Error::SessionClosed)) => {
-                Err(lost(&a.path, &e))
-            }
-            Err(e) => {
-                eprintln!("coordctl: leaving {}: {e}", a.path);
-                Ok(code)
-            }
-        },
-        Err(why) => {
-            eprintln!(
-                "coordctl: lost membership of {} while the command ran ({why}); sending it SIGTERM",
-                a.path
-            );
-            child.terminate().await;
-            Err(lost(&a.path, &why))
-        }
-    }
-}
-
-fn lost(path: &str, why: &Error) -> Failure {
-    Failure::new(exit::LOST, format!("lost membership of {path}: {why}"))
+    let under = UnderHold::new(ctx, Held::Membership(&a.path), &a.cmd)
+        .announce(format!("joined {name}"))
+        .env("COORD_MEMBER", name);
+    let member = coord::while_held(me, |hold| under.body(hold)).await;
+    under.outcome(member).await
 }
 
 pub async fn members(ctx: &Ctx, a: WatchArgs) -> Result<u8, Failure> {

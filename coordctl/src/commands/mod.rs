@@ -2,7 +2,9 @@
 
 mod elect;
 mod group;
+mod hold;
 mod lock;
+mod participants;
 mod queue;
 mod run_once;
 
@@ -21,6 +23,8 @@ pub async fn run(ctx: &Ctx, command: Command) -> Result<u8, Failure> {
         Command::Queue(q) => queue::queue(ctx, q).await,
         Command::Join(a) => group::join(ctx, a).await,
         Command::Members(a) => group::members(ctx, a).await,
+        Command::Participants(a) => participants::participants(ctx, a).await,
+        Command::Revoke(a) => participants::revoke(ctx, a).await,
         Command::Demo => {
             let report = coord::demo::run(&ctx.connector).await?;
             Ok(if report.ok() { exit::OK } else { exit::NONE })
