@@ -9,8 +9,10 @@ use futures_util::StreamExt;
 use redis::aio::PubSubStream;
 use tokio::time::Instant;
 
+use crate::connect::ensure_keyspace_events;
 use crate::core::{millis, Core};
 use crate::error;
+use crate::options::KeyspaceEvents;
 
 /// Keep the session key alive, and the lease with it; notice its end.
 /// Also sweeps sessions whose end notice nobody heard, every third beat.
@@ -32,7 +34,10 @@ pub(crate) async fn heartbeat(core: Arc<Core>) {
         } else {
             period
         };
-        tokio::time::sleep(pause).await;
+        tokio::select! {
+            () = tokio::time::sleep(pause) => {}
+            () = core.beat_now.notified() => {}
+        }
         if core.state.borrow().is_terminal()
             || core.crashed.load(Ordering::SeqCst)
             || core.abandoned.load(Ordering::SeqCst)
@@ -53,7 +58,10 @@ pub(crate) async fn heartbeat(core: Arc<Core>) {
                 core.mark_connected();
             }
             Ok(Ok(_)) => {
-                // The key is gone: the session is over on the server.
+                // The key is gone: the session is over on the server (it
+                // expired, was ended, or the server restarted without its
+                // data). `Expired` now: every hold's `lost()` resolves.
+                tracing::warn!(session = %core.sid, "redis session key gone: the session is over on the server");
                 core.session_gone(&core.sid.clone(), false);
                 return;
             }
@@ -123,5 +131,33 @@ pub(crate) async fn notice_loop(core: Arc<Core>, mut stream: PubSubStream) {
         // Notices sent while it was down are lost: catch up on sessions
         // (in the background: notices keep flowing meanwhile).
         core.spawn_sweep();
+        // The server may have restarted: renew now, so a session it lost
+        // with its data is found over at once (the renewal answers 0),
+        // and make sure it still sends the keyspace notices.
+        core.beat_now.notify_one();
+        spawn_keyspace_check(&core);
     }
+}
+
+/// Check the server's `notify-keyspace-events` again, in the background (a
+/// restarted server forgets a `CONFIG SET`). Only logged if it fails:
+/// without the notices, dead sessions are still reaped by reads and sweeps.
+fn spawn_keyspace_check(core: &Arc<Core>) {
+    if core.keyspace_events == KeyspaceEvents::Assume {
+        return;
+    }
+    let core = Arc::clone(core);
+    tokio::spawn(async move {
+        let mut conn = core.conn.clone();
+        let check = ensure_keyspace_events(&mut conn, core.keyspace_events);
+        match tokio::time::timeout(core.request_timeout, check).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                tracing::warn!(session = %core.sid, error = %e, "redis keyspace notifications not checked after a reconnect");
+            }
+            Err(_) => {
+                tracing::debug!(session = %core.sid, "redis keyspace notification check timed out after a reconnect");
+            }
+        }
+    });
 }

@@ -77,15 +77,7 @@ pub(crate) async fn open(options: RedisOptions) -> Result<(Session, Arc<Core>)> 
     // The lease counts from the moment the request that creates the key
     // leaves (the server sets the TTL no earlier than that).
     let sent = Instant::now();
-    let core = Arc::new(Core::new(
-        sid.clone(),
-        prefix,
-        ttl,
-        request_timeout,
-        conn,
-        hub,
-        sent,
-    ));
+    let core = Arc::new(Core::new(sid.clone(), &options, conn, hub, sent));
     let ttl_ms = millis(ttl).to_string();
     match core.maintain(&scripts::OPEN, &ttl_ms).await {
         Ok(Value::Int(1)) => {}
@@ -110,7 +102,14 @@ fn has_expired_events(flags: &str) -> bool {
     flags.contains('K') && (flags.contains('x') || flags.contains('A'))
 }
 
-async fn ensure_keyspace_events(conn: &mut ConnectionManager, mode: KeyspaceEvents) -> Result<()> {
+/// Check (and per `mode`, turn on) the server's keyspace notifications for
+/// expired keys: at connect, and again whenever the pub/sub link comes
+/// back, since a server restarted with its config file forgets a
+/// `CONFIG SET`.
+pub(crate) async fn ensure_keyspace_events(
+    conn: &mut ConnectionManager,
+    mode: KeyspaceEvents,
+) -> Result<()> {
     if mode == KeyspaceEvents::Assume {
         return Ok(());
     }

@@ -9,11 +9,12 @@ use std::time::Duration;
 use coord_core::{Error, LeaseClock, Result, SessionState};
 use redis::aio::ConnectionManager;
 use redis::{Script, Value};
-use tokio::sync::watch;
+use tokio::sync::{watch, Notify};
 use tokio::time::Instant;
 
 use crate::error;
 use crate::notices::Hub;
+use crate::options::{KeyspaceEvents, RedisOptions};
 use crate::scripts;
 
 /// What a session's handle and its background tasks share.
@@ -38,6 +39,14 @@ pub(crate) struct Core {
     sweeping: AtomicBool,
     /// Test hook: behave like a crashed process (no heartbeat, no close).
     pub(crate) crashed: AtomicBool,
+    /// Wakes the heartbeat for a renewal now rather than at its next beat:
+    /// the pub/sub link came back after a drop, and the server may have
+    /// restarted without its data (then the renewal finds the key gone and
+    /// the session is `Expired` at once, not a beat later).
+    pub(crate) beat_now: Notify,
+    /// What `connect` did about `notify-keyspace-events`; done again when
+    /// the server may have restarted (a `CONFIG SET` does not survive one).
+    pub(crate) keyspace_events: KeyspaceEvents,
 }
 
 /// One argument of a script.
@@ -62,22 +71,22 @@ fn timed_out() -> redis::RedisError {
 }
 
 impl Core {
-    /// The core of a session whose key is being created by a request sent
-    /// at `sent` (the lease counts from there).
+    /// The core of session `sid` on the server and namespace `options`
+    /// name, whose key is being created by a request sent at `sent` (the
+    /// lease counts from there).
     pub(crate) fn new(
         sid: String,
-        prefix: String,
-        ttl: Duration,
-        request_timeout: Duration,
+        options: &RedisOptions,
         conn: ConnectionManager,
         hub: Arc<Hub>,
         sent: Instant,
     ) -> Self {
+        let ttl = options.session_timeout;
         Core {
             sid,
-            prefix,
+            prefix: options.key_prefix(),
             ttl,
-            request_timeout,
+            request_timeout: options.effective_request_timeout(),
             conn,
             state: watch::Sender::new(SessionState::Connected),
             hub,
@@ -86,6 +95,8 @@ impl Core {
             abandoned: AtomicBool::new(false),
             sweeping: AtomicBool::new(false),
             crashed: AtomicBool::new(false),
+            beat_now: Notify::new(),
+            keyspace_events: options.keyspace_events,
         }
     }
 

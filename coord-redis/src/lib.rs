@@ -48,8 +48,11 @@
 //!   `{ns}:cw:<dir>` when a directory's children change.
 //! - **Sequence**: an `INCR` per directory; the name gets it as a ten-digit,
 //!   zero-padded suffix. **Stamp** (the fencing token): one store-wide
-//!   `INCR`, never reset. Versions come from the same counter, so a version
-//!   is never reused, even by a node deleted and made again.
+//!   counter, `max(last + 1, server TIME in µs)` (see [Stamps](#stamps)).
+//!   Versions come from the same counter, so a version is never reused,
+//!   even by a node deleted and made again. A node's sequence and stamp are
+//!   taken in the same script, so among siblings the order by sequence is
+//!   the order by stamp.
 //! - **Ephemeral nodes** belong to their session, which lists them in
 //!   `{ns}:e:<id>`. They are reaped (deleted, with their notices) when the
 //!   session key expires — every client listens for that through keyspace
@@ -100,11 +103,64 @@
 //! write atomically unless the holder's node still exists with exactly that
 //! stamp, or at an external store that remembers the largest token it has
 //! seen and refuses older ones. A paused holder that lost its lock then
-//! cannot overwrite the work of the next one: its token is older. (After a
-//! failover that lost writes, the counter itself may go back; a store that
-//! keeps the largest token it accepted still refuses the stale holder, as
-//! long as the new holders' tokens are larger — a reason to run Redis with
-//! `appendfsync always` and to fail over only deliberately if that matters.)
+//! cannot overwrite the work of the next one: its token is older — also
+//! after a restart or failover that lost the counter (next section).
+//!
+//! ## Stamps
+//!
+//! A stamp (and a version) is `max(last + 1, now)`, where `last` is the
+//! store-wide counter (`{ns}:stamp`) and `now` the server's `TIME` in
+//! microseconds since the epoch, read by the same script (Redis 7
+//! replicates and logs a script's effects, not the script, so the AOF and
+//! replicas store the value it computed). So stamps strictly increase while
+//! the counter lives, and when a restart without the data (or a snapshot
+//! older than the last writes, or a failover to a replica that lagged)
+//! loses the counter, the clock carries on above every stamp handed out
+//! before: a stale holder's token never passes a resource's check, and a
+//! node made again at the same path never gets a stale fence's stamp.
+//!
+//! - Stamps are microsecond timestamps (sixteen digits today), not small
+//!   consecutive numbers: compare them, do not count with them. They stay
+//!   below 2⁵³ (exact in Lua's numbers, in JSON and in JavaScript) until
+//!   the year 2255. A store made by an older coord-redis (a plain `INCR`)
+//!   jumps once to the clock at its first new stamp; still increasing.
+//! - **The limit**: after the counter is lost, the stamps carry on above
+//!   the old ones only if the server's clock has not been stepped back by
+//!   more than the time between the last stamp before the loss and the
+//!   first after (the restart or failover gap). A clock stepped back while
+//!   the counter lives does no harm (`last + 1` wins). After a failover the
+//!   new primary's clock counts: keep the servers' clocks synchronised.
+//!
+//! ## Restarts
+//!
+//! - **Without the data** (no persistence, `kill -9`): every session of
+//!   that server is over, its key gone. Each client renews at once when
+//!   its pub/sub link comes back (otherwise at its next heartbeat, a third
+//!   of the session timeout), the `PEXPIRE` answers that the key is gone,
+//!   and the session is `Expired` then — every hold's `lost()` resolves —
+//!   without waiting for a write or for the lease to run out. Until that
+//!   renewal (tens of milliseconds after the server answers again) a new
+//!   client may take a lock the old holder still believes it holds: its
+//!   guarded writes are refused (its node is gone) and its token is
+//!   smaller than the new holder's.
+//! - **On the same data** (`appendonly yes`, `appendfsync always`: Redis
+//!   answers a write only once it is on disk, renewals included): the
+//!   session keys come back with their absolute expiry times. A session
+//!   whose key is still alive survives — its renewals succeed, its holds
+//!   stay valid and block everyone else. One whose lease ran out while the
+//!   server was down was `Expired` on its client first (the lease ends a
+//!   margin before the key can expire) and is ended on the server as soon
+//!   as it answers. Never two holders.
+//! - **On older data** (an RDB snapshot, `appendfsync everysec`): what
+//!   was written after the snapshot is gone. A session opened after it is
+//!   `Expired` as above; one whose key came back renews as usual, but a
+//!   hold whose node was made after the snapshot is lost (`lost()` resolves
+//!   with `LockLost`, guarded writes are refused). Stamps still carry on
+//!   from the clock.
+//!
+//! A restarted server also forgets a `CONFIG SET` of
+//! `notify-keyspace-events`: each session checks (and per
+//! [`KeyspaceEvents`] sets) it again when its pub/sub link comes back.
 //!
 //! ## Server settings
 //!

@@ -16,7 +16,8 @@
 --   s:<sid>    a session: exists while it lives (PX TTL, kept by heartbeats)
 --   e:<sid>    set of the paths of a session's ephemeral nodes
 --   sessions   set of the ids of sessions not yet reaped
---   stamp      the store-wide counter behind stamps and versions; never reset
+--   stamp      the last stamp or version handed out (see next_stamp); absent
+--              on a fresh (or data-losing restarted) server
 -- Channels: w:<path> (the node was deleted; message = its stamp), u:<path> (the node was
 -- set or deleted; message = its stamp), cw:<dir> (its children changed),
 -- ended (a session was reaped; message = its id).
@@ -58,12 +59,33 @@ local function notify_gone(p, stamp) redis.call('PUBLISH', NS .. 'w:' .. p, stam
 -- the message is the stamp of the node that changed, as on w:.
 local function notify_changed(p, stamp) redis.call('PUBLISH', NS .. 'u:' .. p, stamp) end
 
--- The server's clock, in whole milliseconds since the epoch: a node's
--- creation time. (Redis 7 replicates a script's effects, not the script,
--- so reading the clock before writing is allowed.)
-local function now_ms()
+-- The server's clock (TIME), as {whole milliseconds since the epoch (a
+-- node's creation time, as a string), microseconds since the epoch (a
+-- number)}. Redis 7 replicates (and appends to the AOF) a script's
+-- effects, never the script itself, so reading the clock before writing
+-- is allowed, and a replica or an AOF replay stores the values this run
+-- computed. Microseconds since the epoch stay below 2^53 (exact in Lua's
+-- doubles) until the year 2255.
+local function server_time()
   local t = redis.call('TIME')
-  return num(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+  local s, us = tonumber(t[1]), tonumber(t[2])
+  return num(s * 1000 + math.floor(us / 1000)), s * 1000000 + us
+end
+
+-- The next stamp (or version): max(last + 1, the server's clock in
+-- microseconds), stored as the new last. Strictly increasing while the
+-- `stamp` key lives. A stamp runs ahead of the clock only by the few
+-- handed out within one microsecond (one create making many parents), so
+-- when a restart without the data loses the key, the clock carries on
+-- above every stamp handed out before — unless the server's clock was
+-- stepped back by more than the time the server was down.
+-- now_us is server_time()'s second value.
+local function next_stamp(now_us)
+  local st = tonumber(redis.call('GET', NS .. 'stamp') or '0') + 1
+  if now_us > st then st = now_us end
+  st = num(st)
+  redis.call('SET', NS .. 'stamp', st)
+  return st
 end
 
 -- Remove an existing node that has no live children, with its notices.
@@ -163,9 +185,9 @@ local function do_create(path, data, eph, seq, recover)
     return fail('NODEEXISTS', redis.call('HGET', nkey(path), 's') .. ' ' .. path)
   end
   -- Checks are done: from here on the script writes.
-  local created = now_ms()
+  local created, now_us = server_time()
   for _, x in ipairs(missing) do
-    local st = num(redis.call('INCR', NS .. 'stamp'))
+    local st = next_stamp(now_us)
     redis.call('HSET', nkey(x), 'd', '', 'v', st, 's', st, 'o', '', 'c', SID, 'q', '', 't', created)
     redis.call('ZADD', ckey(parent(x)), 'inf', base(x))
     notify_children(parent(x))
@@ -179,7 +201,7 @@ local function do_create(path, data, eph, seq, recover)
     until not live(path)
     score = sq
   end
-  local st = num(redis.call('INCR', NS .. 'stamp'))
+  local st = next_stamp(now_us)
   local owner = ''
   if eph == '1' then
     owner = SID
@@ -203,7 +225,8 @@ local function do_set(path, data, expected)
   if expected ~= '' and redis.call('HGET', k, 'v') ~= expected then
     return fail('BADVERSION', path)
   end
-  local v = num(redis.call('INCR', NS .. 'stamp'))
+  local _, now_us = server_time()
+  local v = next_stamp(now_us)
   redis.call('HSET', k, 'd', data, 'v', v)
   local f = redis.call('HMGET', k, 's', 'o', 't')
   local eph = 0
