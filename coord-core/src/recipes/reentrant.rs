@@ -1,6 +1,7 @@
 //! A reentrant wrapper over any lock (Curator's `InterProcessMutex` is
 //! reentrant; coord's locks are not, unless wrapped).
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -9,6 +10,7 @@ use tokio::time::Instant;
 
 use crate::error::{Error, Result};
 use crate::recipes::lock::LockGuard;
+use crate::recipes::machinery::held::lost_at;
 use crate::recipes::participants::Contender;
 use crate::session::Session;
 use crate::traits::Lockable;
@@ -59,7 +61,16 @@ struct Owner<L> {
     /// waits for the first and then shares its hold.
     acquiring: tokio::sync::Mutex<()>,
     /// The owner's hold, while any of its guards lives.
-    current: Mutex<Weak<LockGuard>>,
+    current: Mutex<Current>,
+}
+
+/// The owner's current hold and whether it is known to be lost.
+#[derive(Debug, Default)]
+struct Current {
+    guard: Weak<LockGuard>,
+    /// Set by a watcher task when the hold is lost (its node deleted, its
+    /// session ended): a lost hold is not re-entered.
+    lost: Arc<AtomicBool>,
 }
 
 impl<L: Lockable> ReentrantLock<L> {
@@ -69,7 +80,7 @@ impl<L: Lockable> ReentrantLock<L> {
             owner: Arc::new(Owner {
                 lock,
                 acquiring: tokio::sync::Mutex::new(()),
-                current: Mutex::new(Weak::new()),
+                current: Mutex::new(Current::default()),
             }),
         }
     }
@@ -91,13 +102,21 @@ impl<L: Lockable> ReentrantLock<L> {
         self.hold_count() > 0
     }
 
+    /// The owner's current hold, unless it is known to be lost.
     fn current(&self) -> Option<Arc<LockGuard>> {
-        self.owner.current.lock().ok()?.upgrade()
+        let c = self.owner.current.lock().ok()?;
+        if c.lost.load(Ordering::Acquire) {
+            return None;
+        }
+        c.guard.upgrade()
     }
 
-    /// Another hold on the owner's current one, if it has one whose
-    /// session still lives (a hold in an ended session is not re-entered:
-    /// a fresh acquire reports the session's end).
+    /// Another hold on the owner's current one, if it has one that is not
+    /// lost: a hold whose node was deleted or whose session ended is not
+    /// re-entered — a fresh acquire waits its turn (or reports the
+    /// session's end). Loss is seen as the backend reports it (a watch);
+    /// until then the lock would be re-entered, as any holder would go on
+    /// believing it holds.
     fn reenter(&self) -> Option<LockGuard> {
         let g = self.current()?;
         if g.session().state().end_error().is_some() {
@@ -107,9 +126,24 @@ impl<L: Lockable> ReentrantLock<L> {
     }
 
     fn install(&self, guard: LockGuard) -> LockGuard {
+        let lost = Arc::new(AtomicBool::new(false));
+        // Watch for the loss without keeping the hold alive: by session and
+        // path only. The task ends when the node goes (a release too).
+        let (session, node, flag) = (
+            guard.session().clone(),
+            guard.node_path().to_owned(),
+            lost.clone(),
+        );
+        tokio::spawn(async move {
+            lost_at(&session, &node).await;
+            flag.store(true, Ordering::Release);
+        });
         let shared = Arc::new(guard);
         if let Ok(mut c) = self.owner.current.lock() {
-            *c = Arc::downgrade(&shared);
+            *c = Current {
+                guard: Arc::downgrade(&shared),
+                lost,
+            };
         }
         LockGuard::shared(shared)
     }

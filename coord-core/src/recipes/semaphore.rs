@@ -137,6 +137,9 @@ impl Semaphore {
     pub fn with_data(mut self, data: impl Into<Vec<u8>>) -> Result<Self> {
         let data = data.into();
         path::validate_data(&data)?;
+        // Waiters queue on the internal lock: its nodes carry the data too,
+        // so a waiter's data can be listed (`participants`).
+        self.lock = self.lock.with_data(data.clone())?;
         self.data = data;
         Ok(self)
     }
@@ -158,11 +161,16 @@ impl Semaphore {
         &self.dir
     }
 
-    /// Every lease holder, then every acquirer still waiting, in order
-    /// (Curator's `getParticipantNodes` lists the lease nodes). A lease
-    /// node beyond `max_leases` belongs to the one acquirer counting the
-    /// leases, which waits for room; the others queue on the semaphore's
-    /// internal lock.
+    /// Every lease holder, then every acquirer still waiting, in order,
+    /// each once (Curator's `getParticipantNodes` lists only the lease
+    /// nodes).
+    ///
+    /// Waiters queue on the semaphore's internal lock; the first of them
+    /// counts the leases, and while there is no room its own lease node is
+    /// one beyond `max_leases` — it is listed once, as the waiter it is
+    /// (its lock node carries the same data). An acquirer caught in the
+    /// instant between taking a lease that fits and letting go of the
+    /// internal lock is listed both holding and waiting.
     ///
     /// # Errors
     /// The session's errors.
@@ -170,18 +178,17 @@ impl Semaphore {
     /// # Cancel safety
     /// Cancel safe: it only reads.
     pub async fn participants(&self) -> Result<Vec<Contender>> {
-        let mut leases = participants::list(&self.session, &self.leases_dir, &|_, _| false).await?;
-        for (i, lease) in leases.iter_mut().enumerate() {
-            if i >= self.max_leases as usize {
-                lease.state = ContenderState::Waiting;
-            }
+        let mut holders =
+            participants::list(&self.session, &self.leases_dir, &|_, _| false).await?;
+        // Beyond max_leases: the counting waiter's lease, listed below as
+        // the waiter through its lock node.
+        holders.truncate(self.max_leases as usize);
+        let mut waiting = self.lock.participants().await?;
+        for w in &mut waiting {
+            w.state = ContenderState::Waiting;
         }
-        let mut queued = self.lock.participants().await?;
-        for q in &mut queued {
-            q.state = ContenderState::Waiting;
-        }
-        leases.append(&mut queued);
-        Ok(leases)
+        holders.append(&mut waiting);
+        Ok(holders)
     }
 
     /// The most leases held at once.

@@ -2,7 +2,7 @@
 
 use crate::error::{Error, Result};
 use crate::primitive::{Created, Fence, Op, OpResult};
-use crate::recipes::machinery::pending::{delete_in_background, delete_until_gone};
+use crate::recipes::machinery::pending::{delete_in_background, delete_own, delete_until_gone};
 use crate::recipes::machinery::retry;
 use crate::session::Session;
 
@@ -78,24 +78,7 @@ impl HeldNode {
     /// # Cancel safety
     /// Cancel safe: it only watches.
     pub async fn lost(&self) -> Error {
-        let path = self.node.path.clone();
-        let gone = async {
-            let mut backoff = std::time::Duration::from_millis(20);
-            loop {
-                match self.session.wait_gone(&path).await {
-                    Ok(()) => return Error::LockLost { path: path.clone() },
-                    Err(e) if e.is_retryable() => {
-                        tokio::time::sleep(backoff).await;
-                        backoff = (backoff * 2).min(std::time::Duration::from_secs(1));
-                    }
-                    Err(e) => return e,
-                }
-            }
-        };
-        tokio::select! {
-            e = self.session.ended() => e,
-            e = gone => e,
-        }
+        lost_at(&self.session, &self.node.path).await
     }
 
     /// Give up the hold: delete the node. Through a connection loss the
@@ -120,7 +103,7 @@ impl HeldNode {
         let mut attempt = 0;
         let mut tried = false;
         loop {
-            match self.session.delete(&self.node.path, None).await {
+            match delete_own(&self.session, &self.node).await {
                 Ok(()) => {
                     self.released = true;
                     return Ok(());
@@ -154,14 +137,40 @@ impl HeldNode {
     /// Delete the node, treating "already gone" as done.
     pub(crate) async fn discard(mut self) -> Result<()> {
         self.released = true;
-        delete_until_gone(&self.session, &self.node.path).await
+        delete_until_gone(&self.session, &self.node).await
+    }
+}
+
+/// Resolve when the hold through the node at `path` in `session` is lost;
+/// see [`HeldNode::lost`].
+pub(crate) async fn lost_at(session: &Session, path: &str) -> Error {
+    let gone = async {
+        let mut backoff = std::time::Duration::from_millis(20);
+        loop {
+            match session.wait_gone(path).await {
+                Ok(()) => {
+                    return Error::LockLost {
+                        path: path.to_owned(),
+                    }
+                }
+                Err(e) if e.is_retryable() => {
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(std::time::Duration::from_secs(1));
+                }
+                Err(e) => return e,
+            }
+        }
+    };
+    tokio::select! {
+        e = session.ended() => e,
+        e = gone => e,
     }
 }
 
 impl Drop for HeldNode {
     fn drop(&mut self) {
         if !self.released {
-            delete_in_background(self.session.clone(), self.node.path.clone());
+            delete_in_background(self.session.clone(), self.node.clone());
         }
     }
 }

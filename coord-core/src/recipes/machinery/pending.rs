@@ -13,7 +13,7 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 use crate::error::{Error, Result};
-use crate::primitive::{CreateMode, Created};
+use crate::primitive::{CreateMode, Created, Fence, Op};
 use crate::recipes::machinery::retry;
 use crate::session::Session;
 
@@ -117,8 +117,8 @@ impl PendingNode {
     /// Delete the node now (waiting for the create first if needed); if
     /// that fails, keep trying in the background.
     pub(crate) async fn remove(mut self) {
-        let path = match self.created().await {
-            Ok(c) => c.path.clone(),
+        let node = match self.created().await {
+            Ok(c) => c.clone(),
             Err(_) => return,
         };
         // Dropped during the delete: state is still `Created`, and `Drop`
@@ -126,9 +126,10 @@ impl PendingNode {
         // promptly (a partition) goes on in the background, retried until
         // done: the caller's timeout is not held hostage by the network.
         let quick =
-            tokio::time::timeout(REMOVE_PATIENCE, delete_if_present(&self.session, &path)).await;
+            tokio::time::timeout(REMOVE_PATIENCE, delete_own_if_present(&self.session, &node))
+                .await;
         if !matches!(quick, Ok(Ok(()))) {
-            delete_in_background(self.session.clone(), path);
+            delete_in_background(self.session.clone(), node);
         }
         self.state = State::Taken;
     }
@@ -144,19 +145,56 @@ pub(crate) async fn delete_if_present(session: &Session, path: &str) -> Result<(
     }
 }
 
-/// Delete the ephemeral node at `path` until it is gone, retrying through
-/// connection losses until that is done or the session is over (then the
-/// node went with it): Curator's "guaranteed" delete. A node that must go
-/// cannot be left to the session's end while the session lives on.
+/// Delete `node`, a node this session made, once — but only while it is
+/// still that node. A name made unique by a sequence (and the protected
+/// prefix's uuid) is never reused, so a plain delete is safe; a fixed name
+/// (the simple lock's `lock`, a named group member) may by now belong to
+/// someone else — our node lost, theirs made in its place — so the delete
+/// is guarded by the node's stamp. `NotFound` when our node is gone.
+pub(crate) async fn delete_own(session: &Session, node: &Created) -> Result<()> {
+    if node.sequence.is_some() {
+        return session.delete(&node.path, None).await;
+    }
+    let fence = Fence {
+        path: node.path.clone(),
+        stamp: node.stamp,
+    };
+    let op = Op::Delete {
+        path: node.path.clone(),
+        version: None,
+    };
+    match session.guarded(&fence, op).await {
+        Ok(_) => Ok(()),
+        Err(Error::LockLost { .. }) => Err(Error::NotFound {
+            path: node.path.clone(),
+        }),
+        Err(e) => Err(e),
+    }
+}
+
+/// [`delete_own`], where gone or the session's end is done.
+async fn delete_own_if_present(session: &Session, node: &Created) -> Result<()> {
+    match delete_own(session, node).await {
+        Ok(()) | Err(Error::NotFound { .. }) => Ok(()),
+        Err(e) if e.is_session_end() => Ok(()), // ephemeral: gone with the session
+        Err(e) => Err(e),
+    }
+}
+
+/// Delete the ephemeral `node` (only while it is ours, see [`delete_own`])
+/// until it is gone, retrying through connection losses until that is done
+/// or the session is over (then the node went with it): Curator's
+/// "guaranteed" delete. A node that must go cannot be left to the session's
+/// end while the session lives on.
 ///
 /// # Errors
 /// Only what retrying cannot mend (a backend error, `NotEmpty`).
-pub(crate) async fn delete_until_gone(session: &Session, path: &str) -> Result<()> {
+pub(crate) async fn delete_until_gone(session: &Session, node: &Created) -> Result<()> {
     let mut attempt = 0;
     loop {
-        match delete_if_present(session, path).await {
+        match delete_own_if_present(session, node).await {
             Err(e) if e.is_retryable() => {
-                tracing::debug!(%path, error = %e, "delete failed; retrying once the connection is back");
+                tracing::debug!(path = %node.path, error = %e, "delete failed; retrying once the connection is back");
                 retry::pause(session, &mut attempt).await;
             }
             done => return done,
@@ -164,14 +202,14 @@ pub(crate) async fn delete_until_gone(session: &Session, path: &str) -> Result<(
     }
 }
 
-/// Delete the ephemeral node at `path` in the background, retrying until it
-/// is gone or the session is over (see [`delete_until_gone`]).
-/// [`Session::close`] waits for it.
-pub(crate) fn delete_in_background(session: Session, path: String) {
+/// Delete the ephemeral `node` in the background, retrying until it is gone
+/// or the session is over (see [`delete_until_gone`]). [`Session::close`]
+/// waits for it.
+pub(crate) fn delete_in_background(session: Session, node: Created) {
     let s = session.clone();
     session.spawn_work(async move {
-        if let Err(e) = delete_until_gone(&s, &path).await {
-            tracing::warn!(%path, error = %e, "could not delete a node this session no longer needs");
+        if let Err(e) = delete_until_gone(&s, &node).await {
+            tracing::warn!(path = %node.path, error = %e, "could not delete a node this session no longer needs");
         }
     });
 }
@@ -180,12 +218,12 @@ impl Drop for PendingNode {
     fn drop(&mut self) {
         match std::mem::replace(&mut self.state, State::Taken) {
             State::Taken => {}
-            State::Created(c) => delete_in_background(self.session.clone(), c.path),
+            State::Created(c) => delete_in_background(self.session.clone(), c),
             State::Creating { task, .. } => {
                 let session = self.session.clone();
                 self.session.spawn_work(async move {
                     if let Ok(Ok(c)) = task.await {
-                        if let Err(e) = delete_until_gone(&session, &c.path).await {
+                        if let Err(e) = delete_until_gone(&session, &c).await {
                             tracing::warn!(path = %c.path, error = %e, "could not delete the node of a withdrawn create");
                         }
                     }
