@@ -41,6 +41,12 @@
 //! below, so a backend can also call one by hand. Each works under its own
 //! random root ([`Harness::root`]), so tests never see each other's nodes.
 //!
+//! The lock tests ([`locks`], and the revocation and scoped-helper tests)
+//! run over every implementation of `Lockable` in one list,
+//! [`lock_kinds::lock_kinds`], each kind declaring what it promises
+//! (exclusive or shared, FIFO, reentrant, wake-ups per release): a new lock
+//! recipe is tested by adding one line there.
+//!
 //! ## Errors and cancel safety of every test
 //!
 //! A test returns nothing: it panics, saying what broke, when the backend
@@ -66,11 +72,19 @@ mod conditions;
 pub mod election;
 pub mod fault;
 pub mod faults;
+pub mod group;
+pub mod lock_kinds;
 pub mod locks;
-pub mod membership;
+pub mod multi_lock;
+pub mod participants;
+pub mod periodic_job;
 pub mod primitives;
 pub mod queue;
-pub mod run_once;
+pub mod reentrant;
+pub mod revocation;
+pub mod rwlock;
+pub mod scoped;
+pub mod semaphore;
 mod support;
 
 pub use conditions::*;
@@ -168,11 +182,16 @@ macro_rules! conformance_tests {
     ($make:expr) => {
         $crate::__primitives_tests!($make);
         $crate::__lock_tests!($make);
+        $crate::__multi_lock_tests!($make);
+        $crate::__reentrant_tests!($make);
+        $crate::__revocation_tests!($make);
+        $crate::__participants_tests!($make);
+        $crate::__scoped_tests!($make);
         $crate::__election_tests!($make);
         $crate::__queue_tests!($make);
-        $crate::__membership_tests!($make);
+        $crate::__group_tests!($make);
         $crate::__barrier_tests!($make);
-        $crate::__run_once_tests!($make);
+        $crate::__periodic_job_tests!($make);
         $crate::__fault_tests!($make);
     };
 }

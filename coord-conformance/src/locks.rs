@@ -1,53 +1,31 @@
-//! Conformance of the lock recipes: [`Lock`], [`SimpleLock`], [`RwLock`],
-//! [`Semaphore`] and [`SemaphoreMutex`].
+//! Conformance of every lock, through [`Lockable`]: each test runs over
+//! every kind of [`lock_kinds`] that the property applies to, all kinds at
+//! once, each under its own directory, and names the kind in every
+//! assertion. Tests of one recipe only are in
+//! [`crate::rwlock`], [`crate::semaphore`], and here for the simple lock's
+//! herd effect.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use coord_core::path::join;
-use coord_core::recipes::{Lock, LockGuard, RwLock, Semaphore, SemaphoreMutex, SimpleLock, Stats};
-use coord_core::{CreateMode, Error, Op, PathErrorKind, Result, Session};
+use coord_core::prelude::*;
+use coord_core::recipes::{Lock, LockGuard, Semaphore, Stats};
+use coord_core::{CreateMode, Error, Op, PathErrorKind, Session};
 use tokio::sync::mpsc;
 
-use crate::{await_children, children_or_none, close_all, eventually, open_n, Harness};
+use crate::lock_kinds::{
+    await_blocked, await_held_nodes, for_each_kind, held_nodes, lock_kinds, LockKind,
+};
+use crate::{close_all, eventually, open_n, within, Harness, WAIT};
 
-const LONG: Duration = Duration::from_secs(30);
+/// How long an acquire that must time out is given.
+const SHORT: Duration = Duration::from_millis(200);
 
-/// Either kind of exclusive lock, so one test body measures both.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Flavor {
-    /// [`Lock`]: a queue, each waiter watching its predecessor.
-    Queue,
-    /// [`SimpleLock`]: everyone watches one node.
-    Herd,
-}
-
-enum AnyLock {
-    Queue(Lock),
-    Herd(SimpleLock),
-}
-
-impl AnyLock {
-    fn new(flavor: Flavor, s: &Session, dir: &str, stats: &Stats) -> Self {
-        match flavor {
-            Flavor::Queue => {
-                AnyLock::Queue(Lock::new(s, dir).expect("lock").with_stats(stats.clone()))
-            }
-            Flavor::Herd => AnyLock::Herd(
-                SimpleLock::new(s, dir)
-                    .expect("lock")
-                    .with_stats(stats.clone()),
-            ),
-        }
-    }
-
-    async fn acquire(&self) -> Result<LockGuard> {
-        match self {
-            AnyLock::Queue(l) => l.acquire().await,
-            AnyLock::Herd(l) => l.acquire().await,
-        }
-    }
+/// Two sessions, as an array.
+async fn two(h: &dyn Harness) -> [Session; 2] {
+    <[Session; 2]>::try_from(open_n(h, 2).await).expect("two sessions")
 }
 
 /// What a run of [`handoff`] saw.
@@ -61,28 +39,41 @@ struct Handoff {
 }
 
 /// One holder, then `n` waiters queued (one at a time, each blocked before
-/// the next starts), then release after release with every wake-up counted.
-async fn handoff(h: &dyn Harness, test: &str, n: usize, flavor: Flavor) -> Handoff {
-    let dir = join(&h.root(test), "lock");
+/// the next starts), then release after release. After each release it
+/// waits until `woken(remaining)` wake-ups have happened and the remaining
+/// waiters are blocked again, then counts the wake-ups.
+async fn handoff(
+    h: &dyn Harness,
+    kind: &LockKind,
+    dir: &str,
+    n: usize,
+    woken: impl Fn(u64) -> u64,
+) -> Handoff {
+    let name = kind.name;
     let sessions = open_n(h, n + 1).await;
     let stats = Stats::new();
-    let holder = AnyLock::new(flavor, &sessions[0], &dir, &stats)
+    let holder = kind
+        .lock(&sessions[0], dir, &stats)
         .acquire()
         .await
-        .expect("the first acquire of a free lock");
+        .unwrap_or_else(|e| panic!("{name}: the first acquire of a free lock: {e}"));
     let (tx, mut rx) = mpsc::unbounded_channel::<(usize, LockGuard)>();
     let mut tasks = Vec::new();
     for (i, s) in sessions[1..].iter().enumerate() {
-        let lock = AnyLock::new(flavor, s, &dir, &stats);
+        let lock = kind.lock(s, dir, &stats);
         let tx = tx.clone();
         tasks.push(tokio::spawn(async move {
-            let g = lock.acquire().await.expect("a waiter's acquire");
+            let g = lock
+                .acquire()
+                .await
+                .unwrap_or_else(|e| panic!("{name}: waiter {i}'s acquire: {e}"));
             let _ = tx.send((i, g));
         }));
-        eventually(&format!("waiter {i} blocked"), || {
-            let st = stats.clone();
-            async move { st.waiting() == (i + 1) as u64 }
-        })
+        await_blocked(
+            &stats,
+            (i + 1) as u64,
+            &format!("{name}: waiter {i} blocked"),
+        )
         .await;
     }
     let mut out = Handoff {
@@ -93,27 +84,32 @@ async fn handoff(h: &dyn Harness, test: &str, n: usize, flavor: Flavor) -> Hando
     let mut current = holder;
     for step in 0..n {
         let before = stats.wakeups();
-        current.release().await.expect("release by the holder");
-        let (i, g) = tokio::time::timeout(LONG, rx.recv())
+        current
+            .release()
             .await
-            .expect("a waiter got the lock after a release")
-            .expect("waiters alive");
+            .unwrap_or_else(|e| panic!("{name}: release by the holder: {e}"));
+        let (i, g) = within(&format!("{name}: a waiter's grant"), rx.recv())
+            .await
+            .unwrap_or_else(|| panic!("{name}: every waiter task ended"));
         let remaining = (n - step - 1) as u64;
-        let expect_woken = match flavor {
-            Flavor::Queue => 1,
-            Flavor::Herd => remaining + 1,
-        };
-        eventually("the losers woken and blocked again", || {
-            let st = stats.clone();
-            async move { st.wakeups() - before >= expect_woken && st.waiting() == remaining }
-        })
+        let want = woken(remaining);
+        eventually(
+            &format!("{name}: the others woken and blocked again"),
+            || {
+                let st = stats.clone();
+                async move { st.wakeups() - before >= want && st.waiting() == remaining }
+            },
+        )
         .await;
         out.wakeups.push(stats.wakeups() - before);
         out.order.push(i);
         out.tokens.push(g.fencing_token());
         current = g;
     }
-    current.release().await.expect("last release");
+    current
+        .release()
+        .await
+        .unwrap_or_else(|e| panic!("{name}: the last release: {e}"));
     for t in tasks {
         t.await.expect("waiter task");
     }
@@ -121,91 +117,173 @@ async fn handoff(h: &dyn Harness, test: &str, n: usize, flavor: Flavor) -> Hando
     out
 }
 
-/// 16 sessions × many cycles never have two holders: an in-test counter,
-/// and a compare-and-set write under the holder's fence that also checks
-/// the token only grows.
+/// Many contenders × several cycles never hold an exclusive hold beside
+/// any other (an in-test counter), and each holder's fencing token is above
+/// the last one written to a resource, which exclusive holders write with
+/// a compare-and-set under their fence. Shared kinds (the read half) run
+/// against their exclusive rival: readers may overlap each other, never a
+/// writer.
 pub async fn lock_mutual_exclusion(h: &dyn Harness) {
-    const SESSIONS: usize = 16;
-    const CYCLES: usize = 12;
-    let root = h.root("lock_mutual_exclusion");
-    let dir = join(&root, "lock");
-    let resource = join(&root, "resource");
-    let sessions = open_n(h, SESSIONS).await;
-    sessions[0]
-        .create(&resource, b"0", CreateMode::Persistent)
-        .await
-        .expect("create the resource");
-    let inside = Arc::new(AtomicUsize::new(0));
-    let mut tasks = Vec::new();
-    for s in sessions.clone() {
-        let (dir, resource, inside) = (dir.clone(), resource.clone(), inside.clone());
-        tasks.push(tokio::spawn(async move {
-            let lock = Lock::new(&s, &dir).expect("lock");
-            for _ in 0..CYCLES {
-                let g = lock.acquire().await.expect("acquire");
-                assert_eq!(
-                    inside.fetch_add(1, Ordering::SeqCst),
-                    0,
-                    "two holders at once"
-                );
-                let node = s
-                    .get(&resource)
-                    .await
-                    .expect("read")
-                    .expect("resource exists");
-                let last: u64 = String::from_utf8_lossy(&node.data)
-                    .parse()
-                    .expect("a number");
-                let token = g.fencing_token();
-                assert!(
-                    token > last,
-                    "fencing token {token} not above the last writer's {last}"
-                );
-                g.write(Op::Set {
-                    path: resource.clone(),
-                    data: token.to_string().into_bytes(),
-                    version: Some(node.stat.version),
-                })
+    const SESSIONS: usize = 4;
+    const CYCLES: usize = 5;
+    for_each_kind(
+        h,
+        "lock_mutual_exclusion",
+        |_| true,
+        |kind, root| async move {
+            let name = kind.name;
+            let dir = join(&root, "lock");
+            let resource = join(&root, "resource");
+            let sessions = open_n(h, SESSIONS).await;
+            sessions[0]
+                .create(&resource, b"0", CreateMode::Persistent)
                 .await
-                .expect("the holder's guarded compare-and-set write");
-                tokio::task::yield_now().await;
-                inside.fetch_sub(1, Ordering::SeqCst);
-                g.release().await.expect("release");
+                .expect("create the resource");
+            let exclusive_in = Arc::new(AtomicUsize::new(0));
+            let shared_in = Arc::new(AtomicUsize::new(0));
+            let mut tasks = Vec::new();
+            for (i, s) in sessions.iter().enumerate() {
+                let stats = Stats::new();
+                // Every other contender is a rival: for an exclusive kind, the
+                // kind itself again.
+                let (lock, exclusive) = if i % 2 == 0 {
+                    (kind.lock(s, &dir, &stats), kind.exclusive)
+                } else {
+                    (kind.rival_lock(s, &dir, &stats), true)
+                };
+                let (s, resource) = (s.clone(), resource.clone());
+                let (exclusive_in, shared_in) = (exclusive_in.clone(), shared_in.clone());
+                tasks.push(tokio::spawn(async move {
+                    for _ in 0..CYCLES {
+                        let g = lock
+                            .acquire()
+                            .await
+                            .unwrap_or_else(|e| panic!("{name}: acquire: {e}"));
+                        if exclusive {
+                            assert_eq!(
+                                exclusive_in.fetch_add(1, Ordering::SeqCst),
+                                0,
+                                "{name}: two exclusive holders at once"
+                            );
+                            assert_eq!(
+                                shared_in.load(Ordering::SeqCst),
+                                0,
+                                "{name}: an exclusive holder beside a shared one"
+                            );
+                        } else {
+                            shared_in.fetch_add(1, Ordering::SeqCst);
+                            assert_eq!(
+                                exclusive_in.load(Ordering::SeqCst),
+                                0,
+                                "{name}: a shared holder beside an exclusive one"
+                            );
+                        }
+                        let node = s
+                            .get(&resource)
+                            .await
+                            .expect("read")
+                            .expect("resource exists");
+                        let last: u64 = String::from_utf8_lossy(&node.data)
+                            .parse()
+                            .expect("a number");
+                        let token = g.fencing_token();
+                        assert!(
+                            token > last,
+                            "{name}: fencing token {token} not above the last writer's {last}"
+                        );
+                        if exclusive {
+                            g.write(Op::Set {
+                                path: resource.clone(),
+                                data: token.to_string().into_bytes(),
+                                version: Some(node.stat.version),
+                            })
+                            .await
+                            .unwrap_or_else(|e| {
+                                panic!("{name}: the holder's guarded compare-and-set write: {e}")
+                            });
+                        }
+                        tokio::task::yield_now().await;
+                        if exclusive {
+                            exclusive_in.fetch_sub(1, Ordering::SeqCst);
+                        } else {
+                            shared_in.fetch_sub(1, Ordering::SeqCst);
+                        }
+                        g.release()
+                            .await
+                            .unwrap_or_else(|e| panic!("{name}: release: {e}"));
+                    }
+                }));
             }
-        }));
-    }
-    for t in tasks {
-        t.await.expect("contender task");
-    }
-    close_all(&sessions).await;
+            for t in tasks {
+                t.await.expect("contender task");
+            }
+            close_all(&sessions).await;
+        },
+    )
+    .await;
 }
 
-/// Waiters are granted the lock in the order they queued, and each later
-/// holder's fencing token is larger.
-pub async fn lock_grants_are_fifo(h: &dyn Harness) {
-    let r = handoff(h, "lock_grants_are_fifo", 8, Flavor::Queue).await;
-    assert_eq!(
-        r.order,
-        (0..8).collect::<Vec<_>>(),
-        "grants out of queue order"
-    );
-    assert!(
-        r.tokens.windows(2).all(|w| w[0] < w[1]),
-        "fencing tokens not strictly increasing: {:?}",
-        r.tokens
-    );
+/// The wake-ups a release causes in a herd-free kind that declares `n`
+/// per release, with `remaining` waiters left after the grant: `n`, or
+/// every waiter there was when fewer.
+fn herd_free_wakeups(n: u64, remaining: u64) -> u64 {
+    n.min(remaining + 1)
 }
 
-/// With 16 waiters queued, each release wakes exactly one waiter.
-pub async fn lock_one_release_wakes_one(h: &dyn Harness) {
-    let r = handoff(h, "lock_one_release_wakes_one", 16, Flavor::Queue).await;
-    assert_eq!(r.wakeups, vec![1; 16], "wake-ups per release");
+/// One holder and four waiters queued one after the other, then released
+/// one by one: every exclusive kind hands the lock to one waiter at a time
+/// with a larger fencing token each time; a FIFO kind in queue order; a
+/// herd-free kind with the same number of wake-ups per release, however
+/// many wait.
+pub async fn lock_handoff(h: &dyn Harness) {
+    const WAITERS: usize = 4;
+    for_each_kind(
+        h,
+        "lock_handoff",
+        |k| k.exclusive,
+        |kind, dir| async move {
+            let name = kind.name;
+            let r = handoff(h, &kind, &dir, WAITERS, |remaining| {
+                kind.wakeups_per_release
+                    .map_or(0, |n| herd_free_wakeups(n, remaining))
+            })
+            .await;
+            assert!(
+                r.tokens.windows(2).all(|w| w[0] < w[1]),
+                "{name}: fencing tokens not strictly increasing: {:?}",
+                r.tokens
+            );
+            if kind.fifo {
+                assert_eq!(
+                    r.order,
+                    (0..WAITERS).collect::<Vec<_>>(),
+                    "{name}: grants out of queue order"
+                );
+            }
+            if let Some(n) = kind.wakeups_per_release {
+                let want: Vec<u64> = (0..WAITERS as u64)
+                    .rev()
+                    .map(|remaining| herd_free_wakeups(n, remaining))
+                    .collect();
+                assert_eq!(
+                    r.wakeups, want,
+                    "{name}: wake-ups per release, with {WAITERS} down to 1 waiting"
+                );
+            }
+        },
+    )
+    .await;
 }
 
 /// The simple lock is correct but has the herd effect: a release wakes
 /// every waiter, so wake-ups per release grow with the number of waiters.
 pub async fn simple_lock_herd(h: &dyn Harness) {
-    let r = handoff(h, "simple_lock_herd", 8, Flavor::Herd).await;
+    let kind = lock_kinds()
+        .into_iter()
+        .find(|k| k.name == "SimpleLock")
+        .expect("the simple lock is in the list");
+    let dir = h.root("simple_lock_herd");
+    let r = handoff(h, &kind, &dir, 8, |remaining| remaining + 1).await;
     assert_eq!(
         r.wakeups,
         (1..=8).rev().collect::<Vec<u64>>(),
@@ -218,513 +296,504 @@ pub async fn simple_lock_herd(h: &dyn Harness) {
     );
 }
 
-/// The simple lock never has two holders.
-pub async fn simple_lock_mutual_exclusion(h: &dyn Harness) {
-    let dir = h.root("simple_lock_mutual_exclusion");
-    let sessions = open_n(h, 8).await;
-    let inside = Arc::new(AtomicUsize::new(0));
-    let mut tasks = Vec::new();
-    for s in sessions.clone() {
-        let (dir, inside) = (dir.clone(), inside.clone());
-        tasks.push(tokio::spawn(async move {
-            let lock = SimpleLock::new(&s, &dir).expect("lock");
-            for _ in 0..8 {
-                let g = lock.acquire().await.expect("acquire");
-                assert_eq!(
-                    inside.fetch_add(1, Ordering::SeqCst),
-                    0,
-                    "two holders at once"
-                );
-                tokio::task::yield_now().await;
-                inside.fetch_sub(1, Ordering::SeqCst);
-                g.release().await.expect("release");
-            }
-        }));
-    }
-    for t in tasks {
-        t.await.expect("contender task");
-    }
-    close_all(&sessions).await;
-}
-
-/// `try_acquire` takes a free lock, returns `None` on a held one, and
-/// leaves no node behind when it fails.
+/// `try_acquire` takes a free lock and returns `None` on a lock a rival
+/// holds (both ways round), leaving no node behind. The holding handle's
+/// own second try: `None` for a non-reentrant exclusive kind, the same
+/// hold for a reentrant one, a hold of its own for a shared one.
 pub async fn lock_try_acquire(h: &dyn Harness) {
-    let dir = h.root("lock_try_acquire");
-    let [a, b] = <[Session; 2]>::try_from(open_n(h, 2).await).expect("two sessions");
-    let la = Lock::new(&a, &dir).expect("lock");
-    let lb = Lock::new(&b, &dir).expect("lock");
-    let g = la
-        .try_acquire()
-        .await
-        .expect("try")
-        .expect("a free lock is taken");
-    assert!(
-        lb.try_acquire().await.expect("try").is_none(),
-        "a held lock was taken"
-    );
-    assert_eq!(
-        children_or_none(&a, &dir).await.len(),
-        1,
-        "a failed try left a node"
-    );
-    g.release().await.expect("release");
-    let g = lb.try_acquire().await.expect("try").expect("free again");
-    g.release().await.expect("release");
-    close_all(&[a, b]).await;
-}
-
-/// A timed-out acquire returns `Timeout` with its node already deleted.
-pub async fn lock_timeout_leaves_no_node(h: &dyn Harness) {
-    let dir = h.root("lock_timeout_leaves_no_node");
-    let [a, b] = <[Session; 2]>::try_from(open_n(h, 2).await).expect("two sessions");
-    let g = Lock::new(&a, &dir)
-        .expect("lock")
-        .acquire()
-        .await
-        .expect("acquire");
-    let lb = Lock::new(&b, &dir).expect("lock");
-    match lb.acquire_timeout(Duration::from_millis(200)).await {
-        Err(Error::Timeout(_)) => {}
-        other => panic!("expected a timeout, got {other:?}"),
-    }
-    let kids = children_or_none(&a, &dir).await;
-    assert_eq!(kids.len(), 1, "the timed-out waiter left a node: {kids:?}");
-    g.release().await.expect("release");
-    let g = lb
-        .acquire_timeout(LONG)
-        .await
-        .expect("free lock within the timeout");
-    g.release().await.expect("release");
-    close_all(&[a, b]).await;
-}
-
-/// Dropping an acquire's future — while queued, or right after its first
-/// poll with the create in flight — leaves no node: a later contender gets
-/// the lock as soon as the holder releases.
-pub async fn lock_cancel_leaves_no_node(h: &dyn Harness) {
-    let dir = h.root("lock_cancel_leaves_no_node");
-    let [a, b, c] = <[Session; 3]>::try_from(open_n(h, 3).await).expect("three sessions");
-    let g = Lock::new(&a, &dir)
-        .expect("lock")
-        .acquire()
-        .await
-        .expect("acquire");
-    let lb = Lock::new(&b, &dir).expect("lock");
-    // Cancel while queued behind the holder.
-    tokio::select! {
-        r = lb.acquire() => panic!("acquired a held lock: {r:?}"),
-        _ = await_children(&a, &dir, "the waiter queued", |k| k.len() == 2) => {}
-    }
-    await_children(&a, &dir, "the cancelled waiter's node deleted", |k| {
-        k.len() == 1
-    })
+    for_each_kind(
+        h,
+        "lock_try_acquire",
+        |_| true,
+        |kind, dir| async move {
+            let name = kind.name;
+            let [a, b] = two(h).await;
+            let stats = Stats::new();
+            let mine = kind.lock(&a, &dir, &stats);
+            let rival = kind.rival_lock(&b, &dir, &stats);
+            let g = mine
+                .try_acquire()
+                .await
+                .unwrap_or_else(|e| panic!("{name}: try: {e}"))
+                .unwrap_or_else(|| panic!("{name}: a free lock was not taken"));
+            assert!(
+                rival.try_acquire().await.expect("try").is_none(),
+                "{name}: a rival took a held lock"
+            );
+            assert_eq!(
+                held_nodes(&a, &dir).await,
+                vec![g.node_path().to_owned()],
+                "{name}: a failed try left a node"
+            );
+            match mine.try_acquire().await.expect("try") {
+                Some(again) if kind.reentrant => {
+                    assert_eq!(
+                        (again.fencing_token(), again.node_path()),
+                        (g.fencing_token(), g.node_path()),
+                        "{name}: re-entered, but not the same hold"
+                    );
+                    again.release().await.expect("release the inner hold");
+                }
+                Some(again) if !kind.exclusive => {
+                    assert_ne!(
+                        again.node_path(),
+                        g.node_path(),
+                        "{name}: a second shared hold shares the first one's node"
+                    );
+                    again.release().await.expect("release the second hold");
+                }
+                None if kind.exclusive && !kind.reentrant => {}
+                other => panic!("{name}: a second try by the holding handle got {other:?}"),
+            }
+            assert_eq!(
+                held_nodes(&a, &dir).await,
+                vec![g.node_path().to_owned()],
+                "{name}: only the first hold is left"
+            );
+            g.release().await.expect("release");
+            let g = rival
+                .try_acquire()
+                .await
+                .expect("try")
+                .unwrap_or_else(|| panic!("{name}: the released lock was not free"));
+            assert!(
+                mine.try_acquire().await.expect("try").is_none(),
+                "{name}: taken beside a rival's hold"
+            );
+            assert_eq!(
+                held_nodes(&a, &dir).await,
+                vec![g.node_path().to_owned()],
+                "{name}: a failed try left a node"
+            );
+            g.release().await.expect("release");
+            close_all(&[a, b]).await;
+        },
+    )
     .await;
-    // Cancel right after the first poll, and at every early point.
-    for _ in 0..5 {
-        let _ = tokio::time::timeout(Duration::ZERO, lb.acquire()).await;
-        tokio::task::yield_now().await;
-    }
-    g.release().await.expect("release");
-    let lc = Lock::new(&c, &dir).expect("lock");
-    let gc = lc
-        .acquire_timeout(LONG)
-        .await
-        .expect("no cancelled attempt holds or blocks the lock");
-    await_children(&a, &dir, "only the holder's node", |k| k.len() == 1).await;
-    gc.release().await.expect("release");
-    close_all(&[a, b, c]).await;
 }
 
-/// Dropping a guard without `release` releases the lock in the background.
+/// A timed-out acquire returns `Timeout` with its node already deleted,
+/// and a timeout over the maximum is refused before any I/O.
+pub async fn lock_timeout_leaves_no_node(h: &dyn Harness) {
+    for_each_kind(
+        h,
+        "lock_timeout_leaves_no_node",
+        |_| true,
+        |kind, dir| async move {
+            let name = kind.name;
+            let [a, b] = two(h).await;
+            let stats = Stats::new();
+            let g = kind
+                .rival_lock(&a, &dir, &stats)
+                .acquire()
+                .await
+                .expect("acquire");
+            let lock = kind.lock(&b, &dir, &stats);
+            match lock.acquire_timeout(SHORT).await {
+                Err(Error::Timeout(_)) => {}
+                other => panic!("{name}: expected a timeout, got {other:?}"),
+            }
+            assert_eq!(
+                held_nodes(&a, &dir).await,
+                vec![g.node_path().to_owned()],
+                "{name}: the timed-out acquire left a node"
+            );
+            let too_long = coord_core::limits::MAX_TIMEOUT + Duration::from_secs(1);
+            assert!(
+                matches!(
+                    lock.acquire_timeout(too_long).await,
+                    Err(Error::InvalidArgument(_))
+                ),
+                "{name}: a timeout over the maximum was accepted"
+            );
+            g.release().await.expect("release");
+            let g = lock
+                .acquire_timeout(WAIT)
+                .await
+                .unwrap_or_else(|e| panic!("{name}: the timed-out attempt blocks the lock: {e}"));
+            g.release().await.expect("release");
+            close_all(&[a, b]).await;
+        },
+    )
+    .await;
+}
+
+/// An acquire dropped while it waits, or at any early point, leaves no
+/// node and blocks nobody.
+pub async fn lock_cancel_leaves_no_node(h: &dyn Harness) {
+    for_each_kind(
+        h,
+        "lock_cancel_leaves_no_node",
+        |_| true,
+        |kind, dir| async move {
+            let name = kind.name;
+            let [a, b, c] = <[Session; 3]>::try_from(open_n(h, 3).await).expect("three sessions");
+            let g = kind
+                .rival_lock(&a, &dir, &Stats::new())
+                .acquire()
+                .await
+                .expect("acquire");
+            let stats = Stats::new();
+            let lock = kind.lock(&b, &dir, &stats);
+            // Cancel while blocked behind the holder.
+            let blocked = format!("{name}: the waiter blocked");
+            tokio::select! {
+                r = lock.acquire() => panic!("{name}: acquired a held lock: {r:?}"),
+                () = await_blocked(&stats, 1, &blocked) => {}
+            }
+            let holder_only = [g.node_path()];
+            await_held_nodes(
+                &a,
+                &dir,
+                &format!("{name}: the cancelled waiter's nodes deleted"),
+                &holder_only,
+            )
+            .await;
+            // Cancel right after the first poll, and at every early point.
+            for _ in 0..5 {
+                let _ = tokio::time::timeout(Duration::ZERO, lock.acquire()).await;
+                tokio::task::yield_now().await;
+            }
+            await_held_nodes(
+                &a,
+                &dir,
+                &format!("{name}: the cancelled attempts' nodes deleted"),
+                &holder_only,
+            )
+            .await;
+            g.release().await.expect("release");
+            let g = kind
+                .rival_lock(&c, &dir, &Stats::new())
+                .acquire_timeout(WAIT)
+                .await
+                .unwrap_or_else(|e| {
+                    panic!("{name}: a cancelled attempt holds or blocks the lock: {e}")
+                });
+            assert_eq!(
+                held_nodes(&a, &dir).await,
+                vec![g.node_path().to_owned()],
+                "{name}: only the holder's node"
+            );
+            g.release().await.expect("release");
+            close_all(&[a, b, c]).await;
+        },
+    )
+    .await;
+}
+
+/// Dropping a guard releases the lock (in the background): a rival gets
+/// it.
 pub async fn lock_drop_releases(h: &dyn Harness) {
-    let dir = h.root("lock_drop_releases");
-    let [a, b] = <[Session; 2]>::try_from(open_n(h, 2).await).expect("two sessions");
-    let g = Lock::new(&a, &dir)
-        .expect("lock")
-        .acquire()
-        .await
-        .expect("acquire");
-    drop(g);
-    let g = Lock::new(&b, &dir)
-        .expect("lock")
-        .acquire_timeout(LONG)
-        .await
-        .expect("the dropped guard released the lock");
-    g.release().await.expect("release");
-    close_all(&[a, b]).await;
+    for_each_kind(
+        h,
+        "lock_drop_releases",
+        |_| true,
+        |kind, dir| async move {
+            let name = kind.name;
+            let [a, b] = two(h).await;
+            let g = kind
+                .lock(&a, &dir, &Stats::new())
+                .acquire()
+                .await
+                .expect("acquire");
+            let rival = kind.rival_lock(&b, &dir, &Stats::new());
+            assert!(
+                rival.try_acquire().await.expect("try").is_none(),
+                "{name}: a rival took a held lock"
+            );
+            drop(g);
+            let g = rival
+                .acquire_timeout(WAIT)
+                .await
+                .unwrap_or_else(|e| panic!("{name}: the dropped guard did not release: {e}"));
+            g.release().await.expect("release");
+            close_all(&[a, b]).await;
+        },
+    )
+    .await;
 }
 
-/// When the holder's session expires, the next waiter gets the lock with
-/// a larger token, and the old holder's `lost()` fires.
+/// When the holder's session expires, the rival waiting for it gets the
+/// lock with a larger token, and the old holder's `lost()` fires.
 pub async fn lock_expired_holder_hands_over(h: &dyn Harness) {
-    let dir = h.root("lock_expired_holder_hands_over");
-    let [a, b] = <[Session; 2]>::try_from(open_n(h, 2).await).expect("two sessions");
-    let ga = Lock::new(&a, &dir)
-        .expect("lock")
-        .acquire()
-        .await
-        .expect("acquire");
-    let lb = Lock::new(&b, &dir).expect("lock");
-    let waiter = tokio::spawn(async move { lb.acquire().await });
-    await_children(&b, &dir, "the waiter queued", |k| k.len() == 2).await;
-    h.expire(&a).await;
-    let gb = tokio::time::timeout(LONG, waiter)
-        .await
-        .expect("the waiter got the lock after the holder's session expired")
-        .expect("task")
-        .expect("acquire");
-    assert!(
-        gb.fencing_token() > ga.fencing_token(),
-        "token did not grow"
-    );
-    let why = tokio::time::timeout(LONG, ga.lost())
-        .await
-        .expect("lost() fired");
-    assert!(
-        matches!(why, Error::SessionExpired | Error::LockLost { .. }),
-        "lost() said {why:?}"
-    );
-    gb.release().await.expect("release");
-    close_all(&[a, b]).await;
+    for_each_kind(
+        h,
+        "lock_expired_holder_hands_over",
+        |_| true,
+        |kind, dir| async move {
+            let name = kind.name;
+            let [a, b] = two(h).await;
+            let ga = kind
+                .lock(&a, &dir, &Stats::new())
+                .acquire()
+                .await
+                .expect("acquire");
+            let stats = Stats::new();
+            let rival = kind.rival_lock(&b, &dir, &stats);
+            let waiter = tokio::spawn(async move { rival.acquire().await });
+            await_blocked(&stats, 1, &format!("{name}: the rival waits")).await;
+            h.expire(&a).await;
+            let gb = within(
+                &format!("{name}: the grant after the holder expired"),
+                waiter,
+            )
+            .await
+            .expect("task")
+            .unwrap_or_else(|e| panic!("{name}: the waiter's acquire: {e}"));
+            assert!(
+                gb.fencing_token() > ga.fencing_token(),
+                "{name}: the token did not grow"
+            );
+            let why = within(&format!("{name}: the expired holder's lost()"), ga.lost()).await;
+            assert!(
+                matches!(why, Error::SessionExpired | Error::LockLost { .. }),
+                "{name}: lost() said {why:?}"
+            );
+            gb.release().await.expect("release");
+            close_all(&[a, b]).await;
+        },
+    )
+    .await;
 }
 
 /// A holder whose node is deleted under it sees `lost()` fire with
-/// `LockLost`, its guarded writes refused, and its release report it.
+/// `LockLost`, its guarded writes refused once a rival holds the lock, and
+/// its release report the loss.
 pub async fn lock_lost_when_node_deleted(h: &dyn Harness) {
-    let root = h.root("lock_lost_when_node_deleted");
-    let dir = join(&root, "lock");
-    let resource = join(&root, "resource");
-    let [a, b] = <[Session; 2]>::try_from(open_n(h, 2).await).expect("two sessions");
-    b.create(&resource, b"", CreateMode::Persistent)
-        .await
-        .expect("resource");
-    let ga = Lock::new(&a, &dir)
-        .expect("lock")
-        .acquire()
-        .await
-        .expect("acquire");
-    ga.write(Op::Set {
-        path: resource.clone(),
-        data: b"a".to_vec(),
-        version: None,
-    })
-    .await
-    .expect("the holder writes");
-    b.delete(ga.node_path(), None)
-        .await
-        .expect("an operator deletes the node");
-    let why = tokio::time::timeout(LONG, ga.lost())
-        .await
-        .expect("lost() fired");
-    assert!(matches!(why, Error::LockLost { .. }), "lost() said {why:?}");
-    // Another holder now; the stale one's fenced write must be refused.
-    let gb = Lock::new(&b, &dir)
-        .expect("lock")
-        .acquire_timeout(LONG)
-        .await
-        .expect("acquire");
-    let stale = ga
-        .write(Op::Set {
-            path: resource.clone(),
-            data: b"stale".to_vec(),
-            version: None,
-        })
-        .await;
-    assert!(
-        matches!(stale, Err(Error::LockLost { .. })),
-        "stale write: {stale:?}"
-    );
-    let data = b.get(&resource).await.expect("read").expect("exists").data;
-    assert_eq!(data, b"a", "the stale holder's write landed");
-    assert!(matches!(ga.release().await, Err(Error::LockLost { .. })));
-    gb.release().await.expect("release");
-    close_all(&[a, b]).await;
+    for_each_kind(
+        h,
+        "lock_lost_when_node_deleted",
+        |_| true,
+        |kind, root| async move {
+            let name = kind.name;
+            let dir = join(&root, "lock");
+            let resource = join(&root, "resource");
+            let [a, b] = two(h).await;
+            b.create(&resource, b"", CreateMode::Persistent)
+                .await
+                .expect("resource");
+            let ga = kind
+                .lock(&a, &dir, &Stats::new())
+                .acquire()
+                .await
+                .expect("acquire");
+            ga.write(Op::Set {
+                path: resource.clone(),
+                data: b"a".to_vec(),
+                version: None,
+            })
+            .await
+            .unwrap_or_else(|e| panic!("{name}: the holder's guarded write: {e}"));
+            b.delete(ga.node_path(), None)
+                .await
+                .expect("an operator deletes the node");
+            let why = within(&format!("{name}: lost()"), ga.lost()).await;
+            assert!(
+                matches!(why, Error::LockLost { .. }),
+                "{name}: lost() said {why:?}"
+            );
+            let gb = kind
+                .rival_lock(&b, &dir, &Stats::new())
+                .acquire_timeout(WAIT)
+                .await
+                .expect("acquire");
+            let stale = ga
+                .write(Op::Set {
+                    path: resource.clone(),
+                    data: b"stale".to_vec(),
+                    version: None,
+                })
+                .await;
+            assert!(
+                matches!(stale, Err(Error::LockLost { .. })),
+                "{name}: stale write: {stale:?}"
+            );
+            let data = b.get(&resource).await.expect("read").expect("exists").data;
+            assert_eq!(data, b"a", "{name}: the stale holder's write landed");
+            let released = ga.release().await;
+            let still = b.get(gb.node_path()).await.expect("read");
+            assert_eq!(
+                still.map(|n| n.stat.stamp),
+                Some(gb.fencing_token()),
+                "{name}: the stale holder's release deleted the new holder's node \
+             (it said {released:?})"
+            );
+            assert!(
+                matches!(released, Err(Error::LockLost { .. })),
+                "{name}: the release of a lost hold said {released:?}"
+            );
+            gb.release().await.expect("release");
+            close_all(&[a, b]).await;
+        },
+    )
+    .await;
 }
 
-/// Bad paths are refused before any I/O.
+/// Bad paths are refused, typed, before any I/O, by every kind (and by
+/// the semaphore); so is oversized contender data.
 pub async fn lock_rejects_bad_paths(h: &dyn Harness) {
     let s = h.open().await;
-    for (p, kind) in [
+    let bad = [
         ("relative", PathErrorKind::NotAbsolute),
         ("/", PathErrorKind::Root),
         ("/a//b", PathErrorKind::EmptySegment),
-    ] {
-        for r in [
-            Lock::new(&s, p).map(|_| ()),
-            SimpleLock::new(&s, p).map(|_| ()),
-            RwLock::new(&s, p).map(|_| ()),
-            Semaphore::new(&s, p, 2).map(|_| ()),
-            SemaphoreMutex::new(&s, p).map(|_| ()),
-        ] {
-            assert!(
-                matches!(&r, Err(Error::InvalidPath { kind: k, .. }) if *k == kind),
-                "{p}: {r:?}"
-            );
+        ("/a/", PathErrorKind::TrailingSlash),
+    ];
+    for kind in lock_kinds() {
+        for (p, want) in bad {
+            for (which, make) in [("itself", kind.make), ("its rival", kind.rival)] {
+                let r = make(&s, p, &Stats::new());
+                assert!(
+                    matches!(&r, Err(Error::InvalidPath { kind: k, .. }) if *k == want),
+                    "{}: {which} at {p:?}: {r:?}",
+                    kind.name
+                );
+            }
         }
+    }
+    for (p, want) in bad {
+        let r = Semaphore::new(&s, p, 2);
+        assert!(
+            matches!(&r, Err(Error::InvalidPath { kind: k, .. }) if *k == want),
+            "Semaphore at {p:?}: {r:?}"
+        );
     }
     let big = vec![0u8; coord_core::path::MAX_DATA_LEN + 1];
     assert!(matches!(
-        Lock::new(&s, "/x").expect("lock").with_data(big),
+        Lock::new(&s, "/x").expect("lock").with_data(big.clone()),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        Semaphore::new(&s, "/x", 1)
+            .expect("semaphore")
+            .with_data(big),
         Err(Error::InvalidArgument(_))
     ));
     let _ = s.close().await;
 }
 
-/// Readers share the lock; a writer excludes readers and writers.
-pub async fn rwlock_readers_share_writer_excludes(h: &dyn Harness) {
-    let dir = h.root("rwlock_readers_share_writer_excludes");
-    let sessions = open_n(h, 4).await;
-    let rw: Vec<RwLock> = sessions
-        .iter()
-        .map(|s| RwLock::new(s, &dir).expect("rw"))
-        .collect();
-    let r0 = rw[0]
-        .try_read()
-        .await
-        .expect("try")
-        .expect("read on a free lock");
-    let r1 = rw[1].try_read().await.expect("try").expect("readers share");
-    let r2 = rw[2].read_timeout(LONG).await.expect("readers share");
-    assert!(
-        rw[3].try_write().await.expect("try").is_none(),
-        "writer beside readers"
-    );
-    for r in [r0, r1, r2] {
-        r.release().await.expect("release");
-    }
-    let w = rw[3]
-        .try_write()
-        .await
-        .expect("try")
-        .expect("write on a free lock");
-    assert!(
-        rw[0].try_read().await.expect("try").is_none(),
-        "reader beside a writer"
-    );
-    assert!(
-        rw[1].try_write().await.expect("try").is_none(),
-        "two writers"
-    );
-    assert_eq!(
-        children_or_none(&sessions[0], &dir).await.len(),
-        1,
-        "failed tries left nodes"
-    );
-    w.release().await.expect("release");
-    close_all(&sessions).await;
-}
-
-/// A writer queued behind a reader is not overtaken by a later reader: the
-/// later reader waits for the writer, and gets in once the writer leaves.
-pub async fn rwlock_writer_not_starved(h: &dyn Harness) {
-    let dir = h.root("rwlock_writer_not_starved");
-    let sessions = open_n(h, 3).await;
-    let rw: Vec<RwLock> = sessions
-        .iter()
-        .map(|s| RwLock::new(s, &dir).expect("rw"))
-        .collect();
-    let r1 = rw[0].read().await.expect("read");
-    let wl = rw[1].clone();
-    let writer = tokio::spawn(async move { wl.write().await });
-    await_children(&sessions[0], &dir, "the writer queued", |k| k.len() == 2).await;
-    assert!(
-        rw[2].try_read().await.expect("try").is_none(),
-        "a later reader overtook a queued writer"
-    );
-    let rl = rw[2].clone();
-    let reader = tokio::spawn(async move { rl.read().await });
-    await_children(&sessions[0], &dir, "the reader queued", |k| k.len() == 3).await;
-    r1.release().await.expect("release");
-    let w = tokio::time::timeout(LONG, writer)
-        .await
-        .expect("writer in")
-        .expect("task")
-        .expect("write");
-    assert!(!reader.is_finished(), "the reader got in beside the writer");
-    w.release().await.expect("release");
-    let r2 = tokio::time::timeout(LONG, reader)
-        .await
-        .expect("reader in")
-        .expect("task")
-        .expect("read");
-    r2.release().await.expect("release");
-    close_all(&sessions).await;
-}
-
-/// Under churn, a writer is always alone and readers never overlap one.
-pub async fn rwlock_mutual_exclusion(h: &dyn Harness) {
-    let dir = h.root("rwlock_mutual_exclusion");
-    let sessions = open_n(h, 8).await;
-    let readers = Arc::new(AtomicUsize::new(0));
-    let writers = Arc::new(AtomicUsize::new(0));
-    let mut tasks = Vec::new();
-    for (i, s) in sessions.clone().into_iter().enumerate() {
-        let (dir, readers, writers) = (dir.clone(), readers.clone(), writers.clone());
-        tasks.push(tokio::spawn(async move {
-            let rw = RwLock::new(&s, &dir).expect("rw");
-            for round in 0..8 {
-                if (i + round) % 4 == 0 {
-                    let g = rw.write().await.expect("write");
-                    assert_eq!(writers.fetch_add(1, Ordering::SeqCst), 0, "two writers");
-                    assert_eq!(readers.load(Ordering::SeqCst), 0, "reader beside a writer");
-                    tokio::task::yield_now().await;
-                    writers.fetch_sub(1, Ordering::SeqCst);
-                    g.release().await.expect("release");
+/// Successive holds, alternating the kind and its rival through two
+/// sessions, get strictly increasing fencing tokens; every guard is a
+/// [`Hold`] that reports the same token, node and session.
+pub async fn lock_fencing_tokens_increase(h: &dyn Harness) {
+    for_each_kind(
+        h,
+        "lock_fencing_tokens_increase",
+        |_| true,
+        |kind, dir| async move {
+            let name = kind.name;
+            let [a, b] = two(h).await;
+            let mut tokens = Vec::new();
+            for round in 0..4 {
+                let (s, lock) = if round % 2 == 0 {
+                    (&a, kind.lock(&a, &dir, &Stats::new()))
                 } else {
-                    let g = rw.read().await.expect("read");
-                    readers.fetch_add(1, Ordering::SeqCst);
-                    assert_eq!(writers.load(Ordering::SeqCst), 0, "writer beside a reader");
-                    tokio::task::yield_now().await;
-                    readers.fetch_sub(1, Ordering::SeqCst);
-                    g.release().await.expect("release");
-                }
-            }
-        }));
-    }
-    for t in tasks {
-        t.await.expect("task");
-    }
-    close_all(&sessions).await;
-}
-
-/// Never more than N leases are held, under churn from many sessions.
-pub async fn semaphore_never_more_than_n(h: &dyn Harness) {
-    let dir = h.root("semaphore_never_more_than_n");
-    let sessions = open_n(h, 8).await;
-    let held = Arc::new(AtomicUsize::new(0));
-    let mut tasks = Vec::new();
-    for s in sessions.clone() {
-        let (dir, held) = (dir.clone(), held.clone());
-        tasks.push(tokio::spawn(async move {
-            let sem = Semaphore::new(&s, &dir, 3).expect("semaphore");
-            for _ in 0..6 {
-                let leases = sem.acquire(1).await.expect("acquire");
-                assert!(
-                    held.fetch_add(1, Ordering::SeqCst) < 3,
-                    "more than 3 leases held"
+                    (&b, kind.rival_lock(&b, &dir, &Stats::new()))
+                };
+                let g = lock.acquire().await.expect("acquire");
+                let (token, node) = (g.fencing_token(), g.node_path().to_owned());
+                let stamp = s
+                    .get(&node)
+                    .await
+                    .expect("get")
+                    .unwrap_or_else(|| panic!("{name}: the holder's node {node} is missing"))
+                    .stat
+                    .stamp;
+                assert_eq!(token, stamp, "{name}: the token is not the node's stamp");
+                let hold: Box<dyn Hold> = Box::new(g);
+                assert_eq!(
+                    (hold.fencing_token(), hold.node_path(), hold.session().id()),
+                    (token, node.as_str(), s.id()),
+                    "{name}: the guard as a Hold"
                 );
-                tokio::task::yield_now().await;
-                held.fetch_sub(1, Ordering::SeqCst);
-                Semaphore::return_all(leases).await.expect("return");
+                assert_eq!(hold.fence().stamp, token, "{name}: the fence's stamp");
+                tokens.push(token);
+                hold.release().await.expect("release through Hold");
             }
-        }));
-    }
-    for t in tasks {
-        t.await.expect("task");
-    }
-    close_all(&sessions).await;
-}
-
-/// `acquire(qty)` is all or nothing: a timeout returns with nothing held,
-/// having returned the leases it had taken.
-pub async fn semaphore_all_or_nothing(h: &dyn Harness) {
-    let dir = h.root("semaphore_all_or_nothing");
-    let leases_dir = join(&dir, "leases");
-    let [a, b] = <[Session; 2]>::try_from(open_n(h, 2).await).expect("two sessions");
-    let sa = Semaphore::new(&a, &dir, 4).expect("semaphore");
-    let sb = Semaphore::new(&b, &dir, 4).expect("semaphore");
-    let three = sa.acquire(3).await.expect("3 of 4 leases");
-    assert_eq!(three.len(), 3);
-    match sb.acquire_timeout(2, Duration::from_millis(300)).await {
-        Err(Error::Timeout(_)) => {}
-        other => panic!("expected a timeout, got {other:?}"),
-    }
-    assert_eq!(
-        children_or_none(&a, &leases_dir).await.len(),
-        3,
-        "the timed-out acquire kept a lease"
-    );
-    assert!(
-        sb.try_acquire(2).await.expect("try").is_none(),
-        "2 leases beside 3 of 4"
-    );
-    let one = sb
-        .try_acquire(1)
-        .await
-        .expect("try")
-        .expect("the 4th lease");
-    Semaphore::return_all(three).await.expect("return");
-    let two = sb
-        .acquire_timeout(2, LONG)
-        .await
-        .expect("2 leases once 3 are back");
-    assert_eq!(children_or_none(&a, &leases_dir).await.len(), 3);
-    Semaphore::return_all(one.into_iter().chain(two))
-        .await
-        .expect("return");
-    assert!(matches!(
-        sb.acquire(0).await,
-        Err(Error::InvalidArgument(_))
-    ));
-    assert!(matches!(
-        sb.acquire(5).await,
-        Err(Error::InvalidArgument(_))
-    ));
-    assert!(matches!(
-        Semaphore::new(&a, &dir, 0),
-        Err(Error::InvalidArgument(_))
-    ));
-    close_all(&[a, b]).await;
-}
-
-/// A dead holder's leases come back to the waiters.
-pub async fn semaphore_dead_holder_leases_return(h: &dyn Harness) {
-    let dir = h.root("semaphore_dead_holder_leases_return");
-    let [a, b] = <[Session; 2]>::try_from(open_n(h, 2).await).expect("two sessions");
-    let held = Semaphore::new(&a, &dir, 2)
-        .expect("semaphore")
-        .acquire(2)
-        .await
-        .expect("both leases");
-    let sb = Semaphore::new(&b, &dir, 2).expect("semaphore");
-    let waiter = tokio::spawn(async move { sb.acquire(2).await });
-    eventually("the waiter's lease node exists", || {
-        let b = b.clone();
-        let leases = join(&dir, "leases");
-        async move { children_or_none(&b, &leases).await.len() == 3 }
-    })
+            assert!(
+                tokens.windows(2).all(|w| w[0] < w[1]),
+                "{name}: fencing tokens not strictly increasing: {tokens:?}"
+            );
+            close_all(&[a, b]).await;
+        },
+    )
     .await;
-    h.expire(&a).await;
-    let got = tokio::time::timeout(LONG, waiter)
-        .await
-        .expect("the leases came back")
-        .expect("task")
-        .expect("acquire");
-    assert_eq!(got.len(), 2);
-    std::mem::forget(held); // its session is gone; nothing to release
-    Semaphore::return_all(got).await.expect("return");
-    close_all(&[a, b]).await;
 }
 
-/// Leases carry data and a node name; the semaphore mutex is not
-/// reentrant.
-pub async fn semaphore_lease_data_and_mutex(h: &dyn Harness) {
-    let dir = h.root("semaphore_lease_data_and_mutex");
-    let s = h.open().await;
-    let sem = Semaphore::new(&s, &join(&dir, "sem"), 2)
-        .expect("semaphore")
-        .with_data(b"host-1".to_vec())
-        .expect("data");
-    let leases = sem.acquire(1).await.expect("lease");
-    assert_eq!(leases[0].data().await.expect("data"), b"host-1");
-    let name = leases[0].node_name();
-    assert!(
-        name.starts_with("_c_") && name.contains("lease-"),
-        "lease node name {name}"
-    );
-    Semaphore::return_all(leases).await.expect("return");
-
-    let m = SemaphoreMutex::new(&s, &join(&dir, "mutex")).expect("mutex");
-    let g = m.acquire().await.expect("acquire");
-    assert!(
-        m.try_acquire().await.expect("try").is_none(),
-        "the mutex was reentered"
-    );
-    g.release().await.expect("release");
-    let g = m.try_acquire().await.expect("try").expect("free again");
-    g.release().await.expect("release");
-    let _ = s.close().await;
+/// `participants()` of every kind, from any handle: the holder first,
+/// holding, with its node and stamp; then the rivals waiting behind it, in
+/// queue order (for a kind that lists waiters).
+pub async fn lock_participants(h: &dyn Harness) {
+    for_each_kind(
+        h,
+        "lock_participants",
+        |_| true,
+        |kind, dir| async move {
+            let name = kind.name;
+            let sessions = open_n(h, 3).await;
+            let viewer = kind.lock(&sessions[0], &dir, &Stats::new());
+            assert!(
+                viewer
+                    .participants()
+                    .await
+                    .expect("participants")
+                    .is_empty(),
+                "{name}: a free lock has participants"
+            );
+            let g = kind
+                .lock(&sessions[0], &dir, &Stats::new())
+                .acquire()
+                .await
+                .expect("acquire");
+            let stats = Stats::new();
+            let mut waiters = Vec::new();
+            for (i, s) in sessions[1..].iter().enumerate() {
+                let rival = kind.rival_lock(s, &dir, &stats);
+                // Each releases as soon as it is granted: grants of a kind
+                // that is not FIFO come in any order.
+                waiters.push(tokio::spawn(async move {
+                    let g = rival.acquire().await?;
+                    g.release().await
+                }));
+                await_blocked(&stats, (i + 1) as u64, &format!("{name}: rival {i} waits")).await;
+            }
+            let got = viewer.participants().await.expect("participants");
+            let states: Vec<bool> = got.iter().map(|c| c.is_holding()).collect();
+            let want = if kind.lists_waiters {
+                vec![true, false, false]
+            } else {
+                vec![true]
+            };
+            assert_eq!(states, want, "{name}: holding/waiting of {got:?}");
+            assert_eq!(got[0].node, g.node_path(), "{name}: the holder first");
+            assert_eq!(
+                got[0].stamp,
+                g.fencing_token(),
+                "{name}: the holder's stamp"
+            );
+            assert!(
+                got.windows(2).all(|w| w[0].stamp < w[1].stamp),
+                "{name}: stamps not in queue order: {got:?}"
+            );
+            g.release().await.expect("release");
+            for w in waiters {
+                within(&format!("{name}: a rival's grant and release"), w)
+                    .await
+                    .expect("task")
+                    .unwrap_or_else(|e| panic!("{name}: a rival's acquire or release: {e}"));
+            }
+            assert!(
+                viewer
+                    .participants()
+                    .await
+                    .expect("participants")
+                    .is_empty(),
+                "{name}: participants left after every release"
+            );
+            close_all(&sessions).await;
+        },
+    )
+    .await;
 }
 
 #[doc(hidden)]
@@ -733,10 +802,8 @@ macro_rules! __lock_tests {
     ($make:expr) => {
         $crate::__conformance_each!($make;
             locks::lock_mutual_exclusion,
-            locks::lock_grants_are_fifo,
-            locks::lock_one_release_wakes_one,
+            locks::lock_handoff,
             locks::simple_lock_herd,
-            locks::simple_lock_mutual_exclusion,
             locks::lock_try_acquire,
             locks::lock_timeout_leaves_no_node,
             locks::lock_cancel_leaves_no_node,
@@ -744,13 +811,14 @@ macro_rules! __lock_tests {
             locks::lock_expired_holder_hands_over,
             locks::lock_lost_when_node_deleted,
             locks::lock_rejects_bad_paths,
-            locks::rwlock_readers_share_writer_excludes,
-            locks::rwlock_writer_not_starved,
-            locks::rwlock_mutual_exclusion,
-            locks::semaphore_never_more_than_n,
-            locks::semaphore_all_or_nothing,
-            locks::semaphore_dead_holder_leases_return,
-            locks::semaphore_lease_data_and_mutex,
+            locks::lock_fencing_tokens_increase,
+            locks::lock_participants,
+            rwlock::rwlock_readers_share_writer_excludes,
+            rwlock::rwlock_writer_not_starved,
+            semaphore::semaphore_never_more_than_n,
+            semaphore::semaphore_all_or_nothing,
+            semaphore::semaphore_dead_holder_leases_return,
+            semaphore::semaphore_lease_data_and_mutex,
         );
     };
 }

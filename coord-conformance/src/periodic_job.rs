@@ -14,8 +14,8 @@ type Outcome = RunOutcome<u64, String>;
 
 /// 5 instances ask to run every period: exactly one runs it, the others
 /// find it done; the record follows.
-pub async fn runonce_one_run_per_period(h: &dyn Harness) {
-    let root = h.root("runonce_one_run_per_period");
+pub async fn periodic_job_one_run_per_period(h: &dyn Harness) {
+    let root = h.root("periodic_job_one_run_per_period");
     let runs = Arc::new(AtomicUsize::new(0));
     let mut jobs = Vec::new();
     for _ in 0..5 {
@@ -75,8 +75,8 @@ async fn hanging_run(
 /// OnCrash::Retry: when the runner's session expires mid-run, its run
 /// fails without recording, and the next instance waiting runs the same
 /// period; only that run is recorded.
-pub async fn runonce_crashed_period_is_retried(h: &dyn Harness) {
-    let root = h.root("runonce_crashed_period_is_retried");
+pub async fn periodic_job_crashed_period_is_retried(h: &dyn Harness) {
+    let root = h.root("periodic_job_crashed_period_is_retried");
     let (doomed, s2) = (h.open().await, h.open().await);
     let first = hanging_run(PeriodicJob::new(&doomed, &root).expect("job"), 7).await;
     let job2 = PeriodicJob::new(&s2, &root).expect("job");
@@ -100,8 +100,8 @@ pub async fn runonce_crashed_period_is_retried(h: &dyn Harness) {
 
 /// OnCrash::Skip: a period whose runner died is not started again; the
 /// next period runs.
-pub async fn runonce_crashed_period_is_skipped(h: &dyn Harness) {
-    let root = h.root("runonce_crashed_period_is_skipped");
+pub async fn periodic_job_crashed_period_is_skipped(h: &dyn Harness) {
+    let root = h.root("periodic_job_crashed_period_is_skipped");
     let (doomed, s2) = (h.open().await, h.open().await);
     let job1 = PeriodicJob::new(&doomed, &root)
         .expect("job")
@@ -127,8 +127,8 @@ pub async fn runonce_crashed_period_is_skipped(h: &dyn Harness) {
 
 /// A failed job is not recorded; with Retry the next instance runs the
 /// period; `try_run` says Busy while another instance runs.
-pub async fn runonce_failed_job_and_busy(h: &dyn Harness) {
-    let root = h.root("runonce_failed_job_and_busy");
+pub async fn periodic_job_failed_job_and_busy(h: &dyn Harness) {
+    let root = h.root("periodic_job_failed_job_and_busy");
     let (s1, s2) = (h.open().await, h.open().await);
     let a = PeriodicJob::new(&s1, &root).expect("job");
     let b = PeriodicJob::new(&s2, &root).expect("job");
@@ -152,7 +152,7 @@ pub async fn runonce_failed_job_and_busy(h: &dyn Harness) {
 }
 
 /// Period numbering from the wall clock.
-pub async fn runonce_period_index_from_clock(_h: &dyn Harness) {
+pub async fn periodic_job_period_index_from_clock(_h: &dyn Harness) {
     let six_hours = Duration::from_secs(6 * 3600);
     let t = SystemTime::UNIX_EPOCH + Duration::from_secs(13 * 3600);
     assert_eq!(period_index(t, six_hours), 2);
@@ -162,14 +162,14 @@ pub async fn runonce_period_index_from_clock(_h: &dyn Harness) {
 
 #[doc(hidden)]
 #[macro_export]
-macro_rules! __run_once_tests {
+macro_rules! __periodic_job_tests {
     ($make:expr) => {
         $crate::__conformance_each!($make;
-            run_once::runonce_one_run_per_period,
-            run_once::runonce_crashed_period_is_retried,
-            run_once::runonce_crashed_period_is_skipped,
-            run_once::runonce_failed_job_and_busy,
-            run_once::runonce_period_index_from_clock,
+            periodic_job::periodic_job_one_run_per_period,
+            periodic_job::periodic_job_crashed_period_is_retried,
+            periodic_job::periodic_job_crashed_period_is_skipped,
+            periodic_job::periodic_job_failed_job_and_busy,
+            periodic_job::periodic_job_period_index_from_clock,
         );
     };
 }

@@ -114,12 +114,12 @@ pub async fn group_expired_member_disappears(h: &dyn Harness) {
 
 #[doc(hidden)]
 #[macro_export]
-macro_rules! __membership_tests {
+macro_rules! __group_tests {
     ($make:expr) => {
         $crate::__conformance_each!($make;
-            membership::group_join_list_leave,
-            membership::group_watch_sees_joins_and_leaves,
-            membership::group_expired_member_disappears,
+            group::group_join_list_leave,
+            group::group_watch_sees_joins_and_leaves,
+            group::group_expired_member_disappears,
         );
     };
 }
