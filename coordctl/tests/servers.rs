@@ -167,34 +167,84 @@ fn killed_holder_hands_the_lock_on(url: &str) {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// A lock deleted under a running command: the command gets SIGTERM and
-/// coordctl exits 4 with a message.
-fn lost_lock_stops_the_command(url: &str) {
-    let path = unique("lock");
-    let dir = temp_dir();
-    let ready = dir.join("ready");
-    let termed = dir.join("termed");
-    let (ready_s, termed_s) = (
-        ready.to_string_lossy().into_owned(),
-        termed.to_string_lossy().into_owned(),
-    );
-    let mut c = coordctl(
-        url,
-        &[
-            "lock",
-            &path,
+/// A command for `coordctl lock … -- CMD` that says when it runs (it
+/// writes `ready`) and when it gets SIGTERM (it writes `term` to `termed`
+/// and exits 0), in a temp dir of its own.
+struct Trapped {
+    dir: std::path::PathBuf,
+    ready: std::path::PathBuf,
+    termed: std::path::PathBuf,
+}
+
+impl Trapped {
+    fn new() -> Self {
+        let dir = temp_dir();
+        Trapped {
+            ready: dir.join("ready"),
+            termed: dir.join("termed"),
+            dir,
+        }
+    }
+
+    /// Start `coordctl --url url ARGS… -- CMD` with piped output.
+    fn spawn(&self, url: &str, args: &[&str]) -> std::process::Child {
+        let (ready, termed) = (
+            self.ready.to_string_lossy().into_owned(),
+            self.termed.to_string_lossy().into_owned(),
+        );
+        let mut all: Vec<&str> = args.to_vec();
+        all.extend([
             "--",
             "sh",
             "-c",
             r#"trap 'echo term > "$2"; exit 0' TERM; echo ready > "$1"; while true; do sleep 0.05; done"#,
             "sh",
-            &ready_s,
-            &termed_s,
+            &ready,
+            &termed,
+        ]);
+        let mut c = coordctl(url, &all);
+        c.stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        c.spawn().unwrap_or_else(|e| panic!("spawn: {e}"))
+    }
+}
+
+/// The next in line for the lock at `path`: its command succeeds only if
+/// the holder's command had been stopped (`termed` exists) by the time it
+/// runs.
+fn next_in_line(url: &str, path: &str, termed: &std::path::Path) -> std::process::Child {
+    let termed = termed.to_string_lossy().into_owned();
+    let mut c = coordctl(
+        url,
+        &[
+            "lock",
+            path,
+            "--timeout",
+            "60s",
+            "--",
+            "sh",
+            "-c",
+            r#"test -e "$1""#,
+            "sh",
+            &termed,
         ],
     );
     c.stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
-    let holder = c.spawn().unwrap_or_else(|e| panic!("spawn: {e}"));
+    c.spawn().unwrap_or_else(|e| panic!("spawn: {e}"))
+}
+
+/// A lock deleted under a running command: the command gets SIGTERM and
+/// coordctl exits 4 with a message.
+fn lost_lock_stops_the_command(url: &str) {
+    let path = unique("lock");
+    let trapped = Trapped::new();
+    let (dir, ready, termed) = (
+        trapped.dir.clone(),
+        trapped.ready.clone(),
+        trapped.termed.clone(),
+    );
+    let holder = trapped.spawn(url, &["lock", &path]);
     wait_for_file(&ready, 20);
     // Someone deletes the holder's node (an operator, a stale-lock reaper).
     assert_eq!(delete_children(url, &path), 1);
@@ -633,32 +683,13 @@ fn cut_off_holder_stops_its_command(url: &str) {
     let proxy = Blackhole::start(&host_port(url));
     let cut_url = via(url, &proxy.addr);
     let path = unique("lock");
-    let dir = temp_dir();
-    let ready = dir.join("ready");
-    let termed = dir.join("termed");
-    let (ready_s, termed_s) = (
-        ready.to_string_lossy().into_owned(),
-        termed.to_string_lossy().into_owned(),
+    let trapped = Trapped::new();
+    let (dir, ready, termed) = (
+        trapped.dir.clone(),
+        trapped.ready.clone(),
+        trapped.termed.clone(),
     );
-    let mut c = coordctl(
-        &cut_url,
-        &[
-            "--session-timeout",
-            "2s",
-            "lock",
-            &path,
-            "--",
-            "sh",
-            "-c",
-            r#"trap 'echo term > "$2"; exit 0' TERM; echo ready > "$1"; while true; do sleep 0.05; done"#,
-            "sh",
-            &ready_s,
-            &termed_s,
-        ],
-    );
-    c.stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    let holder = c.spawn().unwrap_or_else(|e| panic!("spawn: {e}"));
+    let holder = trapped.spawn(&cut_url, &["--session-timeout", "2s", "lock", &path]);
     let leader = Running::start(coordctl(
         &cut_url,
         &[
@@ -673,24 +704,7 @@ fn cut_off_holder_stops_its_command(url: &str) {
     assert_eq!(leader.line(20), "leader node-a");
     // Next in line, connected directly: when it gets the lock, the cut-off
     // holder's command must have been stopped already.
-    let mut c = coordctl(
-        url,
-        &[
-            "lock",
-            &path,
-            "--timeout",
-            "60s",
-            "--",
-            "sh",
-            "-c",
-            r#"test -e "$1""#,
-            "sh",
-            &termed_s,
-        ],
-    );
-    c.stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    let next = c.spawn().unwrap_or_else(|e| panic!("spawn: {e}"));
+    let next = next_in_line(url, &path, &termed);
     let queued = Instant::now() + Duration::from_secs(20);
     while children(url, &path).len() < 2 {
         assert!(Instant::now() < queued, "the next holder never queued");
@@ -982,51 +996,16 @@ fn participants_lists_holder_and_waiter(url: &str) {
 /// not the waiter.
 fn revoke_stops_a_revocable_lock(url: &str) {
     let path = unique("lock");
-    let dir = temp_dir();
-    let ready = dir.join("ready");
-    let termed = dir.join("termed");
-    let (ready_s, termed_s) = (
-        ready.to_string_lossy().into_owned(),
-        termed.to_string_lossy().into_owned(),
+    let trapped = Trapped::new();
+    let (dir, ready, termed) = (
+        trapped.dir.clone(),
+        trapped.ready.clone(),
+        trapped.termed.clone(),
     );
-    let mut c = coordctl(
-        url,
-        &[
-            "lock",
-            &path,
-            "--revocable",
-            "--",
-            "sh",
-            "-c",
-            r#"trap 'echo term > "$2"; exit 0' TERM; echo ready > "$1"; while true; do sleep 0.05; done"#,
-            "sh",
-            &ready_s,
-            &termed_s,
-        ],
-    );
-    c.stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    let holder = c.spawn().unwrap_or_else(|e| panic!("spawn: {e}"));
+    let holder = trapped.spawn(url, &["lock", &path, "--revocable"]);
     wait_for_file(&ready, 20);
     // The next in line runs only once the holder's command has ended.
-    let mut c = coordctl(
-        url,
-        &[
-            "lock",
-            &path,
-            "--timeout",
-            "60s",
-            "--",
-            "sh",
-            "-c",
-            r#"test -e "$1""#,
-            "sh",
-            &termed_s,
-        ],
-    );
-    c.stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    let next = c.spawn().unwrap_or_else(|e| panic!("spawn: {e}"));
+    let next = next_in_line(url, &path, &termed);
     let lines = participants_once(url, &path, &[], 2);
     let (_, holder_node, _, _, _) = fields(&lines[0]);
 
