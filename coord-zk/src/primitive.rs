@@ -195,12 +195,19 @@ impl ZkSession {
         target: Option<&CreateTarget>,
     ) -> std::result::Result<OpResult, GuardedFailure> {
         let fence_path = fence.path.as_str();
+        // The fence is read once, on a live connection: a guarded write is
+        // a write, and fails at once while the session is suspended, like
+        // every other write (a retried read would hold it until the
+        // connection came back, however long the caller can wait).
         let read = self
-            .read(|c| async move { c.check_stat(fence_path).await })
+            .writer(Target::path(fence_path))
+            .map_err(GuardedFailure::Done)?
+            .check_stat(fence_path)
             .await;
         let stat = match read {
             Ok(Some(stat)) if stamp_of(&stat) == fence.stamp => stat,
             Ok(_) => return Err(GuardedFailure::Done(lock_lost(fence))),
+            Err(e) if is_connection_error(&e) => return Err(GuardedFailure::Lost(e)),
             Err(e) => return Err(GuardedFailure::Done(self.map(e, Target::path(fence_path)))),
         };
         let client = self
@@ -298,7 +305,8 @@ enum GuardedFailure {
     FenceMoved,
     /// A create's parent is missing.
     NoParent,
-    /// The connection dropped: the multi may or may not have happened.
+    /// The connection dropped: the multi may or may not have happened (or
+    /// the fence read got no answer, and no multi was sent).
     Lost(zk::Error),
 }
 
