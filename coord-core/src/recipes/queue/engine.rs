@@ -181,9 +181,21 @@ impl Engine {
         }
     }
 
+    /// Take per `wait`, every step bounded by its deadline: the reads
+    /// before the wait retry through connection losses, and with the
+    /// server unreachable (a lost quorum) they must not hold a timed take
+    /// past its timeout. The take loop is cancel safe, so it is simply
+    /// dropped then.
+    pub(crate) async fn take(self: &Arc<Self>, wait: Wait) -> Result<Option<Got>> {
+        match wait.within(self.take_loop(wait)).await {
+            Some(r) => r,
+            None => Err(Error::Timeout(wait.length())),
+        }
+    }
+
     /// The take loop: try the cached names in order; when they run out,
     /// list once; when the listing is empty, wait per `wait`.
-    pub(crate) async fn take(self: &Arc<Self>, wait: Wait) -> Result<Option<Got>> {
+    async fn take_loop(self: &Arc<Self>, wait: Wait) -> Result<Option<Got>> {
         // Holding the cache also waits out a removal still in flight for a
         // dropped take (its task holds the cache until it has stashed the
         // item), so the stash is checked after it.
