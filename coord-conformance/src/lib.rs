@@ -68,6 +68,7 @@ use async_trait::async_trait;
 use coord_core::{Session, SessionState};
 
 pub mod barrier;
+pub mod cluster;
 mod conditions;
 pub mod election;
 pub mod fault;
