@@ -1,0 +1,111 @@
+//! `coord-nemesis`: the orchestrator (`run`), the client processes it
+//! starts (`worker`, `producer`, `consumer`) and the checker (`check`).
+//! See the library's docs and `scripts/nemesis`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use coord_nemesis::{Report, ViolationKind};
+
+mod common;
+mod queue;
+mod run;
+mod worker;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "coord-nemesis",
+    about = "A nemesis for coord, and the checker of its history"
+)]
+struct Cli {
+    #[command(subcommand)]
+    mode: Mode,
+}
+
+#[derive(Debug, Subcommand)]
+enum Mode {
+    /// Start the client processes behind fault proxies, inject faults,
+    /// then check the history (exit 1 on a violation).
+    Run(run::RunArgs),
+    /// A counter worker (started by `run`).
+    Worker(worker::WorkerArgs),
+    /// The queue producer (started by `run`).
+    Producer(queue::QueueArgs),
+    /// A queue consumer (started by `run`).
+    Consumer(queue::QueueArgs),
+    /// Check the history files (`*.jsonl`) of a run.
+    Check {
+        /// The run's history directory.
+        dir: PathBuf,
+        /// Succeed only if a lost update is found (the unfenced control).
+        #[arg(long)]
+        expect_violation: bool,
+    },
+}
+
+/// Exit 0 when the run is clean — or, with `expect_violation`, when the
+/// checker found the lost update the unfenced control must produce; 1
+/// otherwise.
+fn verdict(report: &Report, expect_violation: bool) -> ExitCode {
+    if expect_violation {
+        if report.has(ViolationKind::LostUpdate) {
+            println!("nemesis: the expected lost update was found: the checker can see it");
+            ExitCode::SUCCESS
+        } else {
+            println!("nemesis: expected a lost update (unfenced control) but found none");
+            ExitCode::from(1)
+        }
+    } else if report.violations.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match &cli.mode {
+        // The orchestrator relays every client's traffic through its
+        // proxies: two threads. A client is one sequential loop: one.
+        Mode::Run(_) => tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build(),
+        _ => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build(),
+    };
+    let runtime = match runtime {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("coord-nemesis: cannot start the runtime: {e}");
+            return ExitCode::from(3);
+        }
+    };
+    let result = runtime.block_on(async move {
+        match cli.mode {
+            Mode::Run(args) => run::run(args).await,
+            Mode::Worker(args) => worker::run(args).await.map(|()| ExitCode::SUCCESS),
+            Mode::Producer(args) => queue::producer(args).await.map(|()| ExitCode::SUCCESS),
+            Mode::Consumer(args) => queue::consumer(args).await.map(|()| ExitCode::SUCCESS),
+            Mode::Check {
+                dir,
+                expect_violation,
+            } => {
+                let events = coord_nemesis::history::read_dir(&dir)
+                    .map_err(|e| format!("{}: {e}", dir.display()))?;
+                let report = coord_nemesis::check(&events);
+                print!("{report}");
+                Ok(verdict(&report, expect_violation))
+            }
+        }
+    });
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("coord-nemesis: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
