@@ -110,7 +110,12 @@ async fn tree(s: &Session) -> Vec<String> {
 
 /// Run one timed call with `d` on a recipe nobody else holds: over the
 /// limit it must fail with `InvalidArgument` and change nothing in the
-/// store; within it, succeed (`done` then gives back what it got).
+/// store; within it, succeed (`done` then gives back what it got) — or,
+/// for a `d` under [`NO_ROUND_TRIP`], time out with `d`: a timed call
+/// bounds every step, the answers of a healthy server included (a
+/// partition looks like a slow answer until the session says otherwise),
+/// and a zero timeout leaves no time for even the in-process store's task
+/// hops.
 async fn free<T, F, D, DF>(s: &Session, what: &str, d: Duration, call: F, done: D) -> Outcome
 where
     F: Future<Output = coord_core::Result<T>>,
@@ -132,11 +137,16 @@ where
                 let given_back = done(t).await;
                 prop_assert!(given_back.is_ok(), "{what}: {given_back:?}");
             }
+            Err(Error::Timeout(t)) if d < NO_ROUND_TRIP && t == d => {}
             Err(e) => prop_assert!(false, "{what}({d:?}) on a free recipe: {e}"),
         }
     }
     Ok(())
 }
+
+/// Too short to count on an answer, even from the in-process store on a
+/// loaded machine.
+const NO_ROUND_TRIP: Duration = Duration::from_millis(50);
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(128))]

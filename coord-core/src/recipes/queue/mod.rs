@@ -158,7 +158,11 @@ impl Queue {
             .ok_or_else(|| Error::backend(self.engine.session.backend(), "take ended empty"))
     }
 
-    /// [`Queue::take`], giving up after `timeout`.
+    /// [`Queue::take`], giving up after `timeout`. Every step is bounded
+    /// by it, the server's answers included, so it returns on time with the
+    /// server unreachable; a timeout too short for one round trip gives
+    /// `Timeout` even when an item is there (use `poll` to take without
+    /// waiting).
     ///
     /// # Errors
     /// [`Error::Timeout`]; otherwise as [`Queue::take`].
