@@ -1,6 +1,9 @@
-//! What the coord-zk integration tests share: the server they run against.
+//! What the coord-zk integration tests share: the server they run against
+//! (and, in [`server`], a server of a test's own).
 
 #![allow(dead_code)]
+
+pub mod server;
 
 use std::time::Duration;
 
