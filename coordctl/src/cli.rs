@@ -67,6 +67,12 @@ pub enum Command {
     /// With --revocable, a release asked for by `coordctl revoke` sends CMD
     /// SIGTERM; once CMD has ended the lock is released and coordctl exits 6.
     ///
+    /// --shared and --write take the read and the write half of a
+    /// read/write lock; --leases N takes one of N leases of a semaphore
+    /// (at most N CMDs run at once). On ZooKeeper their nodes are laid out
+    /// as Curator's InterProcessReadWriteLock and InterProcessSemaphoreV2
+    /// lay theirs out.
+    ///
     /// If coordctl itself is killed with SIGKILL, nobody stops CMD: the lock
     /// passes on after the session timeout while CMD may still run. That is
     /// what the fencing token is for: have the resource CMD writes refuse
@@ -160,10 +166,20 @@ pub struct LockArgs {
     /// Give up after this long (exit 3); at most 3650d.
     #[arg(long, value_name = "DURATION", value_parser = coord::parse_timeout)]
     pub timeout: Option<Duration>,
-    /// Take a shared (read) hold: shared holders run together, and exclude
-    /// the exclusive ones.
-    #[arg(long)]
+    /// Take the read half of the read/write lock at PATH: shared holders
+    /// run together, and exclude --write holders.
+    #[arg(long, conflicts_with_all = ["write", "leases"])]
     pub shared: bool,
+    /// Take the write half of the read/write lock at PATH: exclusive of
+    /// --shared holders and of other --write holders. (A plain `lock` is a
+    /// different recipe, which --shared holders do not see.)
+    #[arg(long, conflicts_with = "leases")]
+    pub write: bool,
+    /// Hold one of N leases of the semaphore at PATH: at most N holders run
+    /// CMD at once (every holder must give the same N). Not --revocable.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..),
+        conflicts_with = "revocable")]
+    pub leases: Option<u32>,
     /// Honour release requests (`coordctl revoke`): send CMD SIGTERM, and
     /// release once it has ended (exit 6). Without it they are ignored.
     #[arg(long)]
@@ -178,9 +194,9 @@ pub struct LockArgs {
 pub enum Kind {
     /// `coordctl lock` (an exclusive lock).
     Lock,
-    /// `coordctl lock --shared` (a read/write lock).
+    /// `coordctl lock --shared` or `--write` (a read/write lock).
     Rwlock,
-    /// A counting semaphore (needs --max-leases).
+    /// `coordctl lock --leases N`, a counting semaphore (needs --max-leases).
     Semaphore,
     /// A lock held through one fixed node.
     Simple,
@@ -193,7 +209,8 @@ pub enum Kind {
 pub enum LockKind {
     /// `coordctl lock` (an exclusive lock).
     Lock,
-    /// `coordctl lock --shared` (a read/write lock: every holder is asked).
+    /// `coordctl lock --shared` or `--write` (a read/write lock: every
+    /// holder is asked).
     Rwlock,
     /// A lock held through one fixed node.
     Simple,

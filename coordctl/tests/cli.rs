@@ -145,8 +145,9 @@ fn durations_past_the_limits_are_usage_errors() {
     }
 }
 
-/// `participants` and `revoke` refuse what they cannot do before any I/O:
-/// the URL points at nothing, so connecting would fail otherwise (exit 5).
+/// `participants`, `revoke` and `lock` refuse what they cannot do before
+/// any I/O: the URL points at nothing, so connecting would fail otherwise
+/// (exit 5).
 #[test]
 fn participants_and_revoke_usage_errors_come_before_any_io() {
     let nowhere = "zk://127.0.0.1:1";
@@ -191,6 +192,29 @@ fn participants_and_revoke_usage_errors_come_before_any_io() {
         (&["revoke", "/p", "--kind", "election"], "invalid value"),
         (&["revoke", "relative"], "relative"),
         (&["lock", "/l", "--revocable"], "CMD"),
+        (&["lock", "/l", "--leases", "0", "--", "true"], "--leases"),
+        (&["lock", "/l", "--leases", "x", "--", "true"], "--leases"),
+        (
+            &["lock", "/l", "--shared", "--write", "--", "true"],
+            "cannot be used with",
+        ),
+        (
+            &["lock", "/l", "--leases", "2", "--revocable", "--", "true"],
+            "cannot be used with",
+        ),
+        (
+            &["lock", "/l", "--leases", "2", "--shared", "--", "true"],
+            "cannot be used with",
+        ),
+        (
+            &["lock", "/l", "--write", "--leases", "2", "--", "true"],
+            "cannot be used with",
+        ),
+        (&["lock", "relative", "--write", "--", "true"], "relative"),
+        (
+            &["lock", "relative", "--leases", "2", "--", "true"],
+            "relative",
+        ),
     ] {
         let out = run(coordctl(nowhere, args), 20);
         assert_eq!(code(out.status), Some(2), "{args:?}: {out:?}");
@@ -244,4 +268,24 @@ fn help_documents_participants_revoke_and_revocable() {
     assert!(stdout(&out).contains("revoke"), "{out:?}");
     let out = run(bare(&["revoke", "--help"]), 20);
     assert!(stdout(&out).contains("  6 "), "{out:?}");
+}
+
+/// `--write` and `--leases N` in memory: the command runs under the hold,
+/// and its status is passed on.
+#[test]
+fn write_and_leases_run_the_command() {
+    for kind in [&["--write"][..], &["--leases", "3"]] {
+        let mut args = vec!["lock", "/l"];
+        args.extend_from_slice(kind);
+        args.extend(["--", "sh", "-c", "echo $COORD_FENCING_TOKEN; exit 7"]);
+        let out = run(coordctl("mem://", &args), 20);
+        assert_eq!(code(out.status), Some(7), "{kind:?}: {out:?}");
+        assert!(
+            stdout(&out).trim().parse::<u64>().is_ok(),
+            "{kind:?}: {out:?}"
+        );
+    }
+    let out = run(bare(&["lock", "--help"]), 20);
+    assert!(stdout(&out).contains("--write"), "{out:?}");
+    assert!(stdout(&out).contains("--leases <N>"), "{out:?}");
 }

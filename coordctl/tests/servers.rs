@@ -209,26 +209,30 @@ impl Trapped {
     }
 }
 
-/// The next in line for the lock at `path`: its command succeeds only if
-/// the holder's command had been stopped (`termed` exists) by the time it
-/// runs.
-fn next_in_line(url: &str, path: &str, termed: &std::path::Path) -> std::process::Child {
+/// The next in line for the lock at `path` (`lock PATH KIND… -- …`, KIND
+/// e.g. `--write`, or nothing for the plain lock): its command succeeds
+/// only if the holder's command had been stopped (`termed` exists) by the
+/// time it runs.
+fn next_in_line(
+    url: &str,
+    path: &str,
+    kind: &[&str],
+    termed: &std::path::Path,
+) -> std::process::Child {
     let termed = termed.to_string_lossy().into_owned();
-    let mut c = coordctl(
-        url,
-        &[
-            "lock",
-            path,
-            "--timeout",
-            "60s",
-            "--",
-            "sh",
-            "-c",
-            r#"test -e "$1""#,
-            "sh",
-            &termed,
-        ],
-    );
+    let mut args = vec!["lock", path];
+    args.extend_from_slice(kind);
+    args.extend([
+        "--timeout",
+        "60s",
+        "--",
+        "sh",
+        "-c",
+        r#"test -e "$1""#,
+        "sh",
+        &termed,
+    ]);
+    let mut c = coordctl(url, &args);
     c.stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
     c.spawn().unwrap_or_else(|e| panic!("spawn: {e}"))
@@ -422,6 +426,162 @@ fn shared_holders_share(url: &str) {
     std::fs::write(&release, "").unwrap_or_else(|e| panic!("release: {e}"));
     assert_eq!(code(reader.wait(20)), Some(0));
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Send `sig` to `child` (not reaped yet, so the pid is still its).
+fn signal(child: &std::process::Child, sig: Signal) {
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
+    nix::sys::signal::kill(pid, sig).unwrap_or_else(|e| panic!("kill: {e}"));
+}
+
+/// `lock PATH KIND… --timeout 500ms -- true` gives up (exit 3): the hold
+/// at PATH keeps it out.
+fn kept_out(url: &str, path: &str, kind: &[&str], holder: &str) {
+    let mut args = vec!["lock", path];
+    args.extend_from_slice(kind);
+    args.extend(["--timeout", "500ms", "--", "true"]);
+    let out = run(coordctl(url, &args), 20);
+    assert_eq!(
+        code(out.status),
+        Some(3),
+        "{kind:?} got past {holder}: {out:?}"
+    );
+    assert!(stderr(&out).contains("timed out"), "{out:?}");
+}
+
+/// `lock --write` is the write half of the read/write lock: it keeps
+/// `--shared` holders and other `--write` holders out, and they, queued
+/// behind it, run only once its command has ended. A `--shared` holder
+/// keeps a `--write` one out the same way.
+fn write_excludes_shared_and_write(url: &str) {
+    let path = unique("rwlock");
+    let trapped = Trapped::new();
+    let writer = trapped.spawn(url, &["lock", &path, "--write"]);
+    wait_for_file(&trapped.ready, 20);
+    kept_out(url, &path, &["--shared"], "a writer");
+    kept_out(url, &path, &["--write"], "a writer");
+    // Queued behind the writer: they may run only once its command ended.
+    let next_writer = next_in_line(url, &path, &["--write"], &trapped.termed);
+    let next_reader = next_in_line(url, &path, &["--shared"], &trapped.termed);
+    let lines = participants_once(url, &path, &["--kind", "rwlock"], 3);
+    let states: Vec<String> = lines.iter().map(|l| fields(l).0).collect();
+    assert_eq!(states, ["holding", "waiting", "waiting"], "{lines:?}");
+    // Writers are named as Curator's are (what its readers look for), not
+    // as the plain lock's nodes; coord's own readers would be kept out by
+    // either. The two waiters queued in either order.
+    let halves: Vec<bool> = lines
+        .iter()
+        .map(|l| {
+            let node = fields(l).1;
+            assert!(
+                node.contains("-__WRIT__") || node.contains("-__READ__"),
+                "{lines:?}"
+            );
+            node.contains("-__WRIT__")
+        })
+        .collect();
+    assert!(halves[0], "the holder is not a writer: {lines:?}");
+    assert_eq!(
+        halves.iter().filter(|w| **w).count(),
+        2,
+        "not one writer waiting and one reader: {lines:?}"
+    );
+    // SIGTERM is passed to the command, which says so and exits 0.
+    signal(&writer, Signal::SIGTERM);
+    let out = finish(writer, 30);
+    assert_eq!(code(out.status), Some(0), "{out:?}");
+    assert_eq!(wait_for_file(&trapped.termed, 5), "term\n");
+    for next in [next_writer, next_reader] {
+        let out = finish(next, 30);
+        assert!(
+            out.status.success(),
+            "ran before the writer's command had ended: {out:?}"
+        );
+    }
+    assert!(participants_once(url, &path, &["--kind", "rwlock"], 0).is_empty());
+    let _ = std::fs::remove_dir_all(&trapped.dir);
+
+    // A reader keeps a writer out; the writer runs once it has ended.
+    let trapped = Trapped::new();
+    let reader = trapped.spawn(url, &["lock", &path, "--shared"]);
+    wait_for_file(&trapped.ready, 20);
+    kept_out(url, &path, &["--write"], "a reader");
+    let next_writer = next_in_line(url, &path, &["--write"], &trapped.termed);
+    participants_once(url, &path, &["--kind", "rwlock"], 2);
+    signal(&reader, Signal::SIGTERM);
+    assert_eq!(code(finish(reader, 30).status), Some(0));
+    let out = finish(next_writer, 30);
+    assert!(
+        out.status.success(),
+        "the writer ran before the reader's command had ended: {out:?}"
+    );
+    let _ = std::fs::remove_dir_all(&trapped.dir);
+}
+
+/// `lock --leases 2`: two holders run their commands at once; a third
+/// waits (or gives up, with --timeout) until one of them has ended.
+fn leases_let_n_run_at_once(url: &str) {
+    let path = unique("semaphore");
+    let listed = ["--kind", "semaphore", "--max-leases", "2"];
+    let (a, b) = (Trapped::new(), Trapped::new());
+    let holder_a = a.spawn(url, &["lock", &path, "--leases", "2"]);
+    let holder_b = b.spawn(url, &["lock", &path, "--leases", "2"]);
+    // Both commands run, at the same time.
+    wait_for_file(&a.ready, 20);
+    wait_for_file(&b.ready, 20);
+    let lines = participants_once(url, &path, &listed, 2);
+    let states: Vec<String> = lines.iter().map(|l| fields(l).0).collect();
+    assert_eq!(states, ["holding", "holding"], "{lines:?}");
+    for l in &lines {
+        assert!(
+            fields(l).1.starts_with(&format!("{path}/leases/")),
+            "{lines:?}"
+        );
+    }
+
+    let out = run(
+        coordctl(
+            url,
+            &[
+                "lock",
+                &path,
+                "--leases",
+                "2",
+                "--timeout",
+                "500ms",
+                "--",
+                "true",
+            ],
+        ),
+        20,
+    );
+    assert_eq!(code(out.status), Some(3), "a third got a lease: {out:?}");
+    assert!(
+        stderr(&out).contains("waiting for a lease of the semaphore"),
+        "{out:?}"
+    );
+
+    // The third may run only once A's command has ended.
+    let third = next_in_line(url, &path, &["--leases", "2"], &a.termed);
+    let lines = participants_once(url, &path, &listed, 3);
+    let states: Vec<String> = lines.iter().map(|l| fields(l).0).collect();
+    assert_eq!(states, ["holding", "holding", "waiting"], "{lines:?}");
+    signal(&holder_a, Signal::SIGTERM);
+    assert_eq!(code(finish(holder_a, 30).status), Some(0));
+    assert_eq!(wait_for_file(&a.termed, 5), "term\n");
+    let out = finish(third, 30);
+    assert!(
+        out.status.success(),
+        "the third ran before a holder's command had ended: {out:?}"
+    );
+    // B held throughout.
+    assert!(!b.termed.exists(), "B's command was stopped");
+    participants_once(url, &path, &listed, 1);
+    signal(&holder_b, Signal::SIGTERM);
+    assert_eq!(code(finish(holder_b, 30).status), Some(0));
+    assert!(participants_once(url, &path, &listed, 0).is_empty());
+    let _ = std::fs::remove_dir_all(&a.dir);
+    let _ = std::fs::remove_dir_all(&b.dir);
 }
 
 /// `queue` and `join`/`members` across processes.
@@ -704,7 +864,7 @@ fn cut_off_holder_stops_its_command(url: &str) {
     assert_eq!(leader.line(20), "leader node-a");
     // Next in line, connected directly: when it gets the lock, the cut-off
     // holder's command must have been stopped already.
-    let next = next_in_line(url, &path, &termed);
+    let next = next_in_line(url, &path, &[], &termed);
     let queued = Instant::now() + Duration::from_secs(20);
     while children(url, &path).len() < 2 {
         assert!(Instant::now() < queued, "the next holder never queued");
@@ -1005,7 +1165,7 @@ fn revoke_stops_a_revocable_lock(url: &str) {
     let holder = trapped.spawn(url, &["lock", &path, "--revocable"]);
     wait_for_file(&ready, 20);
     // The next in line runs only once the holder's command has ended.
-    let next = next_in_line(url, &path, &termed);
+    let next = next_in_line(url, &path, &[], &termed);
     let lines = participants_once(url, &path, &[], 2);
     let (_, holder_node, _, _, _) = fields(&lines[0]);
 
@@ -1129,6 +1289,16 @@ macro_rules! on_backend {
             #[test]
             fn shared_holders_share() {
                 super::shared_holders_share(&$url());
+            }
+
+            #[test]
+            fn write_excludes_shared_and_write() {
+                super::write_excludes_shared_and_write(&$url());
+            }
+
+            #[test]
+            fn leases_let_n_run_at_once() {
+                super::leases_let_n_run_at_once(&$url());
             }
 
             #[test]

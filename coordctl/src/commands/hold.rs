@@ -1,5 +1,5 @@
-//! Running CMD under a hold — a lock, leadership, membership — for `lock`,
-//! `elect` and `join`.
+//! Running CMD under a hold — a lock, a semaphore lease, leadership,
+//! membership — for `lock`, `elect` and `join`.
 //!
 //! Holding, noticing the loss and releasing are the library's
 //! ([`coord::while_held`] and the helpers built on it: `LockableExt::run`,
@@ -20,11 +20,12 @@ use crate::child::Proc;
 use crate::ctx::Ctx;
 use crate::exit::{self, Failure};
 
-/// What is held, for messages: the lock, leadership or membership at a
-/// path.
+/// What is held, for messages: the lock, a lease of the semaphore,
+/// leadership or membership at a path.
 #[derive(Debug, Clone, Copy)]
 pub enum Held<'a> {
     Lock(&'a str),
+    Lease(&'a str),
     Leadership(&'a str),
     Membership(&'a str),
 }
@@ -33,7 +34,7 @@ impl Held<'_> {
     /// The command as named in errors met before holding.
     fn what(self) -> String {
         match self {
-            Held::Lock(p) => format!("lock {p}"),
+            Held::Lock(p) | Held::Lease(p) => format!("lock {p}"),
             Held::Leadership(p) => format!("elect {p}"),
             Held::Membership(p) => format!("join {p}"),
         }
@@ -42,18 +43,14 @@ impl Held<'_> {
     /// Why it ended: lost while nothing ran under it (no CMD), or lost
     /// with no command left to stop.
     fn lost(self, why: &Error) -> Failure {
-        let message = match self {
-            Held::Lock(p) => format!("lost the lock {p}: {why}"),
-            Held::Leadership(p) => format!("lost leadership at {p}: {why}"),
-            Held::Membership(p) => format!("lost membership of {p}: {why}"),
-        };
-        Failure::new(exit::LOST, message)
+        Failure::new(exit::LOST, format!("lost {}: {why}", self.describe()))
     }
 
     /// What is held, in a sentence.
     fn describe(self) -> String {
         match self {
             Held::Lock(p) => format!("the lock {p}"),
+            Held::Lease(p) => format!("a lease of the semaphore {p}"),
             Held::Leadership(p) => format!("leadership at {p}"),
             Held::Membership(p) => format!("membership of {p}"),
         }
@@ -70,9 +67,12 @@ impl Held<'_> {
     /// Why it ended: lost while CMD ran; CMD was stopped with `code`.
     fn stopped(self, why: &Error, code: u8) -> Failure {
         match self {
-            Held::Lock(p) => Failure::new(
+            Held::Lock(_) | Held::Lease(_) => Failure::new(
                 exit::LOST,
-                format!("the lock {p} was lost; the command was stopped (its status: {code})"),
+                format!(
+                    "{} was lost; the command was stopped (its status: {code})",
+                    self.describe()
+                ),
             ),
             _ => self.lost(why),
         }
@@ -82,10 +82,11 @@ impl Held<'_> {
     /// hold already lost.
     fn lost_before_release(self, why: &Error, code: u8) -> Failure {
         match self {
-            Held::Lock(p) => Failure::new(
+            Held::Lock(_) | Held::Lease(_) => Failure::new(
                 exit::LOST,
                 format!(
-                    "the lock {p} was lost before the command ended ({why}); it exited with {code}"
+                    "{} was lost before the command ended ({why}); it exited with {code}",
+                    self.describe()
                 ),
             ),
             _ => self.lost(why),
@@ -95,9 +96,9 @@ impl Held<'_> {
     /// Why it ended: it was never had.
     fn not_had(self, e: Error) -> Failure {
         match (self, e) {
-            (Held::Lock(p), Error::Timeout(t)) => Failure::new(
+            (Held::Lock(_) | Held::Lease(_), Error::Timeout(t)) => Failure::new(
                 exit::TIMEOUT,
-                format!("timed out after {t:?} waiting for the lock {p}"),
+                format!("timed out after {t:?} waiting for {}", self.describe()),
             ),
             (_, e) => Failure::coord(&self.what(), e),
         }
