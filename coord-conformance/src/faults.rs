@@ -12,12 +12,13 @@
 use std::time::Duration;
 
 use coord_core::path::join;
-use coord_core::recipes::{Election, Group, Lock, LockGuard, Queue};
+use coord_core::recipes::{Election, Group, Lock, LockGuard, Queue, Stats};
 use coord_core::{CreateMode, Error, Op, Session, SessionState};
 use futures_util::future::join_all;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
+use crate::lock_kinds::{await_blocked, for_each_kind};
 use crate::{await_children, children_or_none, within, Harness};
 
 /// The session timeout of the partition tests: short, so a test that waits
@@ -473,39 +474,58 @@ pub async fn fault_cancelled_acquire_leaves_no_node(h: &dyn Harness) {
 
 /// A `release()` while the connection is cut does not return while the
 /// connection is down; it deletes the node once the connection is back and
-/// then returns `Ok`, and the next contender acquires — the node is never
-/// left for the session's end while the session lives on.
+/// then returns `Ok`, and the rival waiting for it acquires — the node is
+/// never left for the session's end while the session lives on. For every
+/// lock kind: their releases differ (a fixed-name node is deleted through a
+/// fenced delete, a lease in a semaphore's directory, a reentrant hold
+/// through its owner's last guard).
 pub async fn fault_release_during_cut_completes_after_heal(h: &dyn Harness) {
-    let dir = join(
-        &h.root("fault_release_during_cut_completes_after_heal"),
-        "lock",
-    );
-    let (holder, fault) = h.open_faulty(SHORT_FAULT_TIMEOUT).await;
-    let (guard, other, next) = held_with_waiter(h, &holder, &dir).await;
-    fault.cut();
-    await_session_state("Suspended after the cut", &holder, SessionState::Suspended).await;
-    let mut release = tokio::spawn(guard.release());
-    assert!(
-        tokio::time::timeout(Duration::from_millis(300), &mut release)
-            .await
-            .is_err(),
-        "release() returned while the connection was cut, with the node still there"
-    );
-    fault.heal();
-    within("the release completes after the heal", release)
-        .await
-        .expect("join")
-        .expect("release after the heal");
-    let (_, g) = granted("the next contender acquires", next).await;
-    g.release().await.expect("release by the next holder");
-    assert!(
-        !holder.state().is_terminal(),
-        "the session ended: {:?}",
-        holder.state()
-    );
-    await_session_state("Connected after the heal", &holder, SessionState::Connected).await;
-    let _ = holder.close().await;
-    let _ = other.close().await;
+    for_each_kind(
+        h,
+        "fault_release_during_cut_completes_after_heal",
+        |_| true,
+        |kind, dir| async move {
+            let name = kind.name;
+            let (holder, fault) = h.open_faulty(SHORT_FAULT_TIMEOUT).await;
+            let other = h.open().await;
+            let guard = kind
+                .lock(&holder, &dir, &Stats::new())
+                .acquire()
+                .await
+                .unwrap_or_else(|e| panic!("{name}: acquire: {e}"));
+            let stats = Stats::new();
+            let rival = kind.rival_lock(&other, &dir, &stats);
+            let next = tokio::spawn(async move { rival.acquire().await });
+            await_blocked(&stats, 1, &format!("{name}: the rival waits")).await;
+            fault.cut();
+            await_session_state("Suspended after the cut", &holder, SessionState::Suspended).await;
+            let mut release = tokio::spawn(guard.release());
+            assert!(
+                tokio::time::timeout(Duration::from_millis(300), &mut release)
+                    .await
+                    .is_err(),
+                "{name}: release() returned while the connection was cut, with the node still there"
+            );
+            fault.heal();
+            within("the release completes after the heal", release)
+                .await
+                .expect("join")
+                .unwrap_or_else(|e| panic!("{name}: release after the heal: {e}"));
+            let g = within("the rival acquires", next)
+                .await
+                .expect("join")
+                .unwrap_or_else(|e| panic!("{name}: the rival's acquire: {e}"));
+            g.release().await.expect("release by the rival");
+            assert!(
+                !holder.state().is_terminal(),
+                "{name}: the session ended: {:?}",
+                holder.state()
+            );
+            let _ = holder.close().await;
+            let _ = other.close().await;
+        },
+    )
+    .await;
 }
 
 /// A guard dropped while the connection is cut: its node is deleted once
