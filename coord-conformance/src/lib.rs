@@ -86,6 +86,7 @@ pub mod revocation;
 pub mod rwlock;
 pub mod scoped;
 pub mod semaphore;
+pub mod server_restart;
 mod support;
 
 pub use conditions::*;

@@ -10,285 +10,47 @@ mod common;
 use std::time::Duration;
 
 use common::server::ZkServer;
-use coord_conformance::{await_children, within};
-use coord_core::recipes::{Lock, LockGuard};
-use coord_core::{CreateMode, Error, Fence, Op, Result, Session};
-use tokio::sync::oneshot;
-use tokio::task::JoinHandle;
-use tokio::time::Instant;
+use coord_conformance::server_restart::{self as restart, StandaloneServer};
+use coord_core::Session;
 
-/// The holder's session timeout in (a) and (c).
-const HOLDER_TIMEOUT: Duration = Duration::from_secs(4);
-/// The holder's in (b): the server stays down longer than this.
-const SHORT_TIMEOUT: Duration = Duration::from_secs(2);
-/// The waiter's: long enough to outlive the outage and the reconnect
-/// (backing off) on a loaded machine; nothing waits for it to run out.
-const WAITER_TIMEOUT: Duration = Duration::from_secs(20);
-const LOCK: &str = "/restart/lock";
-const DATA: &str = "/restart/data";
-
-async fn open(server: &ZkServer, session_timeout: Duration) -> Session {
-    let options = coord_zk::ZkOptions::new(&server.hosts())
-        .expect("connect string")
-        .session_timeout(session_timeout);
-    coord_zk::connect(&options)
-        .await
-        .unwrap_or_else(|e| panic!("cannot open a session on {}: {e}", server.hosts()))
-}
-
-fn set(data: &str) -> Op {
-    Op::Set {
-        path: DATA.to_owned(),
-        data: data.as_bytes().to_vec(),
-        version: None,
+#[async_trait::async_trait]
+impl StandaloneServer for ZkServer {
+    fn name(&self) -> &'static str {
+        "zk"
+    }
+    async fn open(&self, session_timeout: Duration) -> Session {
+        let options = coord_zk::ZkOptions::new(&self.hosts())
+            .expect("connect string")
+            .session_timeout(session_timeout);
+        coord_zk::connect(&options)
+            .await
+            .unwrap_or_else(|e| panic!("cannot open a session on {}: {e}", self.hosts()))
+    }
+    fn kill(&mut self) {
+        ZkServer::kill(self)
+    }
+    async fn spawn(&mut self) {
+        ZkServer::spawn(self).await
+    }
+    async fn restart(&mut self) {
+        ZkServer::restart(self).await
     }
 }
 
-/// The data node made, `holder` takes the lock.
-async fn hold(holder: &Session) -> (Lock, LockGuard) {
-    holder.ensure_dir("/restart").await.expect("dir");
-    holder
-        .create(DATA, b"", CreateMode::Persistent)
-        .await
-        .expect("data");
-    let lock = Lock::new(holder, LOCK).expect("lock");
-    let guard = within("acquire", lock.acquire()).await.expect("acquire");
-    (lock, guard)
-}
-
-type Grant = (Instant, Result<LockGuard>);
-
-/// `session` queues for the lock; the receiver gets when, and what.
-async fn queue_waiter(session: &Session) -> oneshot::Receiver<Grant> {
-    let (tx, rx) = oneshot::channel();
-    let lock = Lock::new(session, LOCK).expect("lock");
-    tokio::spawn(async move {
-        let got = lock.acquire().await;
-        let _ = tx.send((Instant::now(), got));
-    });
-    await_children(session, LOCK, "the waiter queued", |k| k.len() == 2).await;
-    rx
-}
-
-fn assert_not_granted(when: &str, granted: &mut oneshot::Receiver<Grant>) {
-    match granted.try_recv() {
-        Err(oneshot::error::TryRecvError::Empty) => {}
-        Ok((_, Ok(g))) => panic!(
-            "double grant: the waiter got the lock (token {}) {when}",
-            g.fencing_token()
-        ),
-        Ok((_, Err(e))) => panic!("the waiter's acquire failed {when}: {e}"),
-        Err(_) => panic!("the waiter's task died {when}"),
-    }
-}
-
-/// When `session` is reported over (Expired or Closed), from a task.
-fn end_of(session: &Session) -> JoinHandle<Instant> {
-    let mut states = session.state_watch();
-    tokio::spawn(async move {
-        let _ = states.wait_for(|s| s.is_terminal()).await;
-        Instant::now()
-    })
-}
-
-/// The holder's guarded write, retried through the reconnect: `true` once
-/// it lands (the session came back with its hold), `false` when the
-/// session is reported over. Any other answer fails the test.
-async fn write_through_restart(guard: &LockGuard) -> bool {
-    within("the holder's write after the restart", async {
-        loop {
-            match guard.write(set("by the holder, after")).await {
-                Ok(_) => return true,
-                Err(e) if e.is_retryable() => tokio::time::sleep(Duration::from_millis(20)).await,
-                Err(Error::SessionExpired) => return false,
-                Err(e) => panic!("the holder's write after the restart: {e}"),
-            }
-        }
-    })
-    .await
-}
-
-/// (a) Down for well under the holder's session timeout: the holder comes
-/// back with its hold — its write lands, its node and token are the same,
-/// and the waiter was not granted meanwhile — or it is reported `Expired`
-/// strictly before the waiter's grant. Either way, one holder at a time.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn quick_restart_keeps_the_hold_or_expires_it_first() {
-    let mut server = ZkServer::start().await;
-    let holder = open(&server, HOLDER_TIMEOUT).await;
-    let waiter = open(&server, WAITER_TIMEOUT).await;
-    let (lock, guard) = hold(&holder).await;
-    let t1 = guard.fencing_token();
-    guard.write(set("by the holder")).await.expect("write");
-    let mut granted = queue_waiter(&waiter).await;
-    let ended = end_of(&holder);
-
-    let killed = Instant::now();
-    server.restart().await;
-    let back = killed.elapsed();
-    let survived = write_through_restart(&guard).await;
-    let answered = killed.elapsed();
-    let (granted_at, got) = if survived {
-        assert_not_granted("while the holder's session survived", &mut granted);
-        assert!(!holder.state().is_terminal(), "{:?}", holder.state());
-        let queue = lock.participants().await.expect("participants");
-        assert_eq!(queue.len(), 2, "{queue:?}");
-        assert!(queue[0].is_holding() && !queue[1].is_holding(), "{queue:?}");
-        assert_eq!(
-            queue[0].node,
-            guard.node_path(),
-            "the holder's node changed"
-        );
-        assert_eq!(queue[0].stamp, t1, "the holder's token changed");
-        guard
-            .write(set("by the holder, again"))
-            .await
-            .expect("write");
-        assert_not_granted("while the holder held", &mut granted);
-        guard.release().await.expect("release");
-        within("the waiter's grant", &mut granted)
-            .await
-            .expect("task")
-    } else {
-        let why = within("the holder's lost()", guard.lost()).await;
-        assert!(matches!(why, Error::SessionExpired), "lost(): {why:?}");
-        let refused = guard.write(set("stale")).await;
-        assert!(refused.is_err(), "a lost holder's write: {refused:?}");
-        let grant = within("the waiter's grant", &mut granted)
-            .await
-            .expect("task");
-        let ended_at = within("the holder's end", ended).await.expect("task");
-        assert!(
-            ended_at < grant.0,
-            "double grant: the waiter was granted {:?} before the holder was reported Expired",
-            ended_at - grant.0
-        );
-        grant
-    };
-    let next = got.unwrap_or_else(|e| {
-        panic!(
-            "the waiter's acquire: {e} (its session {:?})",
-            waiter.state()
-        )
-    });
-    assert!(
-        next.fencing_token() > t1,
-        "{} after {t1}",
-        next.fencing_token()
-    );
-    next.write(set("by the waiter")).await.expect("write");
-    eprintln!(
-        "zk restart (a): the holder's session {} (timeout {HOLDER_TIMEOUT:?}); server serving \
-         {back:?} after the kill, the holder's write answered {answered:?} after, the waiter \
-         granted {:?} after; tokens {t1} -> {}",
-        if survived { "SURVIVED" } else { "EXPIRED" },
-        granted_at - killed,
-        next.fencing_token()
-    );
-    next.release().await.expect("release");
-    let _ = holder.close().await;
-    waiter.close().await.expect("close");
+    restart::quick_restart_keeps_the_hold_or_expires_it_first(&mut ZkServer::start().await).await;
 }
 
-/// (b) Down longer than the holder's session timeout: the holder is
-/// reported `Expired` on its client while the server is down (so before the
-/// waiter's grant), the waiter's token is larger, and the old holder's
-/// writes are refused, by its client and, with its fence, by the server.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn long_outage_expires_the_holder_before_the_waiter_is_granted() {
-    let mut server = ZkServer::start().await;
-    let holder = open(&server, SHORT_TIMEOUT).await;
-    let waiter = open(&server, WAITER_TIMEOUT).await;
-    let (_, guard) = hold(&holder).await;
-    let t1 = guard.fencing_token();
-    let mut granted = queue_waiter(&waiter).await;
-
-    let killed = Instant::now();
-    server.kill();
-    let why = within("the holder's lost()", guard.lost()).await;
-    let lost_at = Instant::now();
-    assert!(matches!(why, Error::SessionExpired), "lost(): {why:?}");
-    assert!(
-        lost_at < killed + SHORT_TIMEOUT,
-        "the holder gave up {:?} after the kill, past its session timeout",
-        lost_at - killed
-    );
-    assert_not_granted("while the server was down", &mut granted);
-    // The outage's length is the point of the test.
-    tokio::time::sleep_until(killed + SHORT_TIMEOUT + Duration::from_millis(200)).await;
-    server.spawn().await;
-    let back = killed.elapsed();
-
-    let (granted_at, got) = within("the waiter's grant", &mut granted)
-        .await
-        .expect("task");
-    let next = got.unwrap_or_else(|e| {
-        panic!(
-            "the waiter's acquire: {e} (its session {:?})",
-            waiter.state()
-        )
-    });
-    assert!(
-        lost_at < granted_at,
-        "the waiter was granted before the holder's lost()"
-    );
-    assert!(
-        next.fencing_token() > t1,
-        "{} after {t1}",
-        next.fencing_token()
-    );
-    let refused = guard.write(set("stale")).await;
-    assert!(
-        matches!(refused, Err(Error::SessionExpired | Error::LockLost { .. })),
-        "{refused:?}"
-    );
-    let stale = Fence {
-        path: guard.node_path().to_owned(),
-        stamp: t1,
-    };
-    let refused = waiter.guarded(&stale, set("stale")).await;
-    assert!(
-        matches!(refused, Err(Error::LockLost { .. })),
-        "{refused:?}"
-    );
-    next.write(set("by the waiter")).await.expect("write");
-    eprintln!(
-        "zk restart (b): the holder Expired {:?} after the kill; server down {back:?}; the \
-         waiter granted {:?} after the holder's lost(); tokens {t1} -> {}",
-        lost_at - killed,
-        granted_at - lost_at,
-        next.fencing_token()
-    );
-    next.release().await.expect("release");
-    waiter.close().await.expect("close");
+    restart::long_outage_expires_the_holder_before_the_waiter_is_granted(
+        &mut ZkServer::start().await,
+    )
+    .await;
 }
 
-/// (c) Rounds of kill and restart, each with a new holder that still holds
-/// at the kill: every token is larger than all before it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tokens_keep_growing_across_restarts() {
-    let mut server = ZkServer::start().await;
-    let mut tokens: Vec<u64> = Vec::new();
-    for round in 0..4 {
-        let session = open(&server, HOLDER_TIMEOUT).await;
-        let lock = Lock::new(&session, LOCK).expect("lock");
-        let guard = within("acquire", lock.acquire()).await.expect("acquire");
-        let token = guard.fencing_token();
-        if let Some(&last) = tokens.last() {
-            assert!(
-                token > last,
-                "round {round}: token {token} after {tokens:?}"
-            );
-        }
-        tokens.push(token);
-        if round == 3 {
-            break;
-        }
-        server.restart().await;
-        // Released through the reconnect, or gone with its session.
-        let released = within("the release after the restart", guard.release()).await;
-        eprintln!("zk restart (c): round {round}, token {token}, released: {released:?}");
-        let _ = session.close().await;
-    }
-    eprintln!("zk restart (c): tokens across restarts {tokens:?}");
+    restart::tokens_keep_growing_across_restarts(&mut ZkServer::start().await).await;
 }
