@@ -125,6 +125,26 @@ impl<L: Lockable> ReentrantLock<L> {
         Some(LockGuard::shared(g))
     }
 
+    /// [`ReentrantLock::reenter`], confirmed on the server: the node is
+    /// still there with its stamp (one read). The watcher's flag may lag
+    /// a deletion another session has already seen; re-entering a lost
+    /// hold would let two holders in.
+    async fn live_hold(&self) -> Result<Option<LockGuard>> {
+        let Some(g) = self.reenter() else {
+            return Ok(None);
+        };
+        let fence = g.fence();
+        match g.session().get(&fence.path).await? {
+            Some(n) if n.stat.stamp == fence.stamp => Ok(Some(g)),
+            _ => {
+                if let Ok(c) = self.owner.current.lock() {
+                    c.lost.store(true, Ordering::Release);
+                }
+                Ok(None)
+            }
+        }
+    }
+
     fn install(&self, guard: LockGuard) -> LockGuard {
         let lost = Arc::new(AtomicBool::new(false));
         // Watch for the loss without keeping the hold alive: by session and
@@ -148,8 +168,9 @@ impl<L: Lockable> ReentrantLock<L> {
         LockGuard::shared(shared)
     }
 
-    /// Hold the lock: at once if the owner holds it, else by acquiring the
-    /// underlying lock.
+    /// Hold the lock: at once if the owner holds it (after one read that
+    /// confirms the hold is still there), else by acquiring the underlying
+    /// lock.
     ///
     /// # Errors
     /// The underlying lock's [`Lockable::acquire`] errors.
@@ -157,11 +178,11 @@ impl<L: Lockable> ReentrantLock<L> {
     /// # Cancel safety
     /// Cancel safe, as the underlying acquire.
     pub async fn acquire(&self) -> Result<LockGuard> {
-        if let Some(g) = self.reenter() {
+        if let Some(g) = self.live_hold().await? {
             return Ok(g);
         }
         let _turn = self.owner.acquiring.lock().await;
-        if let Some(g) = self.reenter() {
+        if let Some(g) = self.live_hold().await? {
             return Ok(g);
         }
         Ok(self.install(self.owner.lock.acquire().await?))
@@ -177,13 +198,13 @@ impl<L: Lockable> ReentrantLock<L> {
     /// # Cancel safety
     /// Cancel safe, as the underlying acquire.
     pub async fn try_acquire(&self) -> Result<Option<LockGuard>> {
-        if let Some(g) = self.reenter() {
+        if let Some(g) = self.live_hold().await? {
             return Ok(Some(g));
         }
         let Ok(_turn) = self.owner.acquiring.try_lock() else {
             return Ok(None);
         };
-        if let Some(g) = self.reenter() {
+        if let Some(g) = self.live_hold().await? {
             return Ok(Some(g));
         }
         Ok(self
@@ -204,14 +225,14 @@ impl<L: Lockable> ReentrantLock<L> {
     /// Cancel safe, as the underlying acquire.
     pub async fn acquire_timeout(&self, timeout: Duration) -> Result<LockGuard> {
         crate::limits::check_timeout(timeout)?;
-        if let Some(g) = self.reenter() {
+        if let Some(g) = self.live_hold().await? {
             return Ok(g);
         }
         let deadline = Instant::now() + timeout;
         let Ok(_turn) = tokio::time::timeout_at(deadline, self.owner.acquiring.lock()).await else {
             return Err(Error::Timeout(timeout));
         };
-        if let Some(g) = self.reenter() {
+        if let Some(g) = self.live_hold().await? {
             return Ok(g);
         }
         let left = deadline.saturating_duration_since(Instant::now());
