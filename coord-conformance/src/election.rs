@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use coord_core::recipes::{Election, ElectionEvent, ElectionState};
+use coord_core::recipes::{Election, ElectionEvent, ElectionLayout, ElectionState};
 use coord_core::{Error, SessionState};
 use tokio::task::JoinSet;
 
@@ -207,6 +207,61 @@ pub async fn elect_failover_on_resign(h: &dyn Harness) {
     b.resign().await.expect("resign b");
 }
 
+/// Offers of both layouts share one election: each offer's node carries its
+/// layout's marker right before the sequence (`-latch-` by default, as
+/// Curator's LeaderLatch; `-lock-` for LeaderSelector), leadership follows
+/// the queue across layouts, and a participant of either layout follows one
+/// of the other.
+pub async fn elect_layouts_share_one_election(h: &dyn Harness) {
+    let root = h.root("elect_layouts_share_one_election");
+    let (s1, s2, s3) = (h.open().await, h.open().await, h.open().await);
+    let latch = Election::new(&s1, &root).expect("election");
+    assert_eq!(latch.layout(), ElectionLayout::LeaderLatch);
+    let a = latch.campaign(b"latch").await.expect("latch leads");
+    let a_name = coord_core::path::name(a.node_path()).to_owned();
+    assert!(
+        a_name.starts_with("_c_") && a_name.contains("-latch-"),
+        "default offer node {a_name:?} must be named as Curator's LeaderLatch names its nodes"
+    );
+    let selector = Election::new(&s2, &root)
+        .expect("election")
+        .with_layout(ElectionLayout::LeaderSelector);
+    let b = tokio::spawn(async move { selector.campaign(b"selector").await });
+    await_children(&s3, &root, "the selector offer queued", |c| c.len() == 2).await;
+    let children = s3.children(&root).await.expect("children");
+    let b_name = children
+        .iter()
+        .map(|c| c.name.clone())
+        .find(|n| n != &a_name)
+        .expect("the second offer");
+    assert!(
+        b_name.starts_with("_c_") && b_name.contains("-lock-") && !b_name.contains("-latch-"),
+        "a LeaderSelector offer {b_name:?} must be named as Curator's mutex names its nodes"
+    );
+    let reader = Election::new(&s3, &root).expect("election");
+    assert_eq!(
+        reader.leader().await.expect("leader").map(|l| l.value),
+        Some(b"latch".to_vec()),
+        "the earlier offer leads whatever its layout"
+    );
+    assert!(
+        !b.is_finished(),
+        "the later offer must wait behind the earlier one"
+    );
+    let a_token = a.fencing_token();
+    a.resign().await.expect("resign");
+    let b = within("selector offer elected", b)
+        .await
+        .expect("join")
+        .expect("selector leads");
+    assert!(b.fencing_token() > a_token);
+    assert_eq!(
+        reader.leader().await.expect("leader").map(|l| l.value),
+        Some(b"selector".to_vec())
+    );
+    b.resign().await.expect("resign b");
+}
+
 /// When the leader's session expires, its `lost()` resolves and the next
 /// in line (a participant with an event stream) is elected.
 pub async fn elect_failover_on_expiry(h: &dyn Harness) {
@@ -309,6 +364,7 @@ macro_rules! __election_tests {
             election::elect_events_of_a_follower,
             election::elect_never_two_leaders_under_churn,
             election::elect_failover_on_resign,
+            election::elect_layouts_share_one_election,
             election::elect_failover_on_expiry,
             election::elect_observers_see_every_leader,
         );

@@ -114,9 +114,9 @@ pub use coord_core::{
 };
 pub use recipes::{
     period_index, revocation, Barrier, Contender, ContenderState, Delivery, DoubleBarrier,
-    Election, ElectionEvent, ElectionState, Group, GroupChange, GroupWatcher, Inside, Leader,
-    LeaderObserver, Leadership, Lease, Lock, LockGuard, Member, Membership, MultiLock,
-    MultiLockGuard, OnCrash, Participant, PeriodicJob, Queue, ReadLock, ReentrantLock,
+    Election, ElectionEvent, ElectionLayout, ElectionState, Group, GroupChange, GroupWatcher,
+    Inside, Leader, LeaderObserver, Leadership, Lease, Lock, LockGuard, Member, Membership,
+    MultiLock, MultiLockGuard, OnCrash, Participant, PeriodicJob, Queue, ReadLock, ReentrantLock,
     ReliableQueue, RunContext, RunOutcome, RwLock, Semaphore, SemaphoreMutex, SimpleLock,
     WriteLock,
 };

@@ -260,9 +260,35 @@ pub struct ElectArgs {
     pub path: String,
     /// What everyone sees as the leader's value (a host name, say).
     pub value: String,
+    /// Whose node names the offer takes on ZooKeeper, so that peers on the
+    /// same path order it correctly: `latch` shares with Curator's
+    /// LeaderLatch (and kazoo's Election given
+    /// extra_lock_patterns=("-latch-",)), `selector` with Curator's
+    /// LeaderSelector (kazoo: "-lock-"). coord participants share with each
+    /// other either way; on etcd and Redis only the key's name changes.
+    #[arg(long, value_enum, default_value_t = Layout::Latch)]
+    pub layout: Layout,
     /// A command to run as the leader.
     #[arg(last = true, value_name = "CMD")]
     pub cmd: Vec<String>,
+}
+
+/// `coordctl elect --layout`: an election's node names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Layout {
+    /// `_c_<uuid>-latch-<seq>`, as Curator's LeaderLatch.
+    Latch,
+    /// `_c_<uuid>-lock-<seq>`, as Curator's LeaderSelector.
+    Selector,
+}
+
+impl From<Layout> for coord::ElectionLayout {
+    fn from(l: Layout) -> Self {
+        match l {
+            Layout::Latch => coord::ElectionLayout::LeaderLatch,
+            Layout::Selector => coord::ElectionLayout::LeaderSelector,
+        }
+    }
 }
 
 #[derive(Debug, Args)]

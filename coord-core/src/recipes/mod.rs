@@ -37,8 +37,8 @@ pub mod simple_lock;
 
 pub use barrier::{Barrier, DoubleBarrier, Inside};
 pub use election::{
-    Election, ElectionEvent, ElectionState, Leader, LeaderObserver, Leadership, Participant,
-    ParticipantStatus,
+    Election, ElectionEvent, ElectionLayout, ElectionState, Leader, LeaderObserver, Leadership,
+    Participant, ParticipantStatus,
 };
 pub use group::{Group, GroupChange, GroupWatcher, Member, Membership};
 pub use lock::{Lock, LockGuard};

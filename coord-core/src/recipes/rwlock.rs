@@ -24,8 +24,9 @@ use crate::traits::Lockable;
 /// `_c_<uuid>-__WRIT__<seq>`, Curator's names). A reader waits only for the
 /// last writer queued before it; a writer waits for its immediate
 /// predecessor. Grants follow the queue, so a writer is never starved by
-/// readers that came after it. Any contender that is not a reader (a plain
-/// lock node, say) counts as a writer.
+/// readers that came after it. kazoo's `ReadLock` nodes (`__rlock__`) are
+/// readers too; any other contender (a plain lock node, kazoo's `WriteLock`
+/// `__lock__`, say) counts as a writer.
 #[derive(Debug, Clone)]
 pub struct RwLock {
     session: Session,
@@ -34,7 +35,7 @@ pub struct RwLock {
 }
 
 fn is_reader(c: &Child) -> bool {
-    c.name.contains(names::READ)
+    c.name.contains(names::READ) || c.name.contains(names::KAZOO_READ)
 }
 
 fn blocks_reader(c: &Child) -> bool {

@@ -12,7 +12,9 @@ use crate::exit::{self, Failure};
 pub async fn elect(ctx: &Ctx, a: ElectArgs) -> Result<u8, Failure> {
     let session = ctx.open().await?;
     let what = format!("elect {}", a.path);
-    let election = Election::new(&session, &a.path).map_err(|e| Failure::coord(&what, e))?;
+    let election = Election::new(&session, &a.path)
+        .map_err(|e| Failure::coord(&what, e))?
+        .with_layout(a.layout.into());
     let under = UnderHold::new(ctx, Held::Leadership(&a.path), &a.cmd)
         .announce(format!("leader {}", a.value))
         .fencing_token();

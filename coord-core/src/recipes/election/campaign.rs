@@ -17,15 +17,54 @@ use crate::recipes::machinery::retry::{backoff, list_retrying};
 use crate::recipes::machinery::stats::Stats;
 use crate::session::Session;
 
-/// The marker of an offer node, as `LeaderElectionSupport` names them
-/// (`n_`), after the protected prefix: `_c_<uuid>-n_<seq>`.
-pub const OFFER_MARKER: &str = "n_";
+/// The marker of an offer node in the default layout, Curator
+/// `LeaderLatch`'s, after the protected prefix: `_c_<uuid>-latch-<seq>`.
+pub const OFFER_MARKER: &str = names::LATCH;
+
+/// Whose node names an election's offers take: the text between the
+/// protected prefix `_c_<uuid>-` and the sequence.
+///
+/// coord orders offers by their sequence whatever they are called, so it
+/// waits correctly behind any peer's offer. The name decides the other way
+/// round: which peers sort *our* offers where they belong. Curator sorts an
+/// election's children by the text after its own marker, and a child without
+/// that marker sorts after every one that has it — a Curator participant
+/// would lead while our earlier offer leads too.
+///
+/// On etcd and Redis the layout changes only the key's name: every key under
+/// the election counts, in creation order (so `etcdctl elect` shares either
+/// way).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum ElectionLayout {
+    /// Curator's `LeaderLatch`: `_c_<uuid>-latch-<seq>`, the node's data
+    /// the offered value (LeaderLatch's participant id). kazoo's `Election`
+    /// counts these offers when its lock is made with
+    /// `extra_lock_patterns=("-latch-",)`.
+    #[default]
+    LeaderLatch,
+    /// Curator's `LeaderSelector`, an `InterProcessMutex` underneath:
+    /// `_c_<uuid>-lock-<seq>`, the names coord's `Lock` uses too. kazoo's
+    /// `Election` counts these with `extra_lock_patterns=("-lock-",)`.
+    LeaderSelector,
+}
+
+impl ElectionLayout {
+    /// The marker this layout puts before the sequence.
+    pub fn marker(self) -> &'static str {
+        match self {
+            ElectionLayout::LeaderLatch => names::LATCH,
+            ElectionLayout::LeaderSelector => names::LOCK,
+        }
+    }
+}
 
 /// One offer's way to leadership: the election it runs in.
 pub(crate) struct Candidate<'a> {
     pub session: &'a Session,
     pub dir: &'a str,
     pub stats: &'a Stats,
+    pub layout: ElectionLayout,
 }
 
 impl Candidate<'_> {
@@ -40,7 +79,7 @@ impl Candidate<'_> {
         slot: &Arc<Mutex<Option<String>>>,
     ) -> Result<HeldNode> {
         emit(ElectionEvent::OfferStart);
-        let prefix = path::join(self.dir, &names::protected(OFFER_MARKER));
+        let prefix = path::join(self.dir, &names::protected(self.layout.marker()));
         let mut pending = PendingNode::spawn(
             self.session,
             prefix,

@@ -2,8 +2,10 @@
 //! `Election`, Curator's `LeaderLatch`).
 //!
 //! Each participant offers by creating an ephemeral-sequential node
-//! `_c_<uuid>-n_<seq>` under the election directory, with its value (a host
-//! name, say) as the node's data. The live offer with the lowest sequence
+//! `_c_<uuid>-latch-<seq>` under the election directory (Curator
+//! `LeaderLatch`'s names, so Curator and kazoo participants share the
+//! election; see [`ElectionLayout`] for `LeaderSelector`'s), with its value
+//! (a host name, say) as the node's data. The live offer with the lowest sequence
 //! leads; every other participant waits on its *immediate predecessor* only,
 //! so a leader's departure wakes exactly one participant. Every child with a
 //! sequence counts as an offer, so on etcd — where every key under the
@@ -41,7 +43,7 @@ mod leadership;
 mod participant;
 
 use campaign::Candidate;
-pub use campaign::OFFER_MARKER;
+pub use campaign::{ElectionLayout, OFFER_MARKER};
 pub use events::{ElectionEvent, ElectionState};
 pub use leadership::Leadership;
 pub use participant::{Participant, ParticipantStatus};
@@ -62,6 +64,7 @@ pub struct Election {
     session: Session,
     dir: String,
     stats: Stats,
+    layout: ElectionLayout,
 }
 
 /// The current leader as read from the server.
@@ -86,7 +89,22 @@ impl Election {
             session: session.clone(),
             dir: path.to_owned(),
             stats: Stats::new(),
+            layout: ElectionLayout::default(),
         })
+    }
+
+    /// Name this handle's offers as `layout` says (default
+    /// [`ElectionLayout::LeaderLatch`]): choose the peer that shares the
+    /// election on ZooKeeper. Offers of either layout order correctly among
+    /// coord participants.
+    pub fn with_layout(mut self, layout: ElectionLayout) -> Self {
+        self.layout = layout;
+        self
+    }
+
+    /// The layout this handle's offers take.
+    pub fn layout(&self) -> ElectionLayout {
+        self.layout
     }
 
     /// Count into `stats` (shared with other handles).
@@ -163,6 +181,7 @@ impl Election {
             self.session.clone(),
             self.dir.clone(),
             self.stats.clone(),
+            self.layout,
             value.to_vec(),
         ))
     }
@@ -220,6 +239,7 @@ impl Election {
             session: &self.session,
             dir: &self.dir,
             stats: &self.stats,
+            layout: self.layout,
         }
     }
 }

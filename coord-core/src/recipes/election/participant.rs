@@ -8,7 +8,7 @@ use tokio::task::JoinHandle;
 
 use crate::error::{Error, Result};
 use crate::primitive::Fence;
-use crate::recipes::election::campaign::Candidate;
+use crate::recipes::election::campaign::{Candidate, ElectionLayout};
 use crate::recipes::election::events::{ElectionEvent, ElectionState};
 use crate::recipes::machinery::pending::delete_if_present;
 use crate::recipes::machinery::stats::Stats;
@@ -73,7 +73,13 @@ impl Emitter {
 impl Participant {
     /// Start offering `value` in the election at `dir`, counting into
     /// `stats`.
-    pub(crate) fn start(session: Session, dir: String, stats: Stats, value: Vec<u8>) -> Self {
+    pub(crate) fn start(
+        session: Session,
+        dir: String,
+        stats: Stats,
+        layout: ElectionLayout,
+        value: Vec<u8>,
+    ) -> Self {
         let (etx, erx) = mpsc::unbounded_channel();
         let (stx, srx) = watch::channel(ParticipantStatus {
             state: ElectionState::Start,
@@ -89,6 +95,7 @@ impl Participant {
             session,
             dir,
             stats,
+            layout,
         };
         let task = tokio::spawn(run(election, value, emitter, stop_rx));
         Participant {
@@ -220,6 +227,7 @@ struct Seat {
     session: Session,
     dir: String,
     stats: Stats,
+    layout: ElectionLayout,
 }
 
 impl Seat {
@@ -228,6 +236,7 @@ impl Seat {
             session: &self.session,
             dir: &self.dir,
             stats: &self.stats,
+            layout: self.layout,
         }
     }
 }

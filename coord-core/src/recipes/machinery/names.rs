@@ -16,3 +16,8 @@ pub const READ: &str = "__READ__";
 pub const WRITE: &str = "__WRIT__";
 /// The marker of a semaphore lease's node (Curator `InterProcessSemaphoreV2`).
 pub const LEASE: &str = "lease-";
+/// The marker of an election offer's node (Curator `LeaderLatch`).
+pub const LATCH: &str = "latch-";
+/// The marker of kazoo's `ReadLock` nodes (`<hex>__rlock__<seq>`): readers
+/// too, so a coord reader shares with them.
+pub const KAZOO_READ: &str = "__rlock__";
