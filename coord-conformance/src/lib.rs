@@ -74,6 +74,7 @@ pub mod election;
 pub mod fault;
 pub mod faults;
 pub mod group;
+pub mod inspect;
 pub mod lock_kinds;
 pub mod locks;
 pub mod multi_lock;
@@ -194,6 +195,7 @@ macro_rules! conformance_tests {
         $crate::__group_tests!($make);
         $crate::__barrier_tests!($make);
         $crate::__periodic_job_tests!($make);
+        $crate::__inspect_tests!($make);
         $crate::__fault_tests!($make);
     };
 }

@@ -14,7 +14,9 @@
 //! error is one [`Error`].
 #![warn(missing_docs)]
 
+pub mod backoff;
 pub mod error;
+pub mod inspect;
 pub mod lease;
 pub mod limits;
 pub mod path;
@@ -22,6 +24,7 @@ pub mod primitive;
 pub mod recipes;
 pub mod redact;
 mod session;
+pub mod telemetry;
 pub mod traits;
 
 /// The traits, for `use coord_core::prelude::*`: their methods then work on

@@ -19,6 +19,7 @@ use crate::lease::LeaseClock;
 
 /// The state of a session. `Expired` and `Closed` are final.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum SessionState {
     /// Connected; its ephemeral nodes live.
     Connected,
@@ -64,6 +65,7 @@ impl std::fmt::Display for SessionId {
 
 /// How a node is created: persistent or ephemeral, sequential or not.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum CreateMode {
     /// Lives until deleted.
     Persistent,
@@ -95,7 +97,9 @@ impl CreateMode {
 }
 
 /// What a node carries besides its data.
+/// Built by backends with [`Stat::new`]; read its fields.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Stat {
     /// The data version: an opaque number that changes on every `set`, for
     /// compare-and-set. Compare it for equality only.
@@ -120,8 +124,27 @@ pub struct Stat {
     pub created_at: Option<std::time::SystemTime>,
 }
 
+impl Stat {
+    /// A stat with these fields (see each field's docs).
+    pub fn new(
+        version: u64,
+        stamp: u64,
+        ephemeral: bool,
+        created_at: Option<std::time::SystemTime>,
+    ) -> Self {
+        Stat {
+            version,
+            stamp,
+            ephemeral,
+            created_at,
+        }
+    }
+}
+
 /// A node's data and stat, as read by [`PrimitiveSession::get`].
+/// Built by backends with [`Node::new`].
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Node {
     /// The data.
     pub data: Vec<u8>,
@@ -129,8 +152,17 @@ pub struct Node {
     pub stat: Stat,
 }
 
+impl Node {
+    /// A node with this data and stat.
+    pub fn new(data: Vec<u8>, stat: Stat) -> Self {
+        Node { data, stat }
+    }
+}
+
 /// The answer to a create.
+/// Built by backends with [`Created::new`].
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Created {
     /// The full path of the created node. For a sequential create it is the
     /// path asked for with a suffix that makes it unique among its siblings
@@ -147,8 +179,23 @@ pub struct Created {
     pub version: u64,
 }
 
+impl Created {
+    /// The answer to a create of the node at `path` (see each field's
+    /// docs).
+    pub fn new(path: String, sequence: Option<u64>, stamp: u64, version: u64) -> Self {
+        Created {
+            path,
+            sequence,
+            stamp,
+            version,
+        }
+    }
+}
+
 /// One child of a directory, as listed by [`PrimitiveSession::children`].
+/// Built by backends with [`Child::new`].
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Child {
     /// The child's name (the last path segment).
     pub name: String,
@@ -158,6 +205,13 @@ pub struct Child {
     /// digits carries one, so nodes made by Curator or kazoo count — and so
     /// does a non-sequential name that happens to end in ten digits).
     pub sequence: Option<u64>,
+}
+
+impl Child {
+    /// A child named `name` (the last path segment) with this sequence.
+    pub fn new(name: String, sequence: Option<u64>) -> Self {
+        Child { name, sequence }
+    }
 }
 
 /// A node that must still exist with a given stamp for a guarded write to
@@ -174,6 +228,7 @@ pub struct Fence {
 
 /// A write made only if a [`Fence`] holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Op {
     /// Create a node (missing parents are made, as in `create`).
     Create {
@@ -204,6 +259,7 @@ pub enum Op {
 
 /// The answer to a guarded write.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum OpResult {
     /// What `Op::Create` made.
     Created(Created),

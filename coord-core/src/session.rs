@@ -11,6 +11,7 @@ use crate::primitive::{
     Child, CreateMode, Created, Fence, Node, Op, OpResult, PrimitiveSession, SessionId,
     SessionState, Stat, Watch,
 };
+use crate::telemetry;
 
 /// A session on some backend: cheap to clone (an `Arc`), shared by every
 /// recipe that uses it. Its ephemeral nodes live as long as it does.
@@ -63,25 +64,51 @@ struct Local {
     state: watch::Sender<SessionState>,
     /// How many background tasks that must finish are running.
     pending: watch::Sender<usize>,
+    /// The backend's name and the session's id, for telemetry.
+    backend: &'static str,
+    id: SessionId,
 }
 
 impl Local {
     /// Follow the backend's state, unless ours is already final.
     fn mirror(&self, next: SessionState) {
-        self.state.send_if_modified(|current| {
-            if current.is_terminal() || *current == next {
-                false
-            } else {
-                *current = next;
+        self.change(
+            |current| (!current.is_terminal() && current != next).then_some(next),
+            None,
+        );
+    }
+
+    /// Change the state to what `to` says (`None`: leave it), and say so
+    /// (once per change, the only place a change is logged).
+    fn change(
+        &self,
+        to: impl FnOnce(SessionState) -> Option<SessionState>,
+        reason: Option<&str>,
+    ) -> bool {
+        let mut change = None;
+        self.state.send_if_modified(|current| match to(*current) {
+            Some(next) => {
+                change = Some((std::mem::replace(current, next), next));
                 true
             }
+            None => false,
         });
+        if let Some((from, next)) = change {
+            telemetry::session_state(self.backend, &self.id, Some(from), next, reason);
+        }
+        change.is_some()
     }
 
     /// A task that must finish has begun; it ends when the guard drops.
     fn begin_work(self: &Arc<Self>) -> WorkGuard {
         self.pending.send_modify(|n| *n += 1);
         WorkGuard(Arc::clone(self))
+    }
+}
+
+impl Drop for Local {
+    fn drop(&mut self) {
+        telemetry::session_gone(self.backend, *self.state.borrow());
     }
 }
 
@@ -148,22 +175,14 @@ async fn monitor(
                 // Counted before the state says so: a `close` that sees
                 // the loss also waits for the abandon.
                 let work = local.begin_work();
-                let lost = local.state.send_if_modified(|s| {
-                    if s.is_terminal() {
-                        false
-                    } else {
-                        *s = SessionState::Expired;
-                        true
-                    }
-                });
+                let lost = local.change(
+                    |s| (!s.is_terminal()).then_some(SessionState::Expired),
+                    Some(
+                        "no answer from the server before the lease deadline: the session is lost \
+                         here, before the server can give its holds away; ending it on the server",
+                    ),
+                );
                 if lost {
-                    tracing::warn!(
-                        backend = session.backend(),
-                        session = %session.id(),
-                        timeout = ?session.lease().session_timeout(),
-                        "no answer from the server before the lease deadline: the session is lost here, \
-                         before the server can give its holds away; ending it on the server"
-                    );
                     session.abandon().await;
                 }
                 drop(work);
@@ -185,7 +204,10 @@ impl Session {
         let local = Arc::new(Local {
             state: watch::Sender::new(initial),
             pending: watch::Sender::new(0),
+            backend: inner.backend(),
+            id: inner.id(),
         });
+        telemetry::session_state(local.backend, &local.id, None, initial, None);
         if !initial.is_terminal() {
             tokio::spawn(monitor(
                 Arc::downgrade(&inner),

@@ -89,7 +89,7 @@ pub(crate) async fn keep_alive(shared: Arc<Shared>) {
                 tokio::time::sleep(interval).await;
             }
             Ok(Ok(Beat::Gone)) | Ok(Err(Error::SessionExpired)) => {
-                tracing::info!(lease = %format!("{:x}", shared.lease), "etcd lease is gone: session expired");
+                tracing::debug!(lease = %format!("{:x}", shared.lease), "etcd lease is gone: session expired");
                 shared.set_state(SessionState::Expired);
                 return;
             }

@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
+use coord_core::backoff::Backoff;
 use coord_core::{
     Child, CreateMode, Created, Error, Fence, LeaseClock, Node, Op, OpResult, PrimitiveSession,
     Result, Session, SessionId, SessionState, Stat, Watch,
@@ -65,6 +66,10 @@ pub async fn connect(options: EtcdOptions) -> Result<Session> {
     // (a member the client cannot connect to) is sent again.
     let started = Instant::now();
     let deadline = started.checked_add(timeout).unwrap_or(started);
+    // A fixed pause (first = cap), jittered.
+    const GRANT_RETRY: Backoff =
+        Backoff::new(Duration::from_millis(100), Duration::from_millis(100));
+    let mut attempt = 0;
     let (grant, sent) = loop {
         let mut lease_client = client.lease_client();
         let left = deadline.saturating_duration_since(Instant::now());
@@ -73,10 +78,9 @@ pub async fn connect(options: EtcdOptions) -> Result<Session> {
             Ok(Ok(g)) => break (g, sent),
             Ok(Err(e))
                 if error::never_sent(&e)
-                    && deadline.saturating_duration_since(Instant::now())
-                        > Duration::from_millis(100) =>
+                    && deadline.saturating_duration_since(Instant::now()) > GRANT_RETRY.cap() =>
             {
-                tokio::time::sleep(Duration::from_millis(100)).await;
+                tokio::time::sleep(GRANT_RETRY.next(&mut attempt)).await;
             }
             // Unreachable everywhere: say why (refused, no route, …).
             Ok(Err(e)) => return Err(error::map(e)),
@@ -176,10 +180,7 @@ fn children_of(prefix: &str, kvs: &[etcd_client::KeyValue]) -> Vec<Child> {
     children.sort();
     children
         .into_iter()
-        .map(|(rev, name)| Child {
-            name,
-            sequence: Some(urev(rev)),
-        })
+        .map(|(rev, name)| Child::new(name, Some(urev(rev))))
         .collect()
 }
 
@@ -242,7 +243,8 @@ impl EtcdSession {
         let recover = matches!(plan, Plan::Create(_));
         let started = Instant::now();
         let mut retrying = false;
-        let mut pause = Duration::from_millis(100);
+        let backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(1));
+        let mut attempt = 0;
         loop {
             match shared.txn(&txn::build(&plan, fence.as_ref()), false).await {
                 Ok(resp) => {
@@ -261,8 +263,7 @@ impl EtcdSession {
                     tracing::debug!(error = %e, "etcd create lost its answer; retrying");
                     shared.check_open()?;
                     retrying = true;
-                    tokio::time::sleep(pause).await;
-                    pause = (pause * 2).min(Duration::from_secs(1));
+                    backoff.sleep(&mut attempt).await;
                 }
                 Err(e) => return Err(e),
             }
@@ -407,22 +408,14 @@ impl PrimitiveSession for EtcdSession {
         shared.check_open()?;
         if path == "/" {
             // The root has no key and always exists.
-            return Ok(Some(Node {
-                data: Vec::new(),
-                stat: Stat {
-                    version: 0,
-                    stamp: 0,
-                    ephemeral: false,
-                    created_at: None,
-                },
-            }));
+            return Ok(Some(Node::new(Vec::new(), Stat::new(0, 0, false, None))));
         }
         let resp = shared.get(&shared.keys.key(path), None).await?;
         shared.saw_header(resp.header());
-        Ok(resp.kvs().first().map(|kv| Node {
-            data: kv.value().to_vec(),
-            stat: stat_of(kv),
-        }))
+        Ok(resp
+            .kvs()
+            .first()
+            .map(|kv| Node::new(kv.value().to_vec(), stat_of(kv))))
     }
 
     async fn set(&self, path: &str, data: &[u8], version: Option<u64>) -> Result<Stat> {
@@ -498,10 +491,7 @@ impl PrimitiveSession for EtcdSession {
         let Some(kv) = resp.kvs().first() else {
             return Ok(None);
         };
-        let node = Node {
-            data: kv.value().to_vec(),
-            stat: stat_of(kv),
-        };
+        let node = Node::new(kv.value().to_vec(), stat_of(kv));
         let changed = crate::watch::wait_changed(
             shared.clone(),
             key,
@@ -537,6 +527,14 @@ impl PrimitiveSession for EtcdSession {
                 path,
                 version,
             }),
+            // An op added to coord-core after this backend: refused
+            // before any I/O.
+            _ => {
+                return Err(Error::NotSupported {
+                    operation: "this guarded write",
+                    backend: BACKEND,
+                })
+            }
         };
         self.write(plan, Some(fence)).await
     }
@@ -558,7 +556,8 @@ impl PrimitiveSession for EtcdSession {
         let budget = shared.ttl.saturating_add(shared.request_timeout);
         let deadline = started.checked_add(budget).unwrap_or(started);
         let lease = format!("{:x}", shared.lease);
-        let mut pause = Duration::from_millis(50);
+        let backoff = Backoff::new(Duration::from_millis(50), Duration::from_secs(1));
+        let mut attempt = 0;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             // `closing` stays unset: a lease the server no longer knows
@@ -598,8 +597,7 @@ impl PrimitiveSession for EtcdSession {
                 );
                 return;
             }
-            tokio::time::sleep(pause.min(left)).await;
-            pause = pause.saturating_mul(2).min(Duration::from_secs(1));
+            tokio::time::sleep(backoff.next(&mut attempt).min(left)).await;
         }
     }
 

@@ -57,7 +57,8 @@ impl Shared {
             if s.is_terminal() || *s == next {
                 false
             } else {
-                tracing::debug!(lease = %format!("{:x}", self.lease), from = ?*s, to = ?next, "etcd session state");
+                // Logged once, by coord-core's `Session` (target `coord`).
+                tracing::trace!(lease = %format!("{:x}", self.lease), from = ?*s, to = ?next, "etcd session state");
                 *s = next;
                 true
             }

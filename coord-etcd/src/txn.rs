@@ -28,12 +28,12 @@ pub(crate) fn urev(v: i64) -> u64 {
 /// The stat of a key as coord sees it. etcd keeps no time per key (only
 /// revisions), so there is no creation time.
 pub(crate) fn stat_of(kv: &KeyValue) -> Stat {
-    Stat {
-        version: urev(kv.mod_revision()),
-        stamp: urev(kv.create_revision()),
-        ephemeral: kv.lease() != 0,
-        created_at: None,
-    }
+    Stat::new(
+        urev(kv.mod_revision()),
+        urev(kv.create_revision()),
+        kv.lease() != 0,
+        None,
+    )
 }
 
 /// A create, ready to send (and to send again, unchanged, after a lost answer).
@@ -217,12 +217,12 @@ impl Plan {
             Plan::Create(c) => {
                 // Every put of one Txn gets the Txn's revision.
                 let r = urev(revision);
-                Ok(OpResult::Created(Created {
-                    path: c.path.clone(),
-                    sequence: c.sequential.then_some(r),
-                    stamp: r,
-                    version: r,
-                }))
+                Ok(OpResult::Created(Created::new(
+                    c.path.clone(),
+                    c.sequential.then_some(r),
+                    r,
+                    r,
+                )))
             }
             Plan::Set(_) => {
                 let prev = match resps.first() {
@@ -232,12 +232,12 @@ impl Plan {
                 let prev = prev.ok_or_else(|| unexpected("set without its previous key"))?;
                 // The put ignored the lease (kept the key's): the previous
                 // key's lease is the key's lease now.
-                Ok(OpResult::Set(Stat {
-                    version: urev(revision),
-                    stamp: urev(prev.create_revision()),
-                    ephemeral: prev.lease() != 0,
-                    created_at: None,
-                }))
+                Ok(OpResult::Set(Stat::new(
+                    urev(revision),
+                    urev(prev.create_revision()),
+                    prev.lease() != 0,
+                    None,
+                )))
             }
             Plan::Delete(_) => Ok(OpResult::Deleted),
         }
@@ -250,12 +250,12 @@ impl Plan {
             Plan::Create(c) => {
                 if let Some(kv) = first_kv(resps, 0)? {
                     if retrying && is_ours(c, &kv) {
-                        return Ok(OpResult::Created(Created {
-                            path: c.path.clone(),
-                            sequence: c.sequential.then(|| urev(kv.create_revision())),
-                            stamp: urev(kv.create_revision()),
-                            version: urev(kv.mod_revision()),
-                        }));
+                        return Ok(OpResult::Created(Created::new(
+                            c.path.clone(),
+                            c.sequential.then(|| urev(kv.create_revision())),
+                            urev(kv.create_revision()),
+                            urev(kv.mod_revision()),
+                        )));
                     }
                     if retrying && !c.sequential && c.lease == 0 {
                         // A persistent node now exists where our create's

@@ -96,11 +96,12 @@ async fn watch_once(
     }
 }
 
-/// Pause before opening a broken watch again.
+/// Pause before opening a broken watch again: 50 ms, doubling to 1 s, with
+/// jitter (coord's one [`Backoff`](coord_core::backoff::Backoff)).
 async fn backoff(attempt: &mut u32) {
-    let ms = 50u64 << (*attempt).min(5);
-    *attempt = attempt.saturating_add(1);
-    tokio::time::sleep(Duration::from_millis(ms.min(1000))).await;
+    const WATCH: coord_core::backoff::Backoff =
+        coord_core::backoff::Backoff::new(Duration::from_millis(50), Duration::from_secs(1));
+    WATCH.sleep(attempt).await;
 }
 
 /// What change of one key a key watch waits for.

@@ -120,12 +120,12 @@ impl PrimitiveSession for MemSession {
             Some(c) => {
                 let full = path::join(dir, &c.name);
                 let node = state.tree.get(&full);
-                Ok(Created {
-                    path: full,
-                    sequence: c.sequence,
-                    stamp: node.as_ref().map_or(created.stamp, |n| n.stat.stamp),
-                    version: node.as_ref().map_or(created.version, |n| n.stat.version),
-                })
+                Ok(Created::new(
+                    full,
+                    c.sequence,
+                    node.as_ref().map_or(created.stamp, |n| n.stat.stamp),
+                    node.as_ref().map_or(created.version, |n| n.stat.version),
+                ))
             }
             None => Err(Error::ConnectionLost(format!(
                 "the answer to creating {path} was lost"
@@ -210,6 +210,11 @@ impl PrimitiveSession for MemSession {
                 .tree
                 .delete(&path, version)
                 .map(|()| OpResult::Deleted),
+            // An op added to coord-core after this backend: refused.
+            _ => Err(Error::NotSupported {
+                operation: "this guarded write",
+                backend: crate::tree::BACKEND,
+            }),
         }
     }
 

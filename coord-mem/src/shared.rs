@@ -169,12 +169,14 @@ impl State {
         // would deadlock `end_session`'s `send_replace` on the same lock.
         let current = *state.borrow();
         match current {
-            SessionState::Expired | SessionState::Closed => return Ok(()),
             SessionState::Connected => {
                 self.end_session(key, SessionState::Closed);
                 return Ok(());
             }
-            SessionState::Suspended => {}
+            s if s.is_terminal() => return Ok(()),
+            // Suspended (or a state added later, neither live nor final):
+            // the store cannot be told.
+            _ => {}
         }
         state.send_replace(SessionState::Closed);
         Err(Error::ConnectionLost(format!(

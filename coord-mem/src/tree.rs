@@ -57,12 +57,12 @@ impl Entry {
     }
 
     fn stat(&self) -> Stat {
-        Stat {
-            version: self.version,
-            stamp: self.stamp,
-            ephemeral: self.owner.is_some(),
-            created_at: self.created_at,
-        }
+        Stat::new(
+            self.version,
+            self.stamp,
+            self.owner.is_some(),
+            self.created_at,
+        )
     }
 }
 
@@ -109,10 +109,9 @@ impl Tree {
     }
 
     pub(crate) fn get(&self, path: &str) -> Option<Node> {
-        self.nodes.get(path).map(|e| Node {
-            data: e.data.clone(),
-            stat: e.stat(),
-        })
+        self.nodes
+            .get(path)
+            .map(|e| Node::new(e.data.clone(), e.stat()))
     }
 
     /// Create a node (and its missing parents, persistent). All checks come
@@ -177,12 +176,7 @@ impl Tree {
                 .or_default()
                 .insert(path.clone());
         }
-        Ok(Created {
-            path,
-            sequence,
-            stamp,
-            version: 0,
-        })
+        Ok(Created::new(path, sequence, stamp, 0))
     }
 
     /// Insert a node whose parent exists; returns its stamp.
@@ -279,12 +273,12 @@ impl Tree {
         let mut out: Vec<Child> = entry
             .children
             .iter()
-            .map(|name| Child {
-                sequence: self
+            .map(|name| {
+                let sequence = self
                     .nodes
                     .get(&path::join(dir, name))
-                    .and_then(|c| c.sequence),
-                name: name.clone(),
+                    .and_then(|c| c.sequence);
+                Child::new(name.clone(), sequence)
             })
             .collect();
         // `children` is a BTreeSet, so the names are already sorted and a

@@ -21,7 +21,7 @@
 //!   update when a holder is paused.
 //! - `producer` / `consumer` — numbered items offered to a
 //!   [`coord::ReliableQueue`]; consumers take and ack.
-//! - `check DIR` — the checker ([`check`]) on a run's history.
+//! - `check DIR` — the checker ([`check`](mod@check)) on a run's history.
 //!
 //! Every process appends JSON lines to its own history file
 //! ([`history`]); the checker merges them by CLOCK_MONOTONIC time.

@@ -4,6 +4,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
+use coord_core::backoff::Backoff;
 use coord_core::SessionState;
 use futures_util::StreamExt;
 use redis::aio::PubSubStream;
@@ -61,7 +62,7 @@ pub(crate) async fn heartbeat(core: Arc<Core>) {
                 // The key is gone: the session is over on the server (it
                 // expired, was ended, or the server restarted without its
                 // data). `Expired` now: every hold's `lost()` resolves.
-                tracing::warn!(session = %core.sid, "redis session key gone: the session is over on the server");
+                tracing::debug!(session = %core.sid, "redis session key gone: the session is over on the server");
                 core.session_gone(&core.sid.clone(), false);
                 return;
             }
@@ -111,12 +112,13 @@ pub(crate) async fn notice_loop(core: Arc<Core>, mut stream: PubSubStream) {
         }
         core.hub.disconnected().await;
         tracing::warn!(session = %core.sid, "redis pub/sub connection lost; reconnecting");
-        let mut pause = Duration::from_millis(50);
+        let backoff = Backoff::new(Duration::from_millis(50), Duration::from_secs(1));
+        let mut attempt = 0;
         loop {
             if core.state.borrow().is_terminal() {
                 return;
             }
-            tokio::time::sleep(pause).await;
+            backoff.sleep(&mut attempt).await;
             match core.hub.connect().await {
                 Ok(s) => {
                     stream = s;
@@ -124,7 +126,6 @@ pub(crate) async fn notice_loop(core: Arc<Core>, mut stream: PubSubStream) {
                 }
                 Err(e) => {
                     tracing::debug!(error = %e, "redis pub/sub reconnect failed");
-                    pause = (pause * 2).min(Duration::from_secs(1));
                 }
             }
         }

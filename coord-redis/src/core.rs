@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use coord_core::backoff::Backoff;
 use coord_core::{Error, LeaseClock, Result, SessionState};
 use redis::aio::ConnectionManager;
 use redis::{Script, Value};
@@ -141,7 +142,8 @@ impl Core {
             true
         });
         if changed {
-            tracing::info!(session = %self.sid, "redis session expired");
+            // Logged once, by coord-core's `Session` (target `coord`).
+            tracing::trace!(session = %self.sid, "redis session expired");
         }
     }
 
@@ -160,7 +162,7 @@ impl Core {
             if *s != SessionState::Connected {
                 return false;
             }
-            tracing::warn!(session = %self.sid, "redis connection lost; session suspended");
+            tracing::debug!(session = %self.sid, "redis connection lost; session suspended");
             *s = SessionState::Suspended;
             true
         });
@@ -171,7 +173,7 @@ impl Core {
             if *s != SessionState::Suspended {
                 return false;
             }
-            tracing::info!(session = %self.sid, "redis connection back");
+            tracing::debug!(session = %self.sid, "redis connection back");
             *s = SessionState::Connected;
             true
         });
@@ -254,7 +256,8 @@ impl Core {
     /// reap its ephemeral nodes), retrying transport errors until it is
     /// done or `deadline` passes. Whether the server confirmed it.
     pub(crate) async fn end_until(&self, deadline: Option<Instant>) -> bool {
-        let mut pause = Duration::from_millis(50);
+        let backoff = Backoff::new(Duration::from_millis(50), Duration::from_secs(1));
+        let mut attempts = 0;
         loop {
             let attempt = self.maintain_once(&scripts::END, &self.sid);
             let outcome = match deadline {
@@ -276,11 +279,11 @@ impl Core {
             if deadline.is_some_and(|d| now >= d) {
                 return false;
             }
+            let pause = backoff.next(&mut attempts);
             let wake = after(now, pause).map(|w| deadline.map_or(w, |d| w.min(d)));
             if let Some(wake) = wake {
                 tokio::time::sleep_until(wake).await;
             }
-            pause = (pause * 2).min(Duration::from_secs(1));
         }
     }
 

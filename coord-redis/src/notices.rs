@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use coord_core::backoff::Backoff;
 use coord_core::{Error, Result};
 use redis::aio::{PubSubSink, PubSubStream};
 use tokio::sync::oneshot;
@@ -134,6 +135,9 @@ impl Hub {
     /// confirmed the subscription.
     pub(crate) async fn register(self: &Arc<Self>, channel: String) -> Result<Waiter> {
         let deadline = tokio::time::Instant::now().checked_add(self.patience);
+        // A poll for the link: a fixed step (first = cap), jittered.
+        let poll = Backoff::new(Duration::from_millis(50), Duration::from_millis(50));
+        let mut attempt = 0;
         loop {
             let mut link = self.link.lock().await;
             let Some(sink) = link.sink.clone() else {
@@ -143,7 +147,7 @@ impl Hub {
                         "the redis pub/sub connection is down".into(),
                     ));
                 }
-                tokio::time::sleep(Duration::from_millis(50)).await;
+                poll.sleep(&mut attempt).await;
                 continue;
             };
             let (tx, rx) = oneshot::channel();

@@ -48,12 +48,12 @@ pub(crate) fn decode_created(v: &Value) -> Result<Created> {
     match v {
         Value::Array(items) if items.len() == 4 => {
             let seq = int(&items[1], "create")?;
-            Ok(Created {
-                path: string(&items[0], "create")?,
-                sequence: u64::try_from(seq).ok(),
-                stamp: uint(&items[2], "create")?,
-                version: uint(&items[3], "create")?,
-            })
+            Ok(Created::new(
+                string(&items[0], "create")?,
+                u64::try_from(seq).ok(),
+                uint(&items[2], "create")?,
+                uint(&items[3], "create")?,
+            ))
         }
         other => Err(error::unexpected("create", other)),
     }
@@ -71,12 +71,12 @@ fn created_at(v: &Value, what: &str) -> Result<Option<SystemTime>> {
 /// The answer of the set scripts: `{version, stamp, ephemeral, created}`.
 pub(crate) fn decode_stat(v: &Value) -> Result<Stat> {
     match v {
-        Value::Array(items) if items.len() == 4 => Ok(Stat {
-            version: uint(&items[0], "set")?,
-            stamp: uint(&items[1], "set")?,
-            ephemeral: int(&items[2], "set")? == 1,
-            created_at: created_at(&items[3], "set")?,
-        }),
+        Value::Array(items) if items.len() == 4 => Ok(Stat::new(
+            uint(&items[0], "set")?,
+            uint(&items[1], "set")?,
+            int(&items[2], "set")? == 1,
+            created_at(&items[3], "set")?,
+        )),
         other => Err(error::unexpected("set", other)),
     }
 }
@@ -86,15 +86,15 @@ pub(crate) fn decode_stat(v: &Value) -> Result<Stat> {
 pub(crate) fn decode_node(v: &Value) -> Result<Option<Node>> {
     match v {
         Value::Nil => Ok(None),
-        Value::Array(items) if items.len() == 5 => Ok(Some(Node {
-            data: bytes(&items[0], "get")?,
-            stat: Stat {
-                version: uint(&items[1], "get")?,
-                stamp: uint(&items[2], "get")?,
-                ephemeral: int(&items[3], "get")? == 1,
-                created_at: created_at(&items[4], "get")?,
-            },
-        })),
+        Value::Array(items) if items.len() == 5 => Ok(Some(Node::new(
+            bytes(&items[0], "get")?,
+            Stat::new(
+                uint(&items[1], "get")?,
+                uint(&items[2], "get")?,
+                int(&items[3], "get")? == 1,
+                created_at(&items[4], "get")?,
+            ),
+        ))),
         other => Err(error::unexpected("get", other)),
     }
 }
@@ -106,10 +106,10 @@ pub(crate) fn decode_children(v: &Value) -> Result<Vec<Child>> {
     items
         .chunks(2)
         .map(|pair| match pair {
-            [name, score] => Ok(Child {
-                name: string(name, "children")?,
-                sequence: string(score, "children")?.parse::<u64>().ok(),
-            }),
+            [name, score] => Ok(Child::new(
+                string(name, "children")?,
+                string(score, "children")?.parse::<u64>().ok(),
+            )),
             _ => Err(error::unexpected("children", v)),
         })
         .collect()

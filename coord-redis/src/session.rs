@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use coord_core::backoff::Backoff;
 use coord_core::{
     path, Child, CreateMode, Created, Error, Fence, LeaseClock, Node, Op, OpResult,
     PrimitiveSession, Result, SessionId, SessionState, Stat, Watch,
@@ -189,7 +190,8 @@ impl PrimitiveSession for RedisSession {
         // Retried for a TTL at most: by then the session itself is over
         // unless the server answers (the lease ends it on the client).
         let deadline = after(Instant::now(), self.core.ttl);
-        let mut pause = Duration::from_millis(25);
+        let backoff = Backoff::new(Duration::from_millis(25), Duration::from_secs(1));
+        let mut attempt = 0;
         let mut last = first;
         while deadline.is_none_or(|d| Instant::now() < d) {
             tracing::debug!(%path, "redis create answer lost; looking for it before retrying");
@@ -197,8 +199,7 @@ impl PrimitiveSession for RedisSession {
                 Err(Error::ConnectionLost(e)) => last = Err(Error::ConnectionLost(e)),
                 done => return done,
             }
-            tokio::time::sleep(pause).await;
-            pause = (pause * 2).min(Duration::from_secs(1));
+            backoff.sleep(&mut attempt).await;
         }
         last
     }
@@ -297,6 +298,12 @@ impl PrimitiveSession for RedisSession {
                 self.core.call(&scripts::GUARDED, &args, version).await?;
                 Ok(OpResult::Deleted)
             }
+            // An op added to coord-core after this backend: refused
+            // before any I/O.
+            _ => Err(Error::NotSupported {
+                operation: "this guarded write",
+                backend: BACKEND,
+            }),
         }
     }
 

@@ -143,6 +143,10 @@ pub mod testing {
         options.validate()?;
         let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
         let mut last = String::from("never tried");
+        // A fixed step (first = cap), jittered.
+        let retry =
+            coord_core::backoff::Backoff::new(Duration::from_millis(50), Duration::from_millis(50));
+        let mut attempt = 0;
         while tokio::time::Instant::now() < deadline {
             let connected = options
                 .connector()
@@ -156,7 +160,7 @@ pub mod testing {
                     // Most likely the first client took the session back
                     // mid-handshake: try again.
                     last = e.to_string();
-                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    retry.sleep(&mut attempt).await;
                     continue;
                 }
                 Ok(client) => client,

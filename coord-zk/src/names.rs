@@ -32,9 +32,9 @@ pub(crate) fn sequence_of(name: &str) -> Option<u64> {
 pub(crate) fn into_children(names: Vec<String>) -> Vec<Child> {
     let mut children: Vec<Child> = names
         .into_iter()
-        .map(|name| Child {
-            sequence: sequence_of(&name),
-            name,
+        .map(|name| {
+            let sequence = sequence_of(&name);
+            Child::new(name, sequence)
         })
         .collect();
     children.sort_by(|a, b| match (a.sequence, b.sequence) {

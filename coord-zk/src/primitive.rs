@@ -2,8 +2,10 @@
 //! [`ZkSession`].
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
+use coord_core::backoff::Backoff;
 use coord_core::path::{name, parent};
 use coord_core::{
     Child, CreateMode, Created, Error, Fence, LeaseClock, Node, Op, OpResult, PrimitiveSession,
@@ -22,12 +24,14 @@ use crate::BACKEND;
 /// changed between the read and the multi.
 const MAX_FENCE_ROUNDS: usize = 16;
 
+/// ZooKeeper's mode for `mode`, by what it promises (ephemeral,
+/// sequential): so a mode added to coord-core maps by its nature too.
 fn zk_mode(mode: CreateMode) -> zk::CreateMode {
-    match mode {
-        CreateMode::Persistent => zk::CreateMode::Persistent,
-        CreateMode::PersistentSequential => zk::CreateMode::PersistentSequential,
-        CreateMode::Ephemeral => zk::CreateMode::Ephemeral,
-        CreateMode::EphemeralSequential => zk::CreateMode::EphemeralSequential,
+    match (mode.is_ephemeral(), mode.is_sequential()) {
+        (false, false) => zk::CreateMode::Persistent,
+        (false, true) => zk::CreateMode::PersistentSequential,
+        (true, false) => zk::CreateMode::Ephemeral,
+        (true, true) => zk::CreateMode::EphemeralSequential,
     }
 }
 
@@ -241,6 +245,10 @@ impl ZkSession {
                 (Op::Create { .. }, None) => Err(zk::Error::UnexpectedError(
                     "guarded create without a target".into(),
                 )),
+                // Refused by `guarded` before any I/O.
+                _ => Err(zk::Error::UnexpectedError(
+                    "a guarded write this backend does not know".into(),
+                )),
             });
         let op_target = op_target(op);
         if let Err(e) = added {
@@ -322,6 +330,8 @@ fn op_target(op: &Op) -> Target<'_> {
         Op::Set { path, version, .. } | Op::Delete { path, version } => {
             Target::versioned(path, *version)
         }
+        // Refused by `guarded` before any I/O; named by no path.
+        _ => Target::path(""),
     }
 }
 
@@ -393,10 +403,7 @@ impl PrimitiveSession for ZkSession {
 
     async fn get(&self, path: &str) -> Result<Option<Node>> {
         match self.read(|c| async move { c.get_data(path).await }).await {
-            Ok((data, stat)) => Ok(Some(Node {
-                data,
-                stat: stat_of(&stat),
-            })),
+            Ok((data, stat)) => Ok(Some(Node::new(data, stat_of(&stat)))),
             Err(zk::Error::NoNode) => Ok(None),
             Err(e) => Err(self.map(e, Target::path(path))),
         }
@@ -466,13 +473,17 @@ impl PrimitiveSession for ZkSession {
                     return Ok(());
                 }
                 // A data change: the node is still there; watch again.
+                // Through a connection loss, a fixed step (first = cap),
+                // jittered: the client queues the request until it is back.
+                let retry = Backoff::new(Duration::from_millis(100), Duration::from_millis(100));
+                let mut attempt = 0;
                 watcher = loop {
                     let client = client_in(&slot).map_err(|_| shared.ended_error())?;
                     match client.get_and_watch_data(&path).await {
                         Ok((_, stat, w)) if stat.czxid == stamp => break w,
                         Ok(_) | Err(zk::Error::NoNode) => return Ok(()),
                         Err(e) if is_connection_error(&e) && !shared.get().is_terminal() => {
-                            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                            retry.sleep(&mut attempt).await;
                         }
                         Err(e) => return Err(map_error(e, Target::path(&path))),
                     }
@@ -490,10 +501,7 @@ impl PrimitiveSession for ZkSession {
         let Some((data, stat, watcher)) = self.get_and_watch(path).await? else {
             return Ok(None);
         };
-        let node = Node {
-            data,
-            stat: stat_of(&stat),
-        };
+        let node = Node::new(data, stat_of(&stat));
         Ok(Some((node, watch_of(self.shared.clone(), watcher))))
     }
 
@@ -510,7 +518,15 @@ impl PrimitiveSession for ZkSession {
     async fn guarded(&self, fence: &Fence, op: Op) -> Result<OpResult> {
         let target = match &op {
             Op::Create { path, mode, .. } => Some(CreateTarget::new(path, *mode)),
-            _ => None,
+            Op::Set { .. } | Op::Delete { .. } => None,
+            // An op added to coord-core after this backend: refused
+            // before any I/O.
+            _ => {
+                return Err(Error::NotSupported {
+                    operation: "this guarded write",
+                    backend: BACKEND,
+                })
+            }
         };
         let mut retry = self.retry_clock();
         let mut fence_rounds = 0;

@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock, Weak};
 use std::time::Duration;
 
+use coord_core::backoff::Backoff;
 use coord_core::{Created, Error, LeaseClock, Result, SessionId, SessionState};
 use tokio::time::Instant;
 use zookeeper_client as zk;
@@ -15,10 +16,9 @@ use crate::names;
 use crate::options::ZkOptions;
 use crate::state::{self, Shared};
 
-/// The first pause before a retry after a connection loss; it doubles up to
-/// [`MAX_BACKOFF`].
-const FIRST_BACKOFF: Duration = Duration::from_millis(20);
-const MAX_BACKOFF: Duration = Duration::from_secs(1);
+/// The pauses before retries after a connection loss: 20 ms, doubling up to
+/// 1 s, with jitter.
+const BACKOFF: Backoff = Backoff::new(Duration::from_millis(20), Duration::from_secs(1));
 
 /// How many lease pings a session sends per session timeout (see
 /// [`ping`]): every `session_timeout / PINGS_PER_TIMEOUT`.
@@ -251,7 +251,7 @@ impl ZkSession {
     pub(crate) fn retry_clock(&self) -> Retry {
         Retry {
             deadline: after(self.retry_budget),
-            backoff: FIRST_BACKOFF,
+            attempt: 0,
         }
     }
 
@@ -261,8 +261,7 @@ impl ZkSession {
         if self.shared.get().is_terminal() || Instant::now() >= retry.deadline {
             return false;
         }
-        let wake = after(retry.backoff).min(retry.deadline);
-        retry.backoff = retry.backoff.saturating_mul(2).min(MAX_BACKOFF);
+        let wake = after(BACKOFF.next(&mut retry.attempt)).min(retry.deadline);
         // Requests sent while disconnected wait in the client for the next
         // connection, so a plain pause is enough; stop early if the session
         // ends meanwhile.
@@ -551,21 +550,17 @@ async fn state_until(
     state
 }
 
-/// A running retry budget: a deadline and the next pause.
+/// A running retry budget: a deadline and the attempts so far (of
+/// [`BACKOFF`]).
 #[derive(Debug)]
 pub(crate) struct Retry {
     deadline: Instant,
-    backoff: Duration,
+    attempt: u32,
 }
 
 /// The [`Created`] for a node at `path` with `stat`.
 pub(crate) fn created(path: String, sequence: Option<u64>, stat: &zk::Stat) -> Created {
-    Created {
-        path,
-        sequence,
-        stamp: stamp_of(stat),
-        version: version_of(stat),
-    }
+    Created::new(path, sequence, stamp_of(stat), version_of(stat))
 }
 
 /// The stamp: czxid, which increases with every create in the ensemble.
@@ -580,12 +575,12 @@ pub(crate) fn version_of(stat: &zk::Stat) -> u64 {
 
 /// coord's stat of a ZooKeeper stat.
 pub(crate) fn stat_of(stat: &zk::Stat) -> coord_core::Stat {
-    coord_core::Stat {
-        version: version_of(stat),
-        stamp: stamp_of(stat),
-        ephemeral: stat.ephemeral_owner != 0,
-        created_at: created_at_of(stat),
-    }
+    coord_core::Stat::new(
+        version_of(stat),
+        stamp_of(stat),
+        stat.ephemeral_owner != 0,
+        created_at_of(stat),
+    )
 }
 
 /// The creation time: `ctime`, milliseconds since the epoch by the clock of

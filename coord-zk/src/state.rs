@@ -42,7 +42,8 @@ impl Shared {
             if current.is_terminal() || *current == next {
                 false
             } else {
-                tracing::debug!(from = ?*current, to = ?next, "zk session state");
+                // Logged once, by coord-core's `Session` (target `coord`).
+                tracing::trace!(from = ?*current, to = ?next, "zk session state");
                 *current = next;
                 true
             }

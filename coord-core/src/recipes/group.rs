@@ -15,6 +15,7 @@ use crate::recipes::machinery::names;
 use crate::recipes::machinery::pending::PendingNode;
 use crate::recipes::machinery::retry::{backoff, list_retrying, list_watch_retrying, settle_watch};
 use crate::session::Session;
+use crate::telemetry::{self, Recipe};
 
 /// The marker of a member node joined without a name:
 /// `_c_<uuid>-member-<seq>`.
@@ -41,6 +42,7 @@ pub struct Group {
 
 /// One member as read from the server.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Member {
     /// The member node's name (its last path segment).
     pub name: String,
@@ -51,6 +53,7 @@ pub struct Member {
 /// A change seen by a [`GroupWatcher`]: the whole group after it, and who
 /// joined and left since the previous one.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct GroupChange {
     /// Every member now, by node name.
     pub members: Vec<Member>,
@@ -117,6 +120,16 @@ impl Group {
     }
 
     async fn join_at(&self, node: String, data: &[u8], mode: CreateMode) -> Result<Membership> {
+        let join = self.join_untraced(node, data, mode);
+        telemetry::operation(Recipe::Group, &self.session, &self.dir, join).await
+    }
+
+    async fn join_untraced(
+        &self,
+        node: String,
+        data: &[u8],
+        mode: CreateMode,
+    ) -> Result<Membership> {
         let mut pending = PendingNode::spawn(&self.session, node, data.to_vec(), mode);
         pending.created().await?;
         let created = pending.take().ok_or_else(|| {
@@ -249,6 +262,12 @@ impl GroupWatcher {
 #[derive(Debug)]
 pub struct Membership {
     held: HeldNode,
+}
+
+impl telemetry::Outcome for Membership {
+    fn holds(&mut self, f: &mut dyn FnMut(&mut HeldNode)) {
+        f(&mut self.held);
+    }
 }
 
 impl Membership {

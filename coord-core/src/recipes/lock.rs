@@ -17,6 +17,7 @@ use crate::recipes::machinery::wait::Wait;
 use crate::recipes::participants::{self, Contender};
 use crate::recipes::revocation;
 use crate::session::Session;
+use crate::telemetry::{self, Recipe};
 use crate::traits::Lockable;
 
 /// A distributed exclusive lock at a directory path.
@@ -130,9 +131,30 @@ impl Lock {
     /// Cancel safe: dropped at any point, the attempt's node is deleted (in
     /// the background), so no waiter is left queued and nothing is held.
     pub async fn acquire(&self) -> Result<LockGuard> {
-        let held = self.contender().acquire(Wait::Forever).await?;
-        held.map(LockGuard::from_held)
+        self.acquire_traced(Wait::Forever)
+            .await?
             .ok_or_else(|| Error::backend(self.session.backend(), "wait ended without a hold"))
+    }
+
+    /// Acquire per `wait`, without telemetry: for recipes built on this
+    /// lock that report their own acquire (a semaphore's internal lock).
+    pub(crate) async fn acquire_quietly(&self, wait: Wait) -> Result<Option<LockGuard>> {
+        Ok(self
+            .contender()
+            .acquire(wait)
+            .await?
+            .map(LockGuard::from_held))
+    }
+
+    /// Acquire per `wait`, in the acquire's span (see [`crate::telemetry`]).
+    async fn acquire_traced(&self, wait: Wait) -> Result<Option<LockGuard>> {
+        telemetry::operation(
+            Recipe::Lock,
+            &self.session,
+            &self.dir,
+            self.acquire_quietly(wait),
+        )
+        .await
     }
 
     /// Take the lock only if that needs no waiting; `None` when it is held
@@ -144,11 +166,7 @@ impl Lock {
     /// # Cancel safety
     /// Cancel safe, as [`Lock::acquire`].
     pub async fn try_acquire(&self) -> Result<Option<LockGuard>> {
-        Ok(self
-            .contender()
-            .acquire(Wait::No)
-            .await?
-            .map(LockGuard::from_held))
+        self.acquire_traced(Wait::No).await
     }
 
     /// Wait at most `timeout` for the lock.
@@ -160,8 +178,8 @@ impl Lock {
     /// # Cancel safety
     /// Cancel safe, as [`Lock::acquire`].
     pub async fn acquire_timeout(&self, timeout: Duration) -> Result<LockGuard> {
-        let held = self.contender().acquire(Wait::timeout(timeout)?).await?;
-        held.map(LockGuard::from_held)
+        self.acquire_traced(Wait::timeout(timeout)?)
+            .await?
             .ok_or(Error::Timeout(timeout))
     }
 }
@@ -283,6 +301,15 @@ impl LockGuard {
 }
 
 crate::traits::impl_hold!(LockGuard, |g| g.held(), release);
+
+impl telemetry::Outcome for LockGuard {
+    fn holds(&mut self, f: &mut dyn FnMut(&mut HeldNode)) {
+        // A shared (re-entered) hold is followed through its owner's.
+        if let Inner::Node(h) = &mut self.0 {
+            f(h);
+        }
+    }
+}
 
 #[async_trait]
 impl Lockable for Lock {

@@ -21,6 +21,7 @@ pub enum ContenderState {
 /// One participant of a lock-like recipe or an election, as read from the
 /// server by `participants()`.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Contender {
     /// The participant's node (full path).
     pub node: String,
@@ -40,6 +41,24 @@ pub struct Contender {
 }
 
 impl Contender {
+    /// A contender with these fields (see each field's docs): for code that
+    /// formats or tests contenders without a server.
+    pub fn new(
+        node: String,
+        data: Vec<u8>,
+        state: ContenderState,
+        stamp: u64,
+        created_at: Option<SystemTime>,
+    ) -> Self {
+        Contender {
+            node,
+            data,
+            state,
+            stamp,
+            created_at,
+        }
+    }
+
     /// Whether it holds.
     pub fn is_holding(&self) -> bool {
         self.state == ContenderState::Holding

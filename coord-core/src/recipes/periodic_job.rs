@@ -33,6 +33,7 @@ use crate::path;
 use crate::primitive::{Fence, Node, Op};
 use crate::recipes::lock::{Lock, LockGuard};
 use crate::session::Session;
+use crate::telemetry;
 
 /// The index of the period of length `period` that `now` falls in:
 /// whole periods since the Unix epoch (6-hour periods start at 00:00,
@@ -56,6 +57,7 @@ pub fn period_index(now: SystemTime, period: Duration) -> u64 {
 /// What to do with a period whose runner died (or whose job failed)
 /// before recording it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum OnCrash {
     /// Another instance that asks for the same period runs it again.
     #[default]
@@ -66,6 +68,7 @@ pub enum OnCrash {
 
 /// What [`PeriodicJob::run`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum RunOutcome<T, E> {
     /// This instance ran the job and recorded the period.
     Ran(T),
@@ -194,13 +197,17 @@ impl PeriodicJob {
         F: FnOnce(RunContext) -> Fut,
         Fut: Future<Output = std::result::Result<T, E>>,
     {
-        if let Some(last) = self.last_run().await? {
-            if last >= period {
-                return Ok(RunOutcome::AlreadyDone { last });
+        let run = async {
+            if let Some(last) = self.last_run().await? {
+                if last >= period {
+                    return Ok(RunOutcome::AlreadyDone { last });
+                }
             }
-        }
-        let guard = self.lock.acquire().await?;
-        self.run_held(guard, period, job).await
+            let guard = self.lock.acquire().await?;
+            self.run_held(guard, period, job).await
+        };
+        let dir = path::parent(&self.last);
+        telemetry::period(&self.session, dir, period, run, outcome_name).await
     }
 
     /// [`PeriodicJob::run`] without waiting: [`RunOutcome::Busy`] when
@@ -216,15 +223,19 @@ impl PeriodicJob {
         F: FnOnce(RunContext) -> Fut,
         Fut: Future<Output = std::result::Result<T, E>>,
     {
-        if let Some(last) = self.last_run().await? {
-            if last >= period {
-                return Ok(RunOutcome::AlreadyDone { last });
+        let run = async {
+            if let Some(last) = self.last_run().await? {
+                if last >= period {
+                    return Ok(RunOutcome::AlreadyDone { last });
+                }
             }
-        }
-        match self.lock.try_acquire().await? {
-            Some(guard) => self.run_held(guard, period, job).await,
-            None => Ok(RunOutcome::Busy),
-        }
+            match self.lock.try_acquire().await? {
+                Some(guard) => self.run_held(guard, period, job).await,
+                None => Ok(RunOutcome::Busy),
+            }
+        };
+        let dir = path::parent(&self.last);
+        telemetry::period(&self.session, dir, period, run, outcome_name).await
     }
 
     async fn run_held<F, Fut, T, E>(
@@ -316,5 +327,16 @@ impl PeriodicJob {
             }
             Err(e) => Err(e),
         }
+    }
+}
+
+/// The `outcome` field of a period's telemetry event.
+fn outcome_name<T, E>(outcome: &RunOutcome<T, E>) -> &'static str {
+    match outcome {
+        RunOutcome::Ran(_) => "ran",
+        RunOutcome::Failed(_) => "failed",
+        RunOutcome::AlreadyDone { .. } => "already_done",
+        RunOutcome::Abandoned { .. } => "abandoned",
+        RunOutcome::Busy => "busy",
     }
 }

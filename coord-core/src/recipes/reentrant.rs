@@ -13,6 +13,7 @@ use crate::recipes::lock::LockGuard;
 use crate::recipes::machinery::held::lost_at;
 use crate::recipes::participants::Contender;
 use crate::session::Session;
+use crate::telemetry::{self, Recipe};
 use crate::traits::Lockable;
 
 /// Any [`Lockable`], made reentrant for one **owner**: while the owner
@@ -178,6 +179,17 @@ impl<L: Lockable> ReentrantLock<L> {
     /// # Cancel safety
     /// Cancel safe, as the underlying acquire.
     pub async fn acquire(&self) -> Result<LockGuard> {
+        self.traced(self.acquire_untraced()).await
+    }
+
+    /// Run `op` in the span of this lock's acquire (see
+    /// [`crate::telemetry`]); the underlying lock reports the rest.
+    async fn traced<T>(&self, op: impl std::future::Future<Output = T>) -> T {
+        let lock = &self.owner.lock;
+        telemetry::in_span(Recipe::Reentrant, lock.session(), lock.path(), op).await
+    }
+
+    async fn acquire_untraced(&self) -> Result<LockGuard> {
         if let Some(g) = self.live_hold().await? {
             return Ok(g);
         }
@@ -198,6 +210,10 @@ impl<L: Lockable> ReentrantLock<L> {
     /// # Cancel safety
     /// Cancel safe, as the underlying acquire.
     pub async fn try_acquire(&self) -> Result<Option<LockGuard>> {
+        self.traced(self.try_acquire_untraced()).await
+    }
+
+    async fn try_acquire_untraced(&self) -> Result<Option<LockGuard>> {
         if let Some(g) = self.live_hold().await? {
             return Ok(Some(g));
         }
@@ -225,6 +241,10 @@ impl<L: Lockable> ReentrantLock<L> {
     /// Cancel safe, as the underlying acquire.
     pub async fn acquire_timeout(&self, timeout: Duration) -> Result<LockGuard> {
         crate::limits::check_timeout(timeout)?;
+        self.traced(self.acquire_timeout_untraced(timeout)).await
+    }
+
+    async fn acquire_timeout_untraced(&self, timeout: Duration) -> Result<LockGuard> {
         if let Some(g) = self.live_hold().await? {
             return Ok(g);
         }

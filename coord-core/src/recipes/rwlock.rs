@@ -15,6 +15,7 @@ use crate::recipes::machinery::stats::Stats;
 use crate::recipes::machinery::wait::Wait;
 use crate::recipes::participants::{self, Contender};
 use crate::session::Session;
+use crate::telemetry::{self, Recipe};
 use crate::traits::Lockable;
 
 /// A distributed read/write lock at a directory path.
@@ -122,7 +123,13 @@ impl RwLock {
                 &blocks_reader
             },
         };
-        Ok(c.acquire(wait).await?.map(LockGuard::from_held))
+        let recipe = if write {
+            Recipe::WriteLock
+        } else {
+            Recipe::ReadLock
+        };
+        let acquire = async { Ok(c.acquire(wait).await?.map(LockGuard::from_held)) };
+        telemetry::operation(recipe, &self.session, &self.dir, acquire).await
     }
 
     fn must(&self, g: Option<LockGuard>) -> Result<LockGuard> {

@@ -17,6 +17,7 @@ use crate::recipes::machinery::stats::Stats;
 use crate::recipes::machinery::wait::Wait;
 use crate::recipes::participants::{self, Contender, ContenderState};
 use crate::session::Session;
+use crate::telemetry::{self, Recipe};
 use crate::traits::Lockable;
 
 /// A distributed semaphore: at most `max_leases` leases are held at once,
@@ -104,6 +105,12 @@ impl Lease {
 }
 
 crate::traits::impl_hold!(Lease, |l| &l.0, release);
+
+impl telemetry::Outcome for Lease {
+    fn holds(&mut self, f: &mut dyn FnMut(&mut HeldNode)) {
+        f(&mut self.0);
+    }
+}
 
 impl Semaphore {
     /// A semaphore at `path` with `max_leases` leases. Every process using
@@ -206,19 +213,11 @@ impl Semaphore {
         Ok(())
     }
 
+    /// The internal lock, per `wait` (`Err(Timeout(d))` past its
+    /// deadline); reported as part of the semaphore's acquire, not as a
+    /// lock of its own.
     async fn take_lock(&self, wait: Wait) -> Result<Option<LockGuard>> {
-        match wait {
-            Wait::No => self.lock.try_acquire().await,
-            Wait::Forever => self.lock.acquire().await.map(Some),
-            Wait::Until(deadline, d) => {
-                let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-                match self.lock.acquire_timeout(left).await {
-                    Ok(g) => Ok(Some(g)),
-                    Err(Error::Timeout(_)) => Err(Error::Timeout(d)),
-                    Err(e) => Err(e),
-                }
-            }
-        }
+        self.lock.acquire_quietly(wait).await
     }
 
     /// One lease while holding the internal lock; `None` when `Wait::No`
@@ -282,6 +281,12 @@ impl Semaphore {
 
     async fn acquire_inner(&self, qty: u32, wait: Wait) -> Result<Option<Vec<Lease>>> {
         self.check_qty(qty)?;
+        let acquire = self.leases(qty, wait);
+        telemetry::operation(Recipe::Semaphore, &self.session, &self.dir, acquire).await
+    }
+
+    /// `qty` leases per `wait`, all or nothing.
+    async fn leases(&self, qty: u32, wait: Wait) -> Result<Option<Vec<Lease>>> {
         let mut got = Vec::with_capacity(qty as usize);
         for _ in 0..qty {
             match self.one_lease(wait).await {

@@ -16,6 +16,7 @@ use crate::recipes::machinery::stats::Stats;
 use crate::recipes::machinery::wait::Wait;
 use crate::recipes::participants::{self, Contender, ContenderState};
 use crate::session::Session;
+use crate::telemetry::{self, Recipe};
 use crate::traits::Lockable;
 
 /// The paper's simple lock: whoever creates the ephemeral node
@@ -82,6 +83,11 @@ impl SimpleLock {
     }
 
     async fn acquire_inner(&self, wait: Wait) -> Result<Option<LockGuard>> {
+        let acquire = self.acquire_untraced(wait);
+        telemetry::operation(Recipe::SimpleLock, &self.session, &self.dir, acquire).await
+    }
+
+    async fn acquire_untraced(&self, wait: Wait) -> Result<Option<LockGuard>> {
         loop {
             let mut pending = PendingNode::spawn(
                 &self.session,

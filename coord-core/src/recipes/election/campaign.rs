@@ -16,6 +16,7 @@ use crate::recipes::machinery::pending::PendingNode;
 use crate::recipes::machinery::retry::{backoff, list_retrying};
 use crate::recipes::machinery::stats::Stats;
 use crate::session::Session;
+use crate::telemetry::{self, Recipe};
 
 /// The marker of an offer node in the default layout, Curator
 /// `LeaderLatch`'s, after the protected prefix: `_c_<uuid>-latch-<seq>`.
@@ -73,6 +74,16 @@ impl Candidate<'_> {
     /// `ELECTED_COMPLETE`), and puts the offer's path in `slot` once it is
     /// known.
     pub(crate) async fn campaign(
+        &self,
+        value: &[u8],
+        emit: &mut (dyn FnMut(ElectionEvent) + Send),
+        slot: &Arc<Mutex<Option<String>>>,
+    ) -> Result<HeldNode> {
+        let run = self.campaign_untraced(value, emit, slot);
+        telemetry::operation(Recipe::Election, self.session, self.dir, run).await
+    }
+
+    async fn campaign_untraced(
         &self,
         value: &[u8],
         emit: &mut (dyn FnMut(ElectionEvent) + Send),

@@ -69,6 +69,7 @@ pub struct Election {
 
 /// The current leader as read from the server.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Leader {
     /// The leader's offer node (full path).
     pub node: String,

@@ -16,6 +16,7 @@ use crate::session::Session;
 
 /// A snapshot of a [`Participant`].
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ParticipantStatus {
     /// The state.
     pub state: ElectionState,

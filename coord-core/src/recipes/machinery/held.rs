@@ -5,6 +5,7 @@ use crate::primitive::{Created, Fence, Op, OpResult};
 use crate::recipes::machinery::pending::{delete_in_background, delete_own, delete_until_gone};
 use crate::recipes::machinery::retry;
 use crate::session::Session;
+use crate::telemetry::Tracker;
 
 /// A node held by a session: the thing behind every guard (a lock, a lease,
 /// a leadership). Deleting it gives up the hold; losing it (the session
@@ -19,6 +20,8 @@ pub struct HeldNode {
     session: Session,
     node: Created,
     released: bool,
+    /// Says how the hold ended, when telemetry follows it.
+    track: Option<Tracker>,
 }
 
 impl HeldNode {
@@ -27,6 +30,24 @@ impl HeldNode {
             session,
             node,
             released: false,
+            track: None,
+        }
+    }
+
+    /// Have `tracker` follow this hold (see [`crate::telemetry`]).
+    pub(crate) fn follow(&mut self, tracker: Tracker) {
+        self.track = Some(tracker);
+    }
+
+    fn ended_released(&self, in_background: bool) {
+        if let Some(t) = &self.track {
+            t.released(&self.session, in_background);
+        }
+    }
+
+    fn ended_lost(&self, why: &Error) {
+        if let Some(t) = &self.track {
+            t.lost(&self.session, why);
         }
     }
 
@@ -78,7 +99,9 @@ impl HeldNode {
     /// # Cancel safety
     /// Cancel safe: it only watches.
     pub async fn lost(&self) -> Error {
-        lost_at(&self.session, &self.node.path).await
+        let why = lost_at(&self.session, &self.node.path).await;
+        self.ended_lost(&why);
+        why
     }
 
     /// Give up the hold: delete the node. Through a connection loss the
@@ -106,21 +129,26 @@ impl HeldNode {
             match delete_own(&self.session, &self.node).await {
                 Ok(()) => {
                     self.released = true;
+                    self.ended_released(false);
                     return Ok(());
                 }
                 // After a lost answer, "gone" may be our own delete landing.
                 Err(Error::NotFound { .. }) if tried => {
                     self.released = true;
+                    self.ended_released(false);
                     return Ok(());
                 }
                 Err(Error::NotFound { .. }) => {
                     self.released = true;
-                    return Err(Error::LockLost {
+                    let lost = Error::LockLost {
                         path: self.node.path.clone(),
-                    });
+                    };
+                    self.ended_lost(&lost);
+                    return Err(lost);
                 }
                 Err(e) if e.is_session_end() => {
                     self.released = true;
+                    self.ended_lost(&e);
                     return Err(e);
                 }
                 Err(e) if e.is_retryable() => {
@@ -137,6 +165,7 @@ impl HeldNode {
     /// Delete the node, treating "already gone" as done.
     pub(crate) async fn discard(mut self) -> Result<()> {
         self.released = true;
+        self.ended_released(false);
         delete_until_gone(&self.session, &self.node).await
     }
 }
@@ -145,7 +174,7 @@ impl HeldNode {
 /// see [`HeldNode::lost`].
 pub(crate) async fn lost_at(session: &Session, path: &str) -> Error {
     let gone = async {
-        let mut backoff = std::time::Duration::from_millis(20);
+        let mut attempt = 0;
         loop {
             match session.wait_gone(path).await {
                 Ok(()) => {
@@ -153,10 +182,7 @@ pub(crate) async fn lost_at(session: &Session, path: &str) -> Error {
                         path: path.to_owned(),
                     }
                 }
-                Err(e) if e.is_retryable() => {
-                    tokio::time::sleep(backoff).await;
-                    backoff = (backoff * 2).min(std::time::Duration::from_secs(1));
-                }
+                Err(e) if e.is_retryable() => retry::backoff(&mut attempt).await,
                 Err(e) => return e,
             }
         }
@@ -169,6 +195,8 @@ pub(crate) async fn lost_at(session: &Session, path: &str) -> Error {
 
 impl Drop for HeldNode {
     fn drop(&mut self) {
+        // A no-op when the hold already ended (released or found lost).
+        self.ended_released(true);
         if !self.released {
             delete_in_background(self.session.clone(), self.node.clone());
         }

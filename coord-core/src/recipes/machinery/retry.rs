@@ -1,17 +1,15 @@
 //! Reads that recipes retry while the connection is down, and the small
 //! helpers around them.
 
-use std::time::Duration;
-
+use crate::backoff::Backoff;
 use crate::error::{Error, Result};
 use crate::primitive::{Child, Watch};
 use crate::session::Session;
 
-/// Backoff between retries of a read that failed with a retryable error.
+/// Backoff between retries of a read that failed with a retryable error:
+/// [`Backoff::RECIPES`] (20 ms, doubling to 1 s, with jitter).
 pub(crate) async fn backoff(attempt: &mut u32) {
-    let ms = 20u64 << (*attempt).min(5);
-    *attempt += 1;
-    tokio::time::sleep(Duration::from_millis(ms.min(1000))).await;
+    Backoff::RECIPES.sleep(attempt).await;
 }
 
 /// Wait before retrying a write that failed with a retryable error: the

@@ -17,6 +17,7 @@ use crate::recipes::machinery::wait::Wait;
 use crate::recipes::queue::cache::Cache;
 use crate::recipes::queue::claim::{try_claim, Claim};
 use crate::session::Session;
+use crate::telemetry::{self, Recipe};
 
 /// The marker of an item node: `_c_<uuid>-item-<seq>`.
 pub const ITEM_MARKER: &str = "item-";
@@ -90,6 +91,10 @@ impl Drop for Engine {
 
 type CacheGuard = tokio::sync::OwnedMutexGuard<Cache>;
 
+/// A take's item; a reliable queue's lease is followed by its delivery,
+/// not as a hold.
+impl telemetry::Outcome for Got {}
+
 /// What a take got.
 pub(crate) enum Got {
     /// Plain mode: the item, removed from the queue.
@@ -153,7 +158,12 @@ impl Engine {
         loop {
             self.stats.listed();
             match self.session.children(dir).await {
-                Ok(c) => return Ok(names_of(c)),
+                Ok(c) => {
+                    if dir == self.items {
+                        telemetry::queue_depth(&self.session, &self.dir, c.len());
+                    }
+                    return Ok(names_of(c));
+                }
                 Err(Error::NotFound { .. }) => return Ok(Vec::new()),
                 Err(e) if e.is_retryable() => backoff(&mut attempt).await,
                 Err(e) => return Err(e),
@@ -187,10 +197,18 @@ impl Engine {
     /// past its timeout. The take loop is cancel safe, so it is simply
     /// dropped then.
     pub(crate) async fn take(self: &Arc<Self>, wait: Wait) -> Result<Option<Got>> {
-        match wait.within(self.take_loop(wait)).await {
-            Some(r) => r,
-            None => Err(Error::Timeout(wait.length())),
-        }
+        let take = async {
+            match wait.within(self.take_loop(wait)).await {
+                Some(r) => r,
+                None => Err(Error::Timeout(wait.length())),
+            }
+        };
+        let recipe = if self.reliable {
+            Recipe::ReliableQueue
+        } else {
+            Recipe::Queue
+        };
+        telemetry::operation(recipe, &self.session, &self.dir, take).await
     }
 
     /// The take loop: try the cached names in order; when they run out,
@@ -236,6 +254,7 @@ impl Engine {
             // a change unless something arrived meanwhile.
             self.stats.listed();
             let (items, items_changed) = list_watch_retrying(&self.session, &self.items).await?;
+            telemetry::queue_depth(&self.session, &self.dir, items.len());
             let claims_changed = if self.reliable {
                 self.stats.listed();
                 let (claims, w) = list_watch_retrying(&self.session, &self.claims).await?;
