@@ -40,6 +40,14 @@ impl ParseDurationError {
 /// refused (is `30` seconds or milliseconds?). Any input gives a duration
 /// or an error, never a panic; a sum past [`Duration::MAX`] is an error.
 ///
+/// Each part is read by [`humantime::parse_duration`]; this function
+/// splits the input into parts and keeps coord's narrower grammar (the
+/// five units above, no spaces, no bare number). What humantime cannot
+/// represent exactly is an error here too: a part finer than a nanosecond,
+/// a fraction of an hour or a day that is not a whole number of seconds
+/// (`0.001d`), or more than `u64::MAX` nanoseconds in `ms` (about 584
+/// years: write such a duration in larger units).
+///
 /// This accepts any representable duration: to check one against the
 /// limits of its use, use [`parse_timeout`], [`parse_session_timeout`] or
 /// [`parse_period`].
@@ -68,36 +76,27 @@ pub fn parse_duration(input: &str) -> Result<Duration, ParseDurationError> {
         let num_len = rest
             .find(|c: char| !(c.is_ascii_digit() || c == '.'))
             .unwrap_or(rest.len());
-        let (num, after) = rest.split_at(num_len);
-        if num.is_empty() {
+        if num_len == 0 {
             return Err(bad("expected a number"));
         }
-        let unit_len = after
+        let unit_len = rest[num_len..]
             .find(|c: char| !c.is_ascii_alphabetic())
-            .unwrap_or(after.len());
-        let (unit, after) = after.split_at(unit_len);
-        let secs_per_unit: f64 = match unit {
-            "ms" => 0.001,
-            "s" => 1.0,
-            "m" => 60.0,
-            "h" => 3600.0,
-            "d" => 86400.0,
+            .unwrap_or(rest.len() - num_len);
+        let (part, after) = rest.split_at(num_len + unit_len);
+        match &part[num_len..] {
+            "ms" | "s" | "m" | "h" | "d" => {}
             "" => return Err(bad("a number needs a unit (ms, s, m, h or d)")),
             _ => return Err(bad("unknown unit (use ms, s, m, h or d)")),
-        };
-        let value = if num.contains('.') {
-            let v: f64 = num.parse().map_err(|_| bad("not a number"))?;
-            Duration::try_from_secs_f64(v * secs_per_unit).map_err(|_| huge())?
-        } else {
-            let v: u64 = num.parse().map_err(|_| huge())?;
-            if unit == "ms" {
-                Duration::from_millis(v)
-            } else {
-                // Whole seconds per unit for s, m, h, d.
-                let per = secs_per_unit as u64;
-                Duration::from_secs(v.checked_mul(per).ok_or_else(huge)?)
-            }
-        };
+        }
+        // One part at a time: humantime adds parts up itself, but its sum
+        // can panic at `Duration::MAX`; `checked_add` cannot.
+        let value = humantime::parse_duration(part).map_err(|e| match e {
+            humantime::DurationError::NumberOverflow => ParseDurationError::new(
+                input,
+                "it is out of range, or not a whole number of nanoseconds",
+            ),
+            _ => bad("not a number"),
+        })?;
         total = total.checked_add(value).ok_or_else(huge)?;
         rest = after;
     }
@@ -248,6 +247,17 @@ mod tests {
             assert!(parse_duration(s).is_err(), "{s:?} was accepted");
         }
         assert!(parse_duration("99999999999999999999d").is_err());
+        // humantime's other units and spellings stay refused.
+        for s in ["1sec", "2min", "1w", "1M", "1y", "10us", "10ns", "1 h 2 m"] {
+            assert!(parse_duration(s).is_err(), "{s:?} was accepted");
+        }
+        // Parts adding up to exactly one second past `Duration::MAX`'s
+        // seconds: an error, not a panic.
+        assert!(parse_duration("18446744073709551615s0.5s0.5s").is_err());
+        assert_eq!(
+            parse_duration("18446744073709551615s0.5s"),
+            Ok(Duration::new(u64::MAX, 500_000_000))
+        );
         let e = parse_duration("30").err().map(|e| e.to_string());
         assert!(e.is_some_and(|e| e.contains("unit")));
     }
@@ -356,7 +366,12 @@ mod tests {
                     .map(|(n, (_, per))| u128::from(*n) * per)
                     .sum();
                 let got = parse_duration(&text);
-                if nanos <= MAX_NANOS {
+                // humantime counts a part in `ms` in u64 nanoseconds: more
+                // (about 584 years) is refused, though Duration holds it.
+                let fits = parts
+                    .iter()
+                    .all(|(n, (u, _))| *u != "ms" || n.checked_mul(1_000_000).is_some());
+                if nanos <= MAX_NANOS && fits {
                     prop_assert_eq!(got.map(|d| d.as_nanos()), Ok(nanos), "{}", text);
                 } else {
                     prop_assert!(got.is_err(), "{text} gave {got:?}");

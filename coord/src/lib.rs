@@ -129,6 +129,9 @@ pub mod prelude {
 
 /// The recipes' foundation: the primitive contract a backend implements.
 pub use coord_core as core;
+/// What lives at a path: [`inspect::inspect`] (holders, waiters, leader,
+/// members, queue length and head, a job's last run).
+pub use coord_core::inspect;
 /// The in-process backend (always compiled in).
 pub use coord_mem as mem;
 

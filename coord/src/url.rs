@@ -303,27 +303,26 @@ fn redis(p: &Pieces<'_>) -> Result<coord_redis::RedisOptions, String> {
     Ok(options)
 }
 
-/// Decode `%XX` escapes (user names and passwords in URLs).
+/// Decode `%XX` escapes (user names and passwords in URLs), with the
+/// `percent-encoding` crate. That crate passes a malformed escape through
+/// as it is; here it is an error, since a password with a stray `%` was
+/// most likely meant to be escaped. No message quotes `s` (a password).
 #[cfg(any(feature = "etcd", test))]
 fn percent_decode(s: &str) -> Result<String, String> {
     let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = bytes
+    let malformed = bytes.iter().enumerate().any(|(i, b)| {
+        *b == b'%'
+            && !bytes
                 .get(i + 1..i + 3)
-                .and_then(|h| std::str::from_utf8(h).ok())
-                .and_then(|h| u8::from_str_radix(h, 16).ok())
-                .ok_or("a '%' not followed by two hex digits in the user info")?;
-            out.push(hex);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
+                .is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit))
+    });
+    if malformed {
+        return Err("a '%' not followed by two hex digits in the user info".into());
     }
-    String::from_utf8(out).map_err(|_| "the user info is not UTF-8 once decoded".into())
+    percent_encoding::percent_decode_str(s)
+        .decode_utf8()
+        .map(std::borrow::Cow::into_owned)
+        .map_err(|_| "the user info is not UTF-8 once decoded".into())
 }
 
 #[cfg(test)]
@@ -415,6 +414,15 @@ mod tests {
         assert_eq!(percent_decode("p%40ss%3Aw").as_deref(), Ok("p@ss:w"));
         assert!(percent_decode("%4").is_err());
         assert!(percent_decode("%zz").is_err());
+        assert!(percent_decode("ab%").is_err());
+        assert!(percent_decode("%ff").is_err());
+        assert_eq!(percent_decode("%C3%A9%25").as_deref(), Ok("\u{e9}%"));
+        assert_eq!(percent_decode("plain").as_deref(), Ok("plain"));
+        // The reasons never quote the secret.
+        for bad in ["s3cret%4", "s3cret%zz", "s3cret%ff"] {
+            let e = percent_decode(bad).err().unwrap_or_default();
+            assert!(!e.is_empty() && !e.contains("s3cret"), "{e}");
+        }
     }
 
     #[cfg(feature = "zk")]
