@@ -2,51 +2,73 @@
 //! [--queue-items N] [--barrier-rounds N] [--mixed-ops N]`: run every
 //! workload against the server `url` names (it starts none) and write
 //! `<backend>.md` and `<backend>.json` to DIR (default `bench-results`).
+//! `--help` lists the flags.
 
 use std::process::ExitCode;
 
+use clap::Parser;
 use coord_bench::Config;
 
-const USAGE: &str =
-    "usage: coord-bench --url <mem://|zk://h:p|etcd://h:p|redis://h:p> [--out DIR] [--smoke] \
-[--cycles N] [--handoffs N] [--queue-items N] [--barrier-rounds N] [--mixed-ops N]";
+/// Run every workload against the server `--url` names (it starts none)
+/// and write `<backend>.md` and `<backend>.json` to `--out`.
+#[derive(Debug, Parser)]
+#[command(name = "coord-bench", version)]
+struct Args {
+    /// The server: mem://, zk://HOST:PORT, etcd://HOST:PORT or
+    /// redis://HOST:PORT.
+    #[arg(long)]
+    url: String,
+    /// Where to write the results.
+    #[arg(long, default_value = "bench-results")]
+    out: String,
+    /// A few operations of every workload (the sizes the test suite runs);
+    /// the flags below still override it.
+    #[arg(long)]
+    smoke: bool,
+    /// W1: acquire + release cycles (and the raw round trips).
+    #[arg(long, value_name = "N")]
+    cycles: Option<usize>,
+    /// W2: acquisitions per case.
+    #[arg(long, value_name = "N")]
+    handoffs: Option<usize>,
+    /// W6: items (the drain check runs with this and twice this).
+    #[arg(long, value_name = "N")]
+    queue_items: Option<usize>,
+    /// W7: barrier rounds per size.
+    #[arg(long, value_name = "N")]
+    barrier_rounds: Option<usize>,
+    /// W3 / W4: operations per session.
+    #[arg(long, value_name = "N")]
+    mixed_ops: Option<usize>,
+}
 
-fn parse() -> Result<(String, String, Config), String> {
-    let mut url = None;
-    let mut out = "bench-results".to_owned();
-    let mut cfg = Config::full();
-    let mut args = std::env::args().skip(1);
-    let num = |v: Option<String>, name: &str| -> Result<usize, String> {
-        v.ok_or(format!("{name} needs a value"))?
-            .parse()
-            .map_err(|e| format!("{name}: {e}"))
-    };
-    while let Some(a) = args.next() {
-        match a.as_str() {
-            "--url" => url = args.next(),
-            "--out" => out = args.next().ok_or("--out needs a value")?,
-            "--smoke" => cfg = Config::smoke(),
-            "--cycles" => cfg.cycles = num(args.next(), "--cycles")?,
-            "--handoffs" => cfg.handoffs = num(args.next(), "--handoffs")?,
-            "--queue-items" => cfg.queue_items = num(args.next(), "--queue-items")?,
-            "--barrier-rounds" => cfg.barrier_rounds = num(args.next(), "--barrier-rounds")?,
-            "--mixed-ops" => cfg.mixed_ops = num(args.next(), "--mixed-ops")?,
-            "-h" | "--help" => return Err(USAGE.into()),
-            other => return Err(format!("unknown argument {other:?}\n{USAGE}")),
-        }
+impl Args {
+    /// The run's sizes: full or smoke, with the flags given applied.
+    fn config(&self) -> Config {
+        let mut cfg = if self.smoke {
+            Config::smoke()
+        } else {
+            Config::full()
+        };
+        let set = |field: &mut usize, flag: Option<usize>| {
+            if let Some(n) = flag {
+                *field = n;
+            }
+        };
+        set(&mut cfg.cycles, self.cycles);
+        set(&mut cfg.handoffs, self.handoffs);
+        set(&mut cfg.queue_items, self.queue_items);
+        set(&mut cfg.barrier_rounds, self.barrier_rounds);
+        set(&mut cfg.mixed_ops, self.mixed_ops);
+        cfg
     }
-    let url = url.ok_or(format!("--url is required\n{USAGE}"))?;
-    Ok((url, out, cfg))
 }
 
 fn main() -> ExitCode {
-    let (url, out, cfg) = match parse() {
-        Ok(x) => x,
-        Err(e) => {
-            eprintln!("{e}");
-            return ExitCode::from(2);
-        }
-    };
+    // Bad flags: clap prints the usage and exits with 2.
+    let args = Args::parse();
+    let cfg = args.config();
+    let Args { url, out, .. } = args;
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -82,5 +104,56 @@ fn main() -> ExitCode {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_parse_and_override_the_sizes() {
+        let a = Args::try_parse_from(["coord-bench", "--url", "mem://"]).expect("parse");
+        assert_eq!(a.out, "bench-results");
+        assert_eq!(a.config().cycles, Config::full().cycles);
+        let a = Args::try_parse_from([
+            "coord-bench",
+            "--cycles",
+            "7",
+            "--smoke",
+            "--url",
+            "zk://h:1",
+            "--out",
+            "d",
+            "--handoffs",
+            "8",
+            "--queue-items",
+            "9",
+            "--barrier-rounds",
+            "10",
+            "--mixed-ops",
+            "11",
+        ])
+        .expect("parse");
+        let c = a.config();
+        assert_eq!((a.url.as_str(), a.out.as_str()), ("zk://h:1", "d"));
+        assert_eq!(
+            (
+                c.cycles,
+                c.handoffs,
+                c.queue_items,
+                c.barrier_rounds,
+                c.mixed_ops
+            ),
+            (7, 8, 9, 10, 11)
+        );
+        assert_eq!(c.joins, Config::smoke().joins);
+        for bad in [
+            &["coord-bench"][..],
+            &["coord-bench", "--url", "mem://", "--cycles", "x"],
+            &["coord-bench", "--url", "mem://", "--nope"],
+        ] {
+            assert!(Args::try_parse_from(bad).is_err(), "{bad:?}");
+        }
     }
 }

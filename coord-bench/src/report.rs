@@ -4,6 +4,8 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
+use serde::Serialize;
+
 /// Which way is better for a metric.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Better {
@@ -180,67 +182,107 @@ impl Report {
         s
     }
 
-    /// The report as JSON (written by hand: no serde dependency).
+    /// The report as JSON: `backend`, `url`, `elapsed_s`, `config` (an
+    /// object of the settings), `rows` (each with `key`, `workload`,
+    /// `case`, `metric`, `value`, `unit`, `better`, `baseline`,
+    /// `baseline_value`, `ratio`), `targets` (`what`, `measured`, `met`)
+    /// and `failures` (`workload`, `error`). A figure that is not finite
+    /// is `null`.
     pub fn json(&self) -> String {
-        let mut s = String::from("{\n");
-        let _ = writeln!(s, "  \"backend\": {},", js(&self.backend));
-        let _ = writeln!(s, "  \"url\": {},", js(&self.url));
-        let _ = writeln!(s, "  \"elapsed_s\": {},", jn(self.elapsed.as_secs_f64()));
-        let cfg: Vec<String> = self
-            .config
-            .iter()
-            .map(|(k, v)| format!("{}: {}", js(k), js(v)))
-            .collect();
-        let _ = writeln!(s, "  \"config\": {{{}}},", cfg.join(", "));
-        s.push_str("  \"rows\": [\n");
-        let rows: Vec<String> = self
+        let rows = self
             .rows
             .iter()
-            .map(|r| {
-                let (bn, bv) = match &r.baseline {
-                    Some((n, v)) => (js(n), jn(*v)),
-                    None => ("null".into(), "null".into()),
-                };
-                format!(
-                    "    {{\"key\": {}, \"workload\": {}, \"case\": {}, \"metric\": {}, \"value\": {}, \"unit\": {}, \"better\": {}, \"baseline\": {}, \"baseline_value\": {}, \"ratio\": {}}}",
-                    js(&r.key),
-                    js(&r.workload),
-                    js(&r.case),
-                    js(&r.metric),
-                    jn(r.value),
-                    js(&r.unit),
-                    js(if r.better == Better::Higher { "higher" } else { "lower" }),
-                    bn,
-                    bv,
-                    r.ratio().map_or("null".into(), jn)
-                )
+            .map(|r| JsonRow {
+                key: &r.key,
+                workload: &r.workload,
+                case: &r.case,
+                metric: &r.metric,
+                value: r.value,
+                unit: &r.unit,
+                better: match r.better {
+                    Better::Higher => "higher",
+                    Better::Lower => "lower",
+                },
+                baseline: r.baseline.as_ref().map(|(n, _)| n.as_str()),
+                baseline_value: r.baseline.as_ref().map(|(_, v)| *v),
+                ratio: r.ratio(),
             })
             .collect();
-        s.push_str(&rows.join(",\n"));
-        s.push_str("\n  ],\n  \"targets\": [\n");
-        let ts: Vec<String> = self
-            .targets
-            .iter()
-            .map(|t| {
-                format!(
-                    "    {{\"what\": {}, \"measured\": {}, \"met\": {}}}",
-                    js(&t.what),
-                    jn(t.measured),
-                    t.met
-                )
-            })
-            .collect();
-        s.push_str(&ts.join(",\n"));
-        s.push_str("\n  ],\n  \"failures\": [");
-        let fs: Vec<String> = self
-            .failures
-            .iter()
-            .map(|(w, e)| format!("{{\"workload\": {}, \"error\": {}}}", js(w), js(e)))
-            .collect();
-        s.push_str(&fs.join(", "));
-        s.push_str("]\n}\n");
+        let report = JsonReport {
+            backend: &self.backend,
+            url: &self.url,
+            elapsed_s: self.elapsed.as_secs_f64(),
+            config: Pairs(&self.config),
+            rows,
+            targets: self
+                .targets
+                .iter()
+                .map(|t| JsonTarget {
+                    what: &t.what,
+                    measured: t.measured,
+                    met: t.met,
+                })
+                .collect(),
+            failures: self
+                .failures
+                .iter()
+                .map(|(workload, error)| JsonFailure { workload, error })
+                .collect(),
+        };
+        // Serializing these plain structs cannot fail; say so if it did.
+        let mut s = serde_json::to_string_pretty(&report)
+            .unwrap_or_else(|e| format!("{{\"error\": {:?}}}", e.to_string()));
+        s.push('\n');
         s
     }
+}
+
+/// [`Report::json`]'s document.
+#[derive(Serialize)]
+struct JsonReport<'a> {
+    backend: &'a str,
+    url: &'a str,
+    elapsed_s: f64,
+    config: Pairs<'a>,
+    rows: Vec<JsonRow<'a>>,
+    targets: Vec<JsonTarget<'a>>,
+    failures: Vec<JsonFailure<'a>>,
+}
+
+/// `name = value` pairs as one JSON object, in their order.
+struct Pairs<'a>(&'a [(String, String)]);
+
+impl Serialize for Pairs<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(self.0.iter().map(|(k, v)| (k, v)))
+    }
+}
+
+#[derive(Serialize)]
+struct JsonRow<'a> {
+    key: &'a str,
+    workload: &'a str,
+    case: &'a str,
+    metric: &'a str,
+    value: f64,
+    unit: &'a str,
+    better: &'static str,
+    baseline: Option<&'a str>,
+    baseline_value: Option<f64>,
+    ratio: Option<f64>,
+}
+
+#[derive(Serialize)]
+struct JsonTarget<'a> {
+    what: &'a str,
+    measured: f64,
+    met: bool,
+}
+
+#[derive(Serialize)]
+struct JsonFailure<'a> {
+    workload: &'a str,
+    error: &'a str,
 }
 
 fn fmt_num(v: f64) -> String {
@@ -254,33 +296,6 @@ fn fmt_num(v: f64) -> String {
         format!("{v:.3}")
     } else {
         format!("{v:.2e}")
-    }
-}
-
-/// A JSON string literal.
-fn js(s: &str) -> String {
-    let mut out = String::from("\"");
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
-/// A JSON number (non-finite as null).
-fn jn(v: f64) -> String {
-    if v.is_finite() {
-        format!("{v}")
-    } else {
-        "null".into()
     }
 }
 
@@ -310,5 +325,67 @@ pub fn percentiles(samples: &mut [Duration]) -> Percentiles {
         p50: at(0.50),
         p99: at(0.99),
         mean,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_has_every_field_and_round_trips() {
+        let mut r = Report {
+            backend: "mem".into(),
+            url: "mem://".into(),
+            config: vec![
+                ("cycles".into(), "20".into()),
+                ("a\"b".into(), "x\ny".into()),
+            ],
+            elapsed: Duration::from_millis(1500),
+            ..Report::default()
+        };
+        r.add(
+            "w1.lock.per_s",
+            "W1",
+            "Lock",
+            "cycles/s",
+            200.0,
+            "/s",
+            Better::Higher,
+            Some(("native", 100.0)),
+        );
+        r.add(
+            "w9.nan",
+            "W9",
+            "c",
+            "m",
+            f64::NAN,
+            "ms",
+            Better::Lower,
+            None,
+        );
+        r.targets.push(TargetCheck {
+            what: "W1 ≥ 0.5× native".into(),
+            measured: 2.0,
+            met: true,
+        });
+        r.failures.push(("W7".into(), "timed out".into()));
+        let v: serde_json::Value = serde_json::from_str(&r.json()).expect("valid JSON");
+        assert_eq!(v["backend"], "mem");
+        assert_eq!(v["elapsed_s"], 1.5);
+        assert_eq!(v["config"]["cycles"], "20");
+        assert_eq!(v["config"]["a\"b"], "x\ny");
+        let row = &v["rows"][0];
+        assert_eq!(row["key"], "w1.lock.per_s");
+        assert_eq!(row["better"], "higher");
+        assert_eq!(row["baseline"], "native");
+        assert_eq!(row["baseline_value"], 100.0);
+        assert_eq!(row["ratio"], 2.0);
+        let nan = &v["rows"][1];
+        assert!(nan["value"].is_null() && nan["baseline"].is_null() && nan["ratio"].is_null());
+        assert_eq!(nan["better"], "lower");
+        assert_eq!(v["targets"][0]["met"], true);
+        assert_eq!(v["failures"][0]["workload"], "W7");
+        assert_eq!(v["failures"][0]["error"], "timed out");
     }
 }
