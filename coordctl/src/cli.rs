@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
 
 const ABOUT: &str = "Distributed coordination from the shell: run a command under a lock, \
 as the leader, or once per period across machines; queues and group membership. \
@@ -18,8 +18,13 @@ Backends (--url or COORD_URL):
   Any URL takes ?session_timeout=DURATION (default 10s).
 
   mem:// is only visible inside one coordctl process: two coordctl processes
-  given mem:// share nothing. Use it for `coordctl demo` and to try commands.
+  given mem:// share nothing. Use it for `coordctl demo` and to try commands;
+  the commands that coordinate processes warn (on stderr) when run on it.
   Prefer COORD_URL to --url for URLs with a password (ps shows arguments).
+
+Logging (on stderr; stdout carries only the command's output): warnings by
+default; -v info, -vv debug, -vvv trace; -q errors only. Without -v or -q,
+RUST_LOG (e.g. RUST_LOG=coord_core=debug) chooses what is logged.
 
 Durations are written 500ms, 30s, 5m, 6h, 1d or combined (1h30m). Timeouts
 and periods go up to 3650d, session timeouts up to 1d; longer is refused.
@@ -51,6 +56,15 @@ pub struct Cli {
     /// the URL's session_timeout.
     #[arg(long, global = true, value_name = "DURATION", value_parser = coord::parse_session_timeout)]
     pub session_timeout: Option<Duration>,
+
+    /// Log more on stderr: -v info, -vv debug, -vvv trace (default:
+    /// warnings; without -v or -q, RUST_LOG decides).
+    #[arg(short, long, global = true, action = ArgAction::Count, conflicts_with = "quiet")]
+    pub verbose: u8,
+
+    /// Log only errors on stderr, and no warnings or progress lines.
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
 
     #[command(subcommand)]
     pub command: Command,
@@ -85,9 +99,16 @@ pub enum Command {
     ///
     /// Start it on every machine: in each period (counted from the Unix
     /// epoch, so --every 6h runs at 00:00, 06:00, 12:00, 18:00 UTC) one
-    /// instance runs CMD, the others find the period done. A period whose
-    /// run failed or whose runner died is not run again; the next period runs
-    /// as usual. CMD gets COORD_FENCING_TOKEN and COORD_PERIOD.
+    /// instance runs CMD, the others find the period done. CMD gets
+    /// COORD_FENCING_TOKEN and COORD_PERIOD.
+    ///
+    /// A period is recorded done only when CMD exits 0. With --on-crash
+    /// skip (the default) each period is started at most once: a period
+    /// whose CMD failed (non-zero exit, killed by a signal) or whose
+    /// coordctl died is not run again; the next period runs as usual. With
+    /// --on-crash retry such a period is run again within the period, by
+    /// whichever instance gets to it first (this one after a pause; another
+    /// one once a dead runner's session has expired).
     #[command(name = "run-once", after_long_help = crate::exit::TABLE)]
     RunOnce(RunOnceArgs),
 
@@ -101,6 +122,10 @@ pub enum Command {
     Elect(ElectArgs),
 
     /// Print the value of the current leader at PATH (exit 1 if none).
+    ///
+    /// With --watch, print the leader's value now and at every change until
+    /// interrupted, and a line `no leader` whenever nobody leads (at the
+    /// start, or when the last candidate leaves).
     #[command(after_long_help = crate::exit::TABLE)]
     Leader(WatchArgs),
 
@@ -140,6 +165,21 @@ pub enum Command {
     #[command(after_long_help = crate::exit::TABLE)]
     Revoke(RevokeArgs),
 
+    /// Tell what lives at PATH and show it: holders and waiters of a lock,
+    /// read/write lock or semaphore; leader and candidates of an election;
+    /// members of a group; length and head of a queue; last run of a
+    /// run-once job.
+    ///
+    /// The recipe is told by the names and layout of the nodes under PATH.
+    /// One row per node: its role, stamp (fencing token), age, since when
+    /// (RFC 3339 UTC; `-` on etcd, which keeps no time per key), owner
+    /// session (known only for a leased queue item: no backend reports a
+    /// node's owner), node name and data (quoted UTF-8, or hex:… when not
+    /// UTF-8). Notes follow. An empty or unknown PATH says so (exit 0).
+    /// --json prints one JSON object instead.
+    #[command(after_long_help = crate::exit::TABLE)]
+    Inspect(InspectArgs),
+
     /// Print the data of each member of the group at PATH, one per line.
     ///
     /// With --watch, print `+ DATA` for each member that joins and `- DATA`
@@ -157,6 +197,31 @@ pub enum Command {
     // The doc comment is the help text: `<id>` there is not HTML.
     #[allow(rustdoc::invalid_html_tags)]
     Demo,
+}
+
+impl Command {
+    /// Whether the command is about coordinating several processes (so
+    /// running it on mem://, which no other process sees, is a mistake).
+    pub fn crosses_processes(&self) -> bool {
+        !matches!(self, Command::Demo)
+    }
+
+    /// Its name, as typed.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Command::Lock(_) => "lock",
+            Command::RunOnce(_) => "run-once",
+            Command::Elect(_) => "elect",
+            Command::Leader(_) => "leader",
+            Command::Queue(_) => "queue",
+            Command::Join(_) => "join",
+            Command::Participants(_) => "participants",
+            Command::Revoke(_) => "revoke",
+            Command::Inspect(_) => "inspect",
+            Command::Members(_) => "members",
+            Command::Demo => "demo",
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -234,6 +299,33 @@ pub struct ParticipantsArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct InspectArgs {
+    /// The path to inspect, e.g. /locks/report.
+    pub path: String,
+    /// For a semaphore: how many leases it grants, to tell holders from
+    /// waiters exactly (without it, inferred from who waits).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_leases: Option<u32>,
+    /// Print one JSON object:
+    /// {"path","kind","entries":[{"role","side","node","stamp","ephemeral",
+    /// "since","age_ms","session","data","data_hex"}],"queue","job",
+    /// "max_leases","notes"}.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// What `run-once` does with a period whose run failed or whose runner died.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OnCrashArg {
+    /// Each period is started at most once: a failed or crashed period is
+    /// not run again.
+    Skip,
+    /// A failed or crashed period is run again within the period until a
+    /// run succeeds.
+    Retry,
+}
+
+#[derive(Debug, Args)]
 pub struct RevokeArgs {
     /// The lock's path.
     pub path: String,
@@ -249,6 +341,10 @@ pub struct RunOnceArgs {
     /// The period, e.g. 6h (at most 3650d).
     #[arg(long, value_name = "DURATION", value_parser = coord::parse_period)]
     pub every: Duration,
+    /// A period whose CMD failed or whose runner died: skip it (at most
+    /// once per period) or run it again within the period.
+    #[arg(long, value_enum, value_name = "WHAT", default_value_t = OnCrashArg::Skip)]
+    pub on_crash: OnCrashArg,
     /// The command to run.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub cmd: Vec<String>,

@@ -13,6 +13,7 @@ mod cli;
 mod commands;
 mod ctx;
 mod exit;
+mod logging;
 mod signals;
 
 use std::process::ExitCode;
@@ -43,6 +44,7 @@ fn long_version() -> &'static str {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    logging::init(cli.verbose, cli.quiet);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -67,6 +69,14 @@ async fn run(cli: Cli) -> u8 {
     };
     if let Some(t) = cli.session_timeout {
         connector = connector.session_timeout(t);
+    }
+    if connector.backend() == coord::Backend::Mem && cli.command.crosses_processes() {
+        logging::say(format_args!(
+            "warning: `{}` runs on mem://, which lives inside this process only: no other \
+             process sees it, so nothing is shared or coordinated. Pass --url (or set \
+             COORD_URL) to a zk://, etcd:// or redis:// server.",
+            cli.command.name()
+        ));
     }
     let mut signals = match Signals::install() {
         Ok(s) => s,

@@ -289,3 +289,107 @@ fn write_and_leases_run_the_command() {
     assert!(stdout(&out).contains("--write"), "{out:?}");
     assert!(stdout(&out).contains("--leases <N>"), "{out:?}");
 }
+
+/// Each command that coordinates processes warns on stderr when it runs
+/// on mem:// (from --url, COORD_URL or the default), saying that nothing
+/// is shared and how to pass a server; `demo` does not, nor does `-q`.
+/// The warning never reaches stdout.
+#[test]
+fn cross_process_commands_warn_on_mem() {
+    let warned = |o: &std::process::Output| {
+        let e = stderr(o);
+        e.contains("runs on mem://")
+            && e.contains("no other process sees it")
+            && e.contains("--url")
+            && e.contains("COORD_URL")
+    };
+    for args in [
+        &["lock", "/l", "--", "true"][..],
+        &["queue", "len", "/q"],
+        &["queue", "push", "/q", "x"],
+        &["queue", "pop", "/q", "--timeout", "0s"],
+        &["members", "/g"],
+        &["leader", "/e"],
+        &["participants", "/p"],
+        &["revoke", "/p"],
+        &["inspect", "/p"],
+        &["run-once", "j", "--every", "1s", "--", "false"],
+        &["join", "/g", "x", "--", "true"],
+        &["elect", "/e", "x", "--", "true"],
+    ] {
+        let mut c = coordctl("mem://", args);
+        if args[0] == "run-once" {
+            // It keeps running: the warning comes first, then stop it.
+            let mut r = Running::start({
+                c.stderr(std::process::Stdio::piped());
+                c
+            });
+            let mut err = r.child.stderr.take().expect("stderr");
+            let mut first = String::new();
+            {
+                use std::io::BufRead;
+                std::io::BufReader::new(&mut err)
+                    .read_line(&mut first)
+                    .expect("a line");
+            }
+            assert!(first.contains("runs on mem://"), "{first}");
+            r.signal_and_wait(nix::sys::signal::Signal::SIGTERM, 20);
+            continue;
+        }
+        let out = run(c, 20);
+        assert!(warned(&out), "{args:?}: {out:?}");
+        assert!(!stdout(&out).contains("mem://"), "{args:?}: {out:?}");
+    }
+    // The default URL and COORD_URL warn the same.
+    assert!(warned(&run(bare(&["queue", "len", "/q"]), 20)));
+    let mut c = bare(&["queue", "len", "/q"]);
+    c.env("COORD_URL", "mem://");
+    assert!(warned(&run(c, 20)));
+    // -q silences it; demo is meant for mem://.
+    let out = run(coordctl("mem://", &["-q", "queue", "len", "/q"]), 20);
+    assert_eq!(stderr(&out), "", "{out:?}");
+    assert_eq!(stdout(&out), "0\n");
+    let out = run(bare(&["demo"]), 60);
+    assert!(!stderr(&out).contains("runs on mem://"), "{out:?}");
+}
+
+/// Logging goes to stderr, never stdout: by default only warnings (the
+/// library's "acquired" and "released" lines are info), `-v` shows them,
+/// `-vvv` shows debug lines too, RUST_LOG chooses when neither -v nor -q is
+/// given, and `-q` leaves stderr empty. stdout is the command's output
+/// alone every time.
+#[test]
+fn logs_go_to_stderr_by_verbosity_and_rust_log() {
+    let lock = |flags: &[&str], rust_log: Option<&str>| {
+        let mut args = flags.to_vec();
+        args.extend(["lock", "/l", "--", "echo", "out"]);
+        let mut c = coordctl("mem://", &args);
+        c.env_remove("RUST_LOG");
+        if let Some(v) = rust_log {
+            c.env("RUST_LOG", v);
+        }
+        let out = run(c, 20);
+        assert_eq!(code(out.status), Some(0), "{flags:?}: {out:?}");
+        assert_eq!(stdout(&out), "out\n", "{flags:?} {rust_log:?}: {out:?}");
+        stderr(&out)
+    };
+    let acquired = |e: &str| e.contains("acquired") && e.contains("released");
+    let default = lock(&[], None);
+    assert!(!acquired(&default), "{default}");
+    assert!(default.contains("runs on mem://"), "{default}");
+    let v = lock(&["-v"], None);
+    assert!(acquired(&v), "{v}");
+    assert!(!v.contains("DEBUG"), "{v}");
+    let vvv = lock(&["-vvv"], None);
+    assert!(acquired(&vvv) && vvv.contains("DEBUG"), "{vvv}");
+    let env = lock(&[], Some("info"));
+    assert!(acquired(&env), "{env}");
+    let env_off = lock(&[], Some("error"));
+    assert!(!acquired(&env_off), "{env_off}");
+    // -v wins over RUST_LOG.
+    let both = lock(&["-v"], Some("error"));
+    assert!(acquired(&both), "{both}");
+    assert_eq!(lock(&["-q"], Some("trace")), "");
+    let out = run(coordctl("mem://", &["-q", "-v", "leader", "/e"]), 20);
+    assert_eq!(code(out.status), Some(2), "{out:?}");
+}

@@ -371,18 +371,487 @@ fn watches_print_changes(url: &str) {
     assert_eq!(watch.line(20), "- host-1");
     assert_eq!(code(watch.signal_and_wait(Signal::SIGINT, 20)), Some(130));
 
+    // `leader --watch` says `no leader` at the start and whenever the
+    // last candidate leaves, and each new leader's value.
     let e = unique("election");
     let mut watch = Running::start(coordctl(url, &["leader", &e, "--watch"]));
+    assert_eq!(watch.line(20), "no leader");
     let mut a = Running::start(coordctl(url, &["elect", &e, "node-a"]));
     assert_eq!(a.line(20), "leader node-a");
     assert_eq!(watch.line(20), "node-a");
     let mut b = Running::start(coordctl(url, &["elect", &e, "node-b"]));
-    std::thread::sleep(Duration::from_millis(300));
+    wait_for_entries(url, &e, 2);
     assert_eq!(code(a.signal_and_wait(Signal::SIGTERM, 20)), Some(143));
     assert_eq!(b.line(20), "leader node-b");
     assert_eq!(watch.line(20), "node-b");
     assert_eq!(code(b.signal_and_wait(Signal::SIGTERM, 20)), Some(143));
+    assert_eq!(watch.line(20), "no leader");
+    let mut c = Running::start(coordctl(url, &["elect", &e, "node-c"]));
+    assert_eq!(c.line(20), "leader node-c");
+    assert_eq!(watch.line(20), "node-c");
+    assert_eq!(code(c.signal_and_wait(Signal::SIGTERM, 20)), Some(143));
+    assert_eq!(watch.line(20), "no leader");
     assert_eq!(code(watch.signal_and_wait(Signal::SIGINT, 20)), Some(130));
+}
+
+/// `coordctl inspect PATH --json`, parsed, once it lists `n` entries
+/// (polled, within 20 s).
+fn wait_for_entries(url: &str, path: &str, n: usize) -> serde_json::Value {
+    wait_for_inspection(url, path, &format!("{n} entries"), |v| {
+        v["entries"].as_array().map_or(0, Vec::len) == n
+    })
+}
+
+/// `coordctl inspect PATH --json`, parsed, once `ok` holds for it (polled,
+/// within 20 s).
+fn wait_for_inspection(
+    url: &str,
+    path: &str,
+    what: &str,
+    ok: impl Fn(&serde_json::Value) -> bool,
+) -> serde_json::Value {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let v = inspect_json(url, path);
+        if ok(&v) {
+            return v;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "inspect {path} never showed {what}: {v:#}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// `coordctl inspect PATH --json`, parsed; it must succeed, print one
+/// JSON object on stdout, and no mem:// warning on stderr.
+fn inspect_json(url: &str, path: &str) -> serde_json::Value {
+    let out = run(coordctl(url, &["inspect", path, "--json"]), 20);
+    assert_eq!(code(out.status), Some(0), "{out:?}");
+    assert!(!stderr(&out).contains("mem://"), "{out:?}");
+    serde_json::from_str(stdout(&out).trim_end())
+        .unwrap_or_else(|e| panic!("inspect --json printed no JSON ({e}): {out:?}"))
+}
+
+/// `coordctl inspect PATH` (the table): its stdout lines.
+fn inspect_table(url: &str, path: &str, args: &[&str]) -> Vec<String> {
+    let mut all = vec!["inspect", path];
+    all.extend_from_slice(args);
+    let out = run(coordctl(url, &all), 20);
+    assert_eq!(code(out.status), Some(0), "{out:?}");
+    stdout(&out).lines().map(str::to_owned).collect()
+}
+
+/// The (role, data) of each entry of an inspection.
+fn roles_and_data(v: &serde_json::Value) -> Vec<(String, String)> {
+    v["entries"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no entries: {v:#}"))
+        .iter()
+        .map(|e| {
+            (
+                e["role"].as_str().unwrap_or("?").to_owned(),
+                e["data"].as_str().unwrap_or("?").to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// `inspect` on each thing coordctl makes, held by real coordctl
+/// processes: a lock's holder then its waiter (table and JSON, with
+/// stamps, creation times as the backend keeps them, and the holder's
+/// stamp its fencing token); a semaphore's holders and waiter; an
+/// election's leader and candidate; a group's member; a queue's length
+/// and head; a run-once job's last run; and a path with nothing there.
+fn inspect_reports_what_lives_there(url: &str) {
+    let etcd = url.starts_with("etcd://");
+    let dir = temp_dir();
+    let release = dir.join("release");
+    let token_file = dir.join("token");
+    let (release_s, token_s) = (
+        release.to_string_lossy().into_owned(),
+        token_file.to_string_lossy().into_owned(),
+    );
+    let hold = r#"echo "$COORD_FENCING_TOKEN" > "$2"; while [ ! -e "$1" ]; do sleep 0.05; done"#;
+
+    // A lock: a holder, then a waiter.
+    let lock = unique("lock");
+    let mut holder = Running::start(coordctl(
+        url,
+        &[
+            "lock", &lock, "--", "sh", "-c", hold, "sh", &release_s, &token_s,
+        ],
+    ));
+    let token = wait_for_file(&token_file, 20);
+    let mut waiter = Running::start(coordctl(url, &["lock", &lock, "--", "true"]));
+    let v = wait_for_entries(url, &lock, 2);
+    assert_eq!(v["kind"], "lock", "{v:#}");
+    assert_eq!(v["path"], lock.as_str(), "{v:#}");
+    let e = &v["entries"];
+    assert_eq!(
+        (e[0]["role"].as_str(), e[1]["role"].as_str()),
+        (Some("holder"), Some("waiter")),
+        "{v:#}"
+    );
+    assert_eq!(
+        e[0]["stamp"].as_u64(),
+        token.trim().parse::<u64>().ok(),
+        "the holder's stamp is its token: {v:#}"
+    );
+    assert!(e[0]["stamp"].as_u64() < e[1]["stamp"].as_u64(), "{v:#}");
+    for x in [&e[0], &e[1]] {
+        assert_eq!(x["ephemeral"], true, "{v:#}");
+        assert_eq!(x["session"], serde_json::Value::Null, "{v:#}");
+        assert!(
+            x["node"]
+                .as_str()
+                .is_some_and(|n| n.starts_with(&format!("{lock}/"))),
+            "{v:#}"
+        );
+        if etcd {
+            assert!(x["since"].is_null() && x["age_ms"].is_null(), "{v:#}");
+        } else {
+            assert!(
+                x["since"]
+                    .as_str()
+                    .is_some_and(|t| t.starts_with("20") && t.ends_with('Z')),
+                "{v:#}"
+            );
+            assert!(x["age_ms"].as_u64().is_some_and(|a| a < 600_000), "{v:#}");
+        }
+    }
+    assert!(
+        v["notes"].as_array().is_some_and(|n| n
+            .iter()
+            .any(|n| n.as_str().is_some_and(|n| n.contains("owner session")))),
+        "{v:#}"
+    );
+    let table = inspect_table(url, &lock, &[]);
+    assert_eq!(
+        table[0],
+        format!("{lock}: lock: 1 holder, 1 waiter"),
+        "{table:#?}"
+    );
+    assert!(
+        table[1].starts_with("ROLE") && table[1].contains("SESSION") && table[1].ends_with("DATA"),
+        "{table:#?}"
+    );
+    assert!(
+        table[2].starts_with("holder ") && table[3].starts_with("waiter "),
+        "{table:#?}"
+    );
+    assert!(table[2].contains(token.trim()), "{table:#?}");
+    assert!(table.iter().any(|l| l.starts_with("note: ")), "{table:#?}");
+    std::fs::write(&release, "").unwrap_or_else(|e| panic!("release: {e}"));
+    assert_eq!(code(holder.wait(20)), Some(0));
+    assert_eq!(code(waiter.wait(20)), Some(0));
+
+    // A semaphore of 2 leases: two holders and a waiter.
+    let sem = unique("semaphore");
+    let release2 = dir.join("release2");
+    let release2_s = release2.to_string_lossy().into_owned();
+    let lease = || {
+        Running::start(coordctl(
+            url,
+            &[
+                "lock",
+                &sem,
+                "--leases",
+                "2",
+                "--",
+                "sh",
+                "-c",
+                r#"while [ ! -e "$1" ]; do sleep 0.05; done"#,
+                "sh",
+                &release2_s,
+            ],
+        ))
+    };
+    let mut leases = vec![lease(), lease()];
+    wait_for_entries(url, &sem, 2);
+    leases.push(lease());
+    // Once the third counts the leases with its own lease node made.
+    let v = wait_for_inspection(url, &sem, "a counting waiter", |v| {
+        v["entries"].as_array().map_or(0, Vec::len) == 3 && v["max_leases"]["how"] == "inferred"
+    });
+    assert_eq!(v["kind"], "semaphore", "{v:#}");
+    let roles: Vec<String> = roles_and_data(&v).into_iter().map(|(r, _)| r).collect();
+    assert_eq!(roles, ["holder", "holder", "waiter"], "{v:#}");
+    assert_eq!(v["max_leases"]["value"], 2, "{v:#}");
+    assert_eq!(v["max_leases"]["how"], "inferred", "{v:#}");
+    let told = inspect_table(url, &sem, &["--max-leases", "2"]);
+    assert_eq!(
+        told[0],
+        format!("{sem}: semaphore: 2 holders of 2 leases, 1 waiter"),
+        "{told:#?}"
+    );
+    std::fs::write(&release2, "").unwrap_or_else(|e| panic!("release: {e}"));
+    for mut l in leases {
+        assert_eq!(code(l.wait(30)), Some(0));
+    }
+
+    // An election: the leader, then a candidate, with their values.
+    let election = unique("election");
+    let mut a = Running::start(coordctl(url, &["elect", &election, "node-a"]));
+    assert_eq!(a.line(20), "leader node-a");
+    let mut b = Running::start(coordctl(url, &["elect", &election, "node-b"]));
+    let v = wait_for_entries(url, &election, 2);
+    assert_eq!(v["kind"], "election", "{v:#}");
+    assert_eq!(
+        roles_and_data(&v),
+        [
+            ("leader".to_owned(), "node-a".to_owned()),
+            ("candidate".to_owned(), "node-b".to_owned())
+        ],
+        "{v:#}"
+    );
+    let table = inspect_table(url, &election, &[]);
+    assert_eq!(
+        table[0],
+        format!(r#"{election}: election: leader "node-a", 1 candidate"#),
+        "{table:#?}"
+    );
+    assert_eq!(code(a.signal_and_wait(Signal::SIGTERM, 20)), Some(143));
+    assert_eq!(b.line(20), "leader node-b");
+    assert_eq!(code(b.signal_and_wait(Signal::SIGTERM, 20)), Some(143));
+
+    // A group member.
+    let group = unique("group");
+    let mut m = Running::start(coordctl(url, &["join", &group, "host-1:80"]));
+    assert!(m.line(20).starts_with("joined "));
+    let v = wait_for_entries(url, &group, 1);
+    assert_eq!(v["kind"], "group", "{v:#}");
+    assert_eq!(
+        roles_and_data(&v),
+        [("member".to_owned(), "host-1:80".to_owned())],
+        "{v:#}"
+    );
+    assert_eq!(code(m.signal_and_wait(Signal::SIGTERM, 20)), Some(143));
+
+    // A queue: its length and head.
+    let q = unique("queue");
+    let out = run(
+        coordctl(url, &["queue", "push", &q, "first", "second", "third"]),
+        20,
+    );
+    assert!(out.status.success(), "{out:?}");
+    let v = inspect_json(url, &q);
+    assert_eq!(v["kind"], "queue", "{v:#}");
+    assert_eq!(v["queue"]["len"], 3, "{v:#}");
+    assert_eq!(v["queue"]["leased"], 0, "{v:#}");
+    assert_eq!(
+        roles_and_data(&v),
+        [("head".to_owned(), "first".to_owned())],
+        "{v:#}"
+    );
+    assert_eq!(
+        inspect_table(url, &q, &[])[0],
+        format!(r#"{q}: queue: length 3 (0 leased to consumers), head "first""#)
+    );
+    let out = run(coordctl(url, &["queue", "pop", &q]), 20);
+    assert_eq!(stdout(&out), "first\n", "{out:?}");
+    let v = inspect_json(url, &q);
+    assert_eq!(v["queue"]["len"], 2, "{v:#}");
+    assert_eq!(
+        roles_and_data(&v),
+        [("head".to_owned(), "second".to_owned())],
+        "{v:#}"
+    );
+
+    // A run-once job: its last run is the period it ran.
+    let job = unique("job");
+    let log = dir.join("job-log");
+    let mut c = coordctl(url, &["run-once", &job, "--every", "3650d", "--", "true"]);
+    c.stderr(std::fs::File::create(&log).unwrap_or_else(|e| panic!("log: {e}")));
+    let mut runner = Running::start(c);
+    wait_for_text(&log, "ran here", 20);
+    let period = ten_year_period();
+    let v = inspect_json(url, &job);
+    assert_eq!(v["kind"], "periodic-job", "{v:#}");
+    assert_eq!(v["job"]["last_run"], period, "{v:#}");
+    assert_eq!(
+        v["job"]["started"], period,
+        "--on-crash skip marks it started: {v:#}"
+    );
+    assert_eq!(
+        inspect_table(url, &job, &[])[0],
+        format!("{job}: run-once job: last run period {period}, last started period {period}, not running now")
+    );
+    assert_eq!(code(runner.signal_and_wait(Signal::SIGTERM, 20)), Some(143));
+
+    // Nothing there.
+    let nothing = unique("nothing");
+    let v = inspect_json(url, &nothing);
+    assert_eq!(v["kind"], "missing", "{v:#}");
+    assert_eq!(
+        inspect_table(url, &nothing, &[])[0],
+        format!("{nothing}: nothing here")
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The index of the current 3650-day period (`run-once --every 3650d`),
+/// which does not change while a test runs (the next starts in 2030).
+fn ten_year_period() -> u64 {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or_default();
+    secs / (3650 * 86_400)
+}
+
+/// Wait until the file at `path` contains `needle` (within `secs`); its
+/// content.
+fn wait_for_text(path: &std::path::Path, needle: &str, secs: u64) -> String {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        if text.contains(needle) {
+            return text;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} never said {needle:?} within {secs}s: {text:?}",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// `run-once JOB --every 3650d [--on-crash WHAT] -- sh -c SCRIPT sh DIR`,
+/// its stderr to DIR/NAME.log.
+fn run_once(
+    url: &str,
+    job: &str,
+    on_crash: Option<&str>,
+    script: &str,
+    dir: &std::path::Path,
+    name: &str,
+    extra: &[&str],
+) -> Running {
+    let dir_s = dir.to_string_lossy().into_owned();
+    let mut args: Vec<&str> = extra.to_vec();
+    args.extend(["run-once", job, "--every", "3650d"]);
+    if let Some(w) = on_crash {
+        args.extend(["--on-crash", w]);
+    }
+    args.extend(["--", "sh", "-c", script, "sh", &dir_s]);
+    let mut c = coordctl(url, &args);
+    c.stderr(
+        std::fs::File::create(dir.join(format!("{name}.log")))
+            .unwrap_or_else(|e| panic!("log: {e}")),
+    );
+    Running::start(c)
+}
+
+/// Lines in DIR/runs.
+fn runs(dir: &std::path::Path) -> Vec<String> {
+    std::fs::read_to_string(dir.join("runs"))
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// `run-once` when CMD fails and when coordctl dies mid-run:
+/// - default (`--on-crash skip`): a CMD exiting 3 is not run again, and
+///   another instance started later finds the period abandoned and does
+///   not run it either; a runner killed with SIGKILL mid-run leaves its
+///   period abandoned for the next instance too;
+/// - `--on-crash retry`: a CMD killed by a signal (SIGKILL) is run again by
+///   the same instance, which then records the period; a runner killed
+///   with SIGKILL mid-run has its period run by another instance once its
+///   session has expired.
+fn run_once_on_crash_skip_and_retry(url: &str) {
+    let period = ten_year_period().to_string();
+
+    // Skip (the default): CMD fails.
+    let dir = temp_dir();
+    let job = unique("job");
+    let fail = r#"echo "$COORD_PERIOD" >> "$1/runs"; exit 3"#;
+    let mut a = run_once(url, &job, None, fail, &dir, "a", &[]);
+    wait_for_text(&dir.join("a.log"), "not run again (--on-crash skip)", 20);
+    let mut b = run_once(url, &job, Some("skip"), fail, &dir, "b", &[]);
+    wait_for_text(
+        &dir.join("b.log"),
+        &format!("period {period} was started by an instance whose run failed"),
+        20,
+    );
+    assert_eq!(
+        runs(&dir),
+        vec![period.clone()],
+        "the failed period ran again"
+    );
+    let v = inspect_json(url, &job);
+    assert_eq!(
+        (v["job"]["last_run"].clone(), v["job"]["started"].as_u64()),
+        (serde_json::Value::Null, period.parse().ok()),
+        "{v:#}"
+    );
+    assert_eq!(code(a.signal_and_wait(Signal::SIGTERM, 20)), Some(143));
+    assert_eq!(code(b.signal_and_wait(Signal::SIGTERM, 20)), Some(143));
+    let _ = std::fs::remove_dir_all(&dir);
+
+    // Retry: the first run's CMD is killed by SIGKILL, the second succeeds.
+    let dir = temp_dir();
+    let job = unique("job");
+    let flaky = r#"echo "$COORD_PERIOD" >> "$1/runs"; if [ ! -e "$1/once" ]; then : > "$1/once"; kill -9 $$; fi"#;
+    let mut a = run_once(url, &job, Some("retry"), flaky, &dir, "a", &[]);
+    let log = wait_for_text(&dir.join("a.log"), "ran here (exit 0)", 30);
+    assert!(
+        log.contains("exited with 137") && log.contains("it is run again (--on-crash retry)"),
+        "{log}"
+    );
+    assert_eq!(
+        runs(&dir),
+        [period.clone(), period.clone()],
+        "run once more, then done"
+    );
+    assert_eq!(
+        inspect_json(url, &job)["job"]["last_run"].as_u64(),
+        period.parse().ok()
+    );
+    assert_eq!(code(a.signal_and_wait(Signal::SIGTERM, 20)), Some(143));
+    let _ = std::fs::remove_dir_all(&dir);
+
+    // coordctl itself killed mid-run, each way.
+    for (on_crash, then) in [
+        (
+            "skip",
+            "was started by an instance whose run failed or died",
+        ),
+        ("retry", "ran here (exit 0)"),
+    ] {
+        let dir = temp_dir();
+        let job = unique("job");
+        let hang = r#"echo $$ > "$1/pid"; echo "$COORD_PERIOD" >> "$1/runs"; exec sleep 60"#;
+        let mut a = run_once(
+            url,
+            &job,
+            Some(on_crash),
+            hang,
+            &dir,
+            "a",
+            &["--session-timeout", "2s"],
+        );
+        let pid = wait_for_file(&dir.join("pid"), 20);
+        assert_eq!(a.signal_and_wait(Signal::SIGKILL, 10).code(), None);
+        if let Ok(pid) = pid.trim().parse::<i32>() {
+            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), Signal::SIGKILL);
+        }
+        let ok = r#"echo "$COORD_PERIOD" >> "$1/runs""#;
+        let mut b = run_once(url, &job, Some(on_crash), ok, &dir, "b", &[]);
+        wait_for_text(&dir.join("b.log"), then, 40);
+        let want = if on_crash == "skip" {
+            vec![period.clone()]
+        } else {
+            vec![period.clone(), period.clone()]
+        };
+        assert_eq!(runs(&dir), want, "{on_crash}");
+        assert_eq!(code(b.signal_and_wait(Signal::SIGTERM, 20)), Some(143));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
 
 /// `lock --shared` holders run together and keep an exclusive one out.
@@ -1354,6 +1823,16 @@ macro_rules! on_backend {
             #[test]
             fn revoke_is_ignored_without_revocable() {
                 super::revoke_is_ignored_without_revocable(&$url());
+            }
+
+            #[test]
+            fn inspect_reports_what_lives_there() {
+                super::inspect_reports_what_lives_there(&$url());
+            }
+
+            #[test]
+            fn run_once_on_crash_skip_and_retry() {
+                super::run_once_on_crash_skip_and_retry(&$url());
             }
 
             #[test]

@@ -1,7 +1,7 @@
 //! `coordctl elect PATH VALUE [-- CMD…]` and `coordctl leader PATH [--watch]`.
 
 use coord::prelude::*;
-use coord::Election;
+use coord::{Election, Error, Session};
 
 use super::hold::{Held, UnderHold};
 use super::print_line;
@@ -38,12 +38,62 @@ pub async fn leader(ctx: &Ctx, a: WatchArgs) -> Result<u8, Failure> {
             Err(e) => Err(Failure::coord(&what, e)),
         };
     }
-    let mut observer = election.observe();
+    watch_leader(&session, &election, &a.path, &what).await
+}
+
+/// What `leader --watch` prints when nobody leads.
+pub const NO_LEADER: &str = "no leader";
+
+/// Print the leader's value now and at each change, and [`NO_LEADER`]
+/// whenever nobody leads. The library's `LeaderObserver` reports leaders
+/// only; here a children watch on the election is armed before each read
+/// of the leader, so no change after a read goes unseen (a leader that
+/// comes and goes between two reads may be missed, as with the observer).
+async fn watch_leader(
+    session: &Session,
+    election: &Election,
+    path: &str,
+    what: &str,
+) -> Result<u8, Failure> {
+    let fail = |e| Failure::coord(what, e);
+    // The node of the leader last printed; `Some(None)`: `no leader`.
+    let mut last: Option<Option<String>> = None;
+    let mut attempt = 0u32;
     loop {
-        let l = observer
-            .next()
-            .await
-            .map_err(|e| Failure::coord(&what, e))?;
-        print_line(&l.value)?;
+        let changed = match session.children_watch(path).await {
+            Ok((_, w)) => w,
+            // No election there yet: make its directory, as the observer
+            // does, so that there is something to watch.
+            Err(Error::NotFound { .. }) => {
+                session.ensure_dir(path).await.map_err(fail)?;
+                continue;
+            }
+            Err(e) if e.is_retryable() => {
+                retry_pause(&mut attempt).await;
+                continue;
+            }
+            Err(e) => return Err(fail(e)),
+        };
+        let now = election.leader().await.map_err(fail)?;
+        let node = now.as_ref().map(|l| l.node.clone());
+        if last.as_ref() != Some(&node) {
+            match &now {
+                Some(l) => print_line(&l.value),
+                None => print_line(NO_LEADER.as_bytes()),
+            }?;
+            last = Some(node);
+        }
+        match changed.await {
+            Ok(()) => attempt = 0,
+            Err(e) if e.is_retryable() => retry_pause(&mut attempt).await,
+            Err(e) => return Err(fail(e)),
+        }
     }
+}
+
+/// Wait before reading again after a connection error: the library's
+/// backoff for recipes (20 ms doubling to 1 s, with jitter).
+async fn retry_pause(attempt: &mut u32) {
+    let pause = coord::core::backoff::Backoff::RECIPES.next(attempt);
+    tokio::time::sleep(pause).await;
 }

@@ -3,6 +3,7 @@
 mod elect;
 mod group;
 mod hold;
+mod inspect;
 mod lock;
 mod participants;
 mod queue;
@@ -25,6 +26,7 @@ pub async fn run(ctx: &Ctx, command: Command) -> Result<u8, Failure> {
         Command::Members(a) => group::members(ctx, a).await,
         Command::Participants(a) => participants::participants(ctx, a).await,
         Command::Revoke(a) => participants::revoke(ctx, a).await,
+        Command::Inspect(a) => inspect::inspect(ctx, a).await,
         Command::Demo => {
             let report = coord::demo::run(&ctx.connector).await?;
             Ok(if report.ok() { exit::OK } else { exit::NONE })

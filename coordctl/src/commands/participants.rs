@@ -131,14 +131,14 @@ fn json_line(c: &Contender) -> String {
 /// `s` as a JSON string: in double quotes, with `"`, `\` and every
 /// character that could move the cursor, recolour or reorder the terminal
 /// escaped.
-fn quoted(s: &str) -> String {
+pub(super) fn quoted(s: &str) -> String {
     format!("\"{}\"", escaped(s))
 }
 
 /// `s` with JSON's escapes: `\"`, `\\`, `\n`, `\t`… and `\uXXXX` for the
 /// other control characters (C0, DEL, C1) and the invisible ones that
 /// change how a line shows (line separators, bidirectional overrides).
-fn escaped(s: &str) -> String {
+pub(super) fn escaped(s: &str) -> String {
     use std::fmt::Write;
     let mut out = String::with_capacity(s.len());
     for ch in s.chars() {
@@ -165,7 +165,7 @@ fn escaped(s: &str) -> String {
 }
 
 /// `t` in RFC 3339, UTC, to the millisecond: `2024-05-01T12:00:00.123Z`.
-fn rfc3339(t: SystemTime) -> String {
+pub(super) fn rfc3339(t: SystemTime) -> String {
     let ms: i128 = match t.duration_since(UNIX_EPOCH) {
         Ok(d) => i128::try_from(d.as_millis()).unwrap_or(i128::MAX),
         Err(before) => -i128::try_from(before.duration().as_millis()).unwrap_or(i128::MAX),
@@ -234,13 +234,13 @@ mod tests {
 
     #[test]
     fn lines() {
-        let c = Contender {
-            node: "/l/lock-0000000001".to_owned(),
-            data: b"a\nb".to_vec(),
-            state: ContenderState::Waiting,
-            stamp: 42,
-            created_at: Some(UNIX_EPOCH + Duration::from_millis(1_714_564_800_123)),
-        };
+        let c = Contender::new(
+            "/l/lock-0000000001".to_owned(),
+            b"a\nb".to_vec(),
+            ContenderState::Waiting,
+            42,
+            Some(UNIX_EPOCH + Duration::from_millis(1_714_564_800_123)),
+        );
         assert_eq!(
             text_line(&c),
             r#"waiting /l/lock-0000000001 42 2024-05-01T12:00:00.123Z "a\nb""#
@@ -249,12 +249,7 @@ mod tests {
             json_line(&c),
             r#"{"state":"waiting","node":"/l/lock-0000000001","stamp":42,"since":"2024-05-01T12:00:00.123Z","data":"a\nb"}"#
         );
-        let c = Contender {
-            created_at: None,
-            state: ContenderState::Holding,
-            data: Vec::new(),
-            ..c
-        };
+        let c = Contender::new(c.node, Vec::new(), ContenderState::Holding, c.stamp, None);
         assert_eq!(text_line(&c), r#"holding /l/lock-0000000001 42 - """#);
         assert!(json_line(&c).contains(r#""since":null,"data":"""#));
     }
