@@ -7,6 +7,12 @@
 # live in $COORD_TMP/zk, and the server logs through slf4j-simple to a file.
 
 need_packages+=(zookeeper)
+# Peers for coordctl's interop storms (coordctl/tests/interop_peers.rs):
+# Apache Curator (its jars, with their dependencies, in /usr/share/java),
+# compiled against with javac: the JDK only if javac is missing (the
+# zookeeper package brings a JRE, not a compiler).
+need_packages+=(libcurator-recipes-java)
+command -v javac >/dev/null 2>&1 || need_packages+=(default-jdk-headless)
 servers+=(zk)
 
 # True once the server on port $1 answers the `ruok` four-letter word
@@ -23,9 +29,10 @@ zk_answers() {
   ) 2>/dev/null
 }
 
-# kazoo (Python) for coord-zk's interoperability test: from PyPI if missing
-# (on a Python that refuses pip installs, PEP 668, Debian's python3-kazoo).
-# Not fatal: without kazoo that one test fails and says why.
+# kazoo (Python) for coord-zk's interoperability test and coordctl's interop
+# storms: from PyPI if missing (on a Python that refuses pip installs,
+# PEP 668, Debian's python3-kazoo). Not fatal: without kazoo those tests
+# fail and say why.
 ensure_kazoo() {
   python3 -c 'import kazoo' 2>/dev/null && return 0
   echo "== installing kazoo (PyPI)"
