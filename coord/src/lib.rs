@@ -132,6 +132,10 @@ pub use coord_core as core;
 /// What lives at a path: [`inspect::inspect`] (holders, waiters, leader,
 /// members, queue length and head, a job's last run).
 pub use coord_core::inspect;
+/// Tracing target, span and event names, and (feature `metrics`) the
+/// metrics coord records; [`telemetry::set_path_prefix_depth`] bounds the
+/// metrics' path label.
+pub use coord_core::telemetry;
 /// The in-process backend (always compiled in).
 pub use coord_mem as mem;
 

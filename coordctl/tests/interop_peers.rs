@@ -47,6 +47,10 @@
 //!   (`extra_lock_patterns=("__WRIT__",)`) and `WriteLock`
 //!   (`extra_lock_patterns=("__READ__", "__WRIT__")`). Curator and kazoo are
 //!   not mixed in one storm: Curator does not know kazoo's node names.
+//! - [`zk_lock_coordctl_and_curator_mutex`],
+//!   [`zk_lock_coordctl_and_kazoo_lock`]: `coordctl lock` (`_c_<uuid>-lock-<seq>`)
+//!   with Curator's `InterProcessMutex`, and with kazoo's `Lock` given
+//!   `extra_lock_patterns=("-lock-",)`: one holder at a time.
 //! - [`zk_semaphore_coordctl_and_curator`]: `coordctl lock --leases 2` and
 //!   Curator `InterProcessSemaphoreV2(client, path, 2)`: at most 2 holders,
 //!   and the two leases are held by one of each at once (twice at least).
@@ -885,6 +889,36 @@ fn zk_rwlock_coordctl_and_kazoo() {
     s.kazoo("k-r1", "read", &path, "R", 1000);
     s.kazoo("k-w1", "write", &path, "W", 1);
     storm(s, &["coordctl/R", "coordctl/W", "kazoo/R", "kazoo/W"]).passed();
+}
+
+/// `coordctl lock` and Curator's `InterProcessMutex` on one path: one
+/// holder at a time.
+#[test]
+fn zk_lock_coordctl_and_curator_mutex() {
+    let url = zk_url();
+    let mut s = Storm::new("lock-curator", &ZK_STORM);
+    let path = s.path(&url);
+    s.coordctl("c1", &url, &["lock", &path], "W", 1);
+    s.coordctl("c2", &url, &["lock", &path], "W", 1);
+    s.curator("j1", "mutex", &path, 1);
+    s.curator("j2", "mutex", &path, 1);
+    storm(s, &["coordctl", "curator"]).passed();
+}
+
+/// `coordctl lock` and kazoo's `Lock` given
+/// `extra_lock_patterns=("-lock-",)`: one holder at a time. (Not mixed with
+/// Curator: Curator's mutex does not order kazoo's `__lock__` nodes.)
+#[test]
+fn zk_lock_coordctl_and_kazoo_lock() {
+    require_kazoo();
+    let url = zk_url();
+    let mut s = Storm::new("lock-kazoo", &ZK_STORM);
+    let path = s.path(&url);
+    s.coordctl("c1", &url, &["lock", &path], "W", 1);
+    s.coordctl("c2", &url, &["lock", &path], "W", 1);
+    s.kazoo("k1", "lock", &path, "W", 1);
+    s.kazoo("k2", "lock", &path, "W", 1);
+    storm(s, &["coordctl", "kazoo"]).passed();
 }
 
 /// `coordctl lock --leases 2` and Curator's `InterProcessSemaphoreV2` with

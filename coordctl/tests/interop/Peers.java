@@ -105,6 +105,16 @@ public class Peers {
                     }
                     break;
                 }
+                case "mutex": {
+                    InterProcessMutex m = new InterProcessMutex(client, path);
+                    m.acquire();
+                    try {
+                        hold();
+                    } finally {
+                        m.release();
+                    }
+                    break;
+                }
                 case "lease": {
                     InterProcessSemaphoreV2 sem = new InterProcessSemaphoreV2(client, path, leases);
                     Lease lease = sem.acquire();

@@ -159,6 +159,12 @@ def cmd_kazoo(args):
                 args.path, args.id, extra_lock_patterns=("-latch-",)
             )
             election.run(marker.hold)
+        elif args.role == "lock":
+            # Counts coord's (and Curator InterProcessMutex's)
+            # `_c_<uuid>-lock-<seq>` nodes.
+            lock = client.Lock(args.path, args.id, extra_lock_patterns=("-lock-",))
+            with lock:
+                marker.hold()
         elif args.role == "read":
             lock = client.ReadLock(args.path, args.id, extra_lock_patterns=("__WRIT__",))
             with lock:
