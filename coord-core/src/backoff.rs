@@ -80,6 +80,9 @@ impl Backoff {
 
     /// Sleep for [`next`](Self::next)`(attempt)`.
     ///
+    /// # Errors
+    /// None: it only sleeps.
+    ///
     /// # Cancel safety
     /// Cancel safe: dropped, it has only counted the attempt.
     pub async fn sleep(&self, attempt: &mut u32) {
