@@ -114,13 +114,11 @@ pub async fn inspect_lock(h: &dyn Harness) {
     assert_eq!(got.entries[0].node, holder.node_path(), "the holder's node");
     assert_eq!(got.entries[0].stamp, holder.fencing_token(), "its stamp");
     assert!(got.entries.iter().all(|e| e.ephemeral), "{got:#?}");
-    assert!(
-        got.entries.iter().all(|e| e.session.is_none()),
-        "a lock node records no owner session: {got:#?}"
-    );
-    assert!(
-        got.notes.iter().any(|n| n.contains("owner session")),
-        "it says why no owner session is shown: {got:#?}"
+    let owners: Vec<Option<String>> = got.entries.iter().map(|e| e.session.clone()).collect();
+    let want: Vec<Option<String>> = (0..3).map(|i| Some(sessions[i].id().0)).collect();
+    assert_eq!(
+        owners, want,
+        "each node's owner session, in queue order: {got:#?}"
     );
     sane("lock", backend, since, &dir, &got, true);
 

@@ -1920,6 +1920,50 @@ pub async fn prim_created_at(h: &dyn Harness) {
     b.close().await.expect("close");
 }
 
+/// `Stat::owner`: an ephemeral node names the session that made it, as
+/// that session's `id()` shows it, to anyone reading it (`get`,
+/// `get_watch`, a `set`'s answer) and after another session's `set`; a
+/// persistent node names none.
+pub async fn prim_owner_names_the_session(h: &dyn Harness) {
+    let root = h.root("prim_owner_names_the_session");
+    let a = h.open().await;
+    let b = h.open().await;
+    assert_ne!(a.id(), b.id(), "two sessions, two ids");
+    for (i, mode) in [
+        CreateMode::Persistent,
+        CreateMode::Ephemeral,
+        CreateMode::PersistentSequential,
+        CreateMode::EphemeralSequential,
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let want = mode.is_ephemeral().then(|| a.id());
+        let c = a
+            .create(&format!("{root}/dir-{i}/n-"), b"", mode)
+            .await
+            .expect("create");
+        let node = b.get(&c.path).await.expect("get").expect("the node");
+        assert_eq!(node.stat.owner, want, "{}: get by another session", c.path);
+        let (watched, _watch) = b
+            .get_watch(&c.path)
+            .await
+            .expect("get_watch")
+            .expect("the node");
+        assert_eq!(watched.stat.owner, want, "{}: get_watch", c.path);
+        let st = b.set(&c.path, b"changed", None).await.expect("set");
+        assert_eq!(
+            st.owner, want,
+            "{}: a set by another session's answer",
+            c.path
+        );
+        let node = a.get(&c.path).await.expect("get").expect("the node");
+        assert_eq!(node.stat.owner, want, "{}: after another's set", c.path);
+    }
+    a.close().await.expect("close");
+    b.close().await.expect("close");
+}
+
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __primitives_tests {
@@ -1956,6 +2000,7 @@ macro_rules! __primitives_tests {
             primitives::prim_get_watch_ignores_other_nodes,
             primitives::prim_get_watch_races_set,
             primitives::prim_created_at,
+            primitives::prim_owner_names_the_session,
         );
     };
 }

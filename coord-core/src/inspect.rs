@@ -15,9 +15,11 @@
 //! [`SimpleLock`]). Curator and kazoo recipes that share those layouts on
 //! ZooKeeper are recognised as the recipe they share with.
 //!
-//! Owner sessions: a node's [`Stat`](crate::Stat) carries no owner session
-//! id (only its version, stamp, ephemerality and creation time), so
-//! [`Entry::session`] is `None` except where a recipe records its owner
+//! Owner sessions: an ephemeral node's [`Stat::owner`](crate::Stat::owner)
+//! names the session that made it (ZooKeeper's `ephemeralOwner`, an etcd
+//! lease, a Redis or in-memory session id), and [`Entry::session`] shows
+//! it — the same id that session's [`Session::id`] and coord's log lines
+//! show. A persistent node has none, except where a recipe records an owner
 //! itself: the claim of a [`ReliableQueue`](crate::recipes::ReliableQueue)
 //! item holds the session id of the consumer it is leased to.
 //! [`Entry::ephemeral`] tells whether a node dies with its session.
@@ -199,9 +201,10 @@ pub struct Entry {
     /// How long ago it was made: this process's clock at the inspection
     /// less `created_at` (zero when the server's clock is ahead).
     pub age: Option<Duration>,
-    /// The session that owns it, where that is known: only for a leased
-    /// queue item (its claim records the consumer's session). A node's stat
-    /// carries no owner on any backend.
+    /// The session that owns it: an ephemeral node's owner
+    /// ([`Stat::owner`](crate::Stat::owner)), or the consumer a leased queue
+    /// item is leased to (its claim records the consumer's session); `None`
+    /// for other persistent nodes.
     pub session: Option<String>,
 }
 
@@ -453,13 +456,6 @@ pub async fn inspect_with(
                 .push("no coord recipe lays its nodes out like this".to_owned());
         }
     }
-    if out.entries.iter().any(|e| e.session.is_none()) {
-        out.notes.push(
-            "owner session ids are not shown: no backend reports the session that owns a node \
-             (only a leased queue item records its consumer's session)"
-                .to_owned(),
-        );
-    }
     Ok(out)
 }
 
@@ -523,12 +519,13 @@ impl Reader<'_> {
             ephemeral: n.stat.ephemeral,
             created_at: n.stat.created_at,
             age: self.age(n.stat.created_at),
-            session: None,
+            session: n.stat.owner.map(|id| id.0),
         }
     }
 
     /// A contender as an entry: `holding` or `waiting` by its state.
     async fn contender(&self, c: &Contender, holding: Role, waiting: Role) -> Result<Entry> {
+        let stat = self.get(&c.node).await?.map(|n| n.stat);
         Ok(Entry {
             role: match c.state {
                 ContenderState::Holding => holding,
@@ -539,11 +536,11 @@ impl Reader<'_> {
             data: c.data.clone(),
             stamp: c.stamp,
             // Every contender node coord or its peers make is ephemeral;
-            // read it rather than assume.
-            ephemeral: self.get(&c.node).await?.is_none_or(|n| n.stat.ephemeral),
+            // read it rather than assume, and read its owner.
+            ephemeral: stat.as_ref().is_none_or(|s| s.ephemeral),
             created_at: c.created_at,
             age: self.age(c.created_at),
-            session: None,
+            session: stat.and_then(|s| s.owner).map(|id| id.0),
         })
     }
 }

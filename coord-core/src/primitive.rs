@@ -98,7 +98,7 @@ impl CreateMode {
 
 /// What a node carries besides its data.
 /// Built by backends with [`Stat::new`]; read its fields.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Stat {
     /// The data version: an opaque number that changes on every `set`, for
@@ -122,6 +122,14 @@ pub struct Stat {
     /// questions only: clocks of different servers disagree, so never
     /// order nodes by it (that is what [`Stat::stamp`] is for).
     pub created_at: Option<std::time::SystemTime>,
+    /// The session that owns an ephemeral node, as that session's
+    /// [`PrimitiveSession::id`] shows it (ZooKeeper's `ephemeralOwner`,
+    /// the etcd lease the key is attached to, the Redis or in-memory
+    /// session that made it); `None` for a persistent node. Every backend
+    /// fills it in what [`PrimitiveSession::get`] answers and in the stat a
+    /// `set` answers with. Shown by `inspect`; coord itself never decides
+    /// anything by it.
+    pub owner: Option<SessionId>,
 }
 
 impl Stat {
@@ -137,7 +145,15 @@ impl Stat {
             stamp,
             ephemeral,
             created_at,
+            owner: None,
         }
+    }
+
+    /// This stat, owned by `owner` (an ephemeral node's session; see
+    /// [`Stat::owner`]).
+    pub fn with_owner(mut self, owner: Option<SessionId>) -> Self {
+        self.owner = owner;
+        self
     }
 }
 

@@ -25,6 +25,12 @@ pub(crate) fn urev(v: i64) -> u64 {
     u64::try_from(v).unwrap_or(0)
 }
 
+/// The session owning a key attached to `lease` (a session's id is its
+/// lease in hex, as `EtcdSession::id` shows it); `None` for no lease.
+pub(crate) fn owner_of(lease: i64) -> Option<coord_core::SessionId> {
+    (lease != 0).then(|| coord_core::SessionId(format!("{lease:x}")))
+}
+
 /// The stat of a key as coord sees it. etcd keeps no time per key (only
 /// revisions), so there is no creation time.
 pub(crate) fn stat_of(kv: &KeyValue) -> Stat {
@@ -34,6 +40,7 @@ pub(crate) fn stat_of(kv: &KeyValue) -> Stat {
         kv.lease() != 0,
         None,
     )
+    .with_owner(owner_of(kv.lease()))
 }
 
 /// A create, ready to send (and to send again, unchanged, after a lost answer).
@@ -232,12 +239,15 @@ impl Plan {
                 let prev = prev.ok_or_else(|| unexpected("set without its previous key"))?;
                 // The put ignored the lease (kept the key's): the previous
                 // key's lease is the key's lease now.
-                Ok(OpResult::Set(Stat::new(
-                    urev(revision),
-                    urev(prev.create_revision()),
-                    prev.lease() != 0,
-                    None,
-                )))
+                Ok(OpResult::Set(
+                    Stat::new(
+                        urev(revision),
+                        urev(prev.create_revision()),
+                        prev.lease() != 0,
+                        None,
+                    )
+                    .with_owner(owner_of(prev.lease())),
+                ))
             }
             Plan::Delete(_) => Ok(OpResult::Deleted),
         }

@@ -36,7 +36,7 @@ impl MemSession {
         MemSession {
             shared,
             key,
-            id: SessionId(format!("mem-{key}")),
+            id: crate::tree::session_id(key),
             state,
             lease: LeaseClock::new(ttl, tokio::time::Instant::now()),
         }

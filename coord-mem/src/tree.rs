@@ -13,6 +13,12 @@ pub(crate) const BACKEND: &str = "mem";
 /// A session's key inside one store.
 pub(crate) type SessionKey = u64;
 
+/// A session's id as [`coord_core::PrimitiveSession::id`] shows it (and
+/// [`Stat::owner`] names an ephemeral node's session).
+pub(crate) fn session_id(key: SessionKey) -> coord_core::SessionId {
+    coord_core::SessionId(format!("mem-{key}"))
+}
+
 /// How many watcher registrations between two sweeps of the whole watcher
 /// table for watchers whose futures were dropped.
 pub(crate) const SWEEP_EVERY: u64 = 1024;
@@ -63,6 +69,7 @@ impl Entry {
             self.owner.is_some(),
             self.created_at,
         )
+        .with_owner(self.owner.map(session_id))
     }
 }
 

@@ -2,7 +2,7 @@
 
 use std::time::{Duration, SystemTime};
 
-use coord_core::{Child, Created, Node, Result, Stat};
+use coord_core::{Child, Created, Node, Result, SessionId, Stat};
 use redis::Value;
 
 use crate::error;
@@ -68,32 +68,46 @@ fn created_at(v: &Value, what: &str) -> Result<Option<SystemTime>> {
         .and_then(|ms| SystemTime::UNIX_EPOCH.checked_add(Duration::from_millis(ms))))
 }
 
-/// The answer of the set scripts: `{version, stamp, ephemeral, created}`.
+/// The owner session a script gives: `''` for a persistent node.
+fn owner(v: &Value, what: &str) -> Result<Option<SessionId>> {
+    let b = bytes(v, what)?;
+    if b.is_empty() {
+        return Ok(None);
+    }
+    String::from_utf8(b)
+        .map(|s| Some(SessionId(s)))
+        .map_err(|_| error::unexpected(what, v))
+}
+
+/// The answer of the set scripts: `{version, stamp, ephemeral, created,
+/// owner}`.
 pub(crate) fn decode_stat(v: &Value) -> Result<Stat> {
     match v {
-        Value::Array(items) if items.len() == 4 => Ok(Stat::new(
+        Value::Array(items) if items.len() == 5 => Ok(Stat::new(
             uint(&items[0], "set")?,
             uint(&items[1], "set")?,
             int(&items[2], "set")? == 1,
             created_at(&items[3], "set")?,
-        )),
+        )
+        .with_owner(owner(&items[4], "set")?)),
         other => Err(error::unexpected("set", other)),
     }
 }
 
 /// The answer of the get script: nil, or `{data, version, stamp,
-/// ephemeral, created}`.
+/// ephemeral, created, owner}`.
 pub(crate) fn decode_node(v: &Value) -> Result<Option<Node>> {
     match v {
         Value::Nil => Ok(None),
-        Value::Array(items) if items.len() == 5 => Ok(Some(Node::new(
+        Value::Array(items) if items.len() == 6 => Ok(Some(Node::new(
             bytes(&items[0], "get")?,
             Stat::new(
                 uint(&items[1], "get")?,
                 uint(&items[2], "get")?,
                 int(&items[3], "get")? == 1,
                 created_at(&items[4], "get")?,
-            ),
+            )
+            .with_owner(owner(&items[5], "get")?),
         ))),
         other => Err(error::unexpected("get", other)),
     }

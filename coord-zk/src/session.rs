@@ -581,6 +581,11 @@ pub(crate) fn stat_of(stat: &zk::Stat) -> coord_core::Stat {
         stat.ephemeral_owner != 0,
         created_at_of(stat),
     )
+    .with_owner(
+        // As the owner's `id()` shows it: the client's session id, `0x…`.
+        (stat.ephemeral_owner != 0)
+            .then(|| SessionId(zk::SessionId(stat.ephemeral_owner).to_string())),
+    )
 }
 
 /// The creation time: `ctime`, milliseconds since the epoch by the clock of

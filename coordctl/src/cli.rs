@@ -173,8 +173,8 @@ pub enum Command {
     /// The recipe is told by the names and layout of the nodes under PATH.
     /// One row per node: its role, stamp (fencing token), age, since when
     /// (RFC 3339 UTC; `-` on etcd, which keeps no time per key), owner
-    /// session (known only for a leased queue item: no backend reports a
-    /// node's owner), node name and data (quoted UTF-8, or hex:… when not
+    /// session (of an ephemeral node, and the consumer of a leased queue
+    /// item), node name and data (quoted UTF-8, or hex:… when not
     /// UTF-8). Notes follow. An empty or unknown PATH says so (exit 0).
     /// --json prints one JSON object instead.
     #[command(after_long_help = crate::exit::TABLE)]

@@ -218,7 +218,8 @@ end
 -- Set a node's data; expected is a version or '' for any. Only the data and
 -- the version change: owner and stamp stay, so a set by another session
 -- leaves an ephemeral node its creator's, and its fence valid.
--- Returns {version, stamp, ephemeral 1/0, creation time in ms or -1}.
+-- Returns {version, stamp, ephemeral 1/0, creation time in ms or -1,
+-- owner session ('' unless ephemeral)}.
 local function do_set(path, data, expected)
   if path == '/' or not live(path) then return fail('NONODE', path) end
   local k = nkey(path)
@@ -232,7 +233,7 @@ local function do_set(path, data, expected)
   local eph = 0
   if f[2] ~= '' then eph = 1 end
   notify_changed(path, f[1])
-  return { tonumber(v), tonumber(f[1]), eph, tonumber(f[3]) or -1 }
+  return { tonumber(v), tonumber(f[1]), eph, tonumber(f[3]) or -1, f[2] }
 end
 
 -- Delete a node; expected is a version or '' for any. Returns 1.
