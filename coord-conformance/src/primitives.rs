@@ -273,6 +273,40 @@ pub async fn prim_path_rules_checked_before_io(h: &dyn Harness) {
     assert_invalid_argument(with_data_everywhere(&s, &good, &too_big).await);
 }
 
+/// ZooKeeper's own tree, `/zookeeper` and everything below it, is refused
+/// with `InvalidPath { kind: Reserved }` by every method that takes a path
+/// and by the lock recipe, on every backend, before any I/O (a closed
+/// session gives the same error); a `zookeeper` segment elsewhere is fine.
+pub async fn prim_zookeeper_tree_reserved(h: &dyn Harness) {
+    let root = h.root("prim_zookeeper_tree_reserved");
+    let s = h.open().await;
+    let good = format!("{root}/good");
+    let reserved = ["/zookeeper", "/zookeeper/x", "/zookeeper/quota/a"];
+    for bad in reserved {
+        let results = within("reserved paths", with_path_everywhere(&s, bad, &good)).await;
+        assert_invalid_path(results, bad, PathErrorKind::Reserved);
+        match coord_core::recipes::Lock::new(&s, bad) {
+            Err(Error::InvalidPath { kind, .. }) => assert_eq!(kind, PathErrorKind::Reserved),
+            other => panic!("Lock::new({bad:?}): {:?}", other.map(drop)),
+        }
+    }
+    let allowed = format!("{root}/zookeeper/x");
+    s.ensure_dir(&format!("{root}/zookeeper"))
+        .await
+        .expect("a 'zookeeper' segment below the top is allowed");
+    s.create(&allowed, b"", CreateMode::Persistent)
+        .await
+        .expect("create below a nested 'zookeeper'");
+    s.close().await.expect("close");
+    for bad in reserved {
+        assert_invalid_path(
+            with_path_everywhere(&s, bad, &good).await,
+            bad,
+            PathErrorKind::Reserved,
+        );
+    }
+}
+
 /// What the rules allow is accepted: names with dots, spaces and non-ASCII,
 /// a path of exactly `MAX_PATH_LEN` bytes, data of exactly `MAX_DATA_LEN`.
 pub async fn prim_path_limits_accepted(h: &dyn Harness) {
@@ -1972,6 +2006,7 @@ macro_rules! __primitives_tests {
             primitives::prim_watch_gone_is_armed,
             primitives::prim_path_rules_typed_errors,
             primitives::prim_path_rules_checked_before_io,
+            primitives::prim_zookeeper_tree_reserved,
             primitives::prim_path_limits_accepted,
             primitives::prim_create_get_basics,
             primitives::prim_missing_nodes,

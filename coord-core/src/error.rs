@@ -23,6 +23,9 @@ pub enum PathErrorKind {
     TooLong,
     /// The operation needs a path below the root, and got `/`.
     Root,
+    /// `/zookeeper` or a path below it: ZooKeeper's own tree, reserved on
+    /// every backend.
+    Reserved,
 }
 
 impl std::fmt::Display for PathErrorKind {
@@ -38,6 +41,9 @@ impl std::fmt::Display for PathErrorKind {
             }
             PathErrorKind::TooLong => "the path is too long",
             PathErrorKind::Root => "the operation is not allowed on the root '/'",
+            PathErrorKind::Reserved => {
+                "'/zookeeper' and the paths below it are reserved (ZooKeeper's own tree)"
+            }
         };
         f.write_str(s)
     }
@@ -109,6 +115,41 @@ pub enum Error {
     LockLost {
         /// The node that carried the hold.
         path: String,
+    },
+    /// The server refused the credentials, or wanted some and got none
+    /// (a wrong user name or password, a missing password). Not retryable
+    /// with the same options; `hint` says what to fix. Never carries the
+    /// secret.
+    #[error("{backend}: authentication failed: {hint}")]
+    Unauthenticated {
+        /// Which backend refused.
+        backend: &'static str,
+        /// What went wrong and what to fix, e.g. "the server requires a
+        /// password: put user:password in the URL or options".
+        hint: String,
+    },
+    /// The credentials were accepted, but an access rule of the server
+    /// refuses this operation (a Redis ACL's NOPERM, etcd's permission
+    /// denied, ZooKeeper's NoAuth).
+    #[error("permission denied{}: {reason}", if path.is_empty() { String::new() } else { format!(" on {path}") })]
+    PermissionDenied {
+        /// The node the refused operation was about; empty when the
+        /// refusal concerns no one node (a command run at connect).
+        path: String,
+        /// The server's explanation.
+        reason: String,
+    },
+    /// A write's answer was lost with the connection and what the server
+    /// holds now cannot tell whether it landed (another write moved the
+    /// node meanwhile), so it was not repeated: it took effect once or not
+    /// at all. Read the state before deciding to write again. Not
+    /// retryable as is: a blind retry could apply it twice.
+    #[error("outcome unknown at {path}: {detail}")]
+    OutcomeUnknown {
+        /// The node written.
+        path: String,
+        /// What was written and what the node holds now.
+        detail: String,
     },
     /// The backend cannot do this.
     #[error("{operation} is not supported by the {backend} backend")]

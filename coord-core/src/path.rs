@@ -6,7 +6,9 @@
 //! - no segment is `.` or `..`;
 //! - no NUL, no control character (U+0001–U+001F, U+007F–U+009F), and none of
 //!   the code points ZooKeeper reserves (U+D800–U+F8FF, U+FFF0–U+FFFF);
-//! - at most [`MAX_PATH_LEN`] bytes.
+//! - at most [`MAX_PATH_LEN`] bytes;
+//! - not `/zookeeper` nor below it: ZooKeeper keeps its own nodes there
+//!   (quotas, config), so it is refused on every backend alike.
 //!
 //! Node data is at most [`MAX_DATA_LEN`] bytes. That is a little under 1 MiB
 //! on purpose: ZooKeeper's default `jute.maxbuffer` (1 MiB − 1 byte) bounds a
@@ -20,6 +22,9 @@ pub const MAX_PATH_LEN: usize = 1024;
 /// The most data one node may hold, in bytes (1,000,000: under 1 MiB so that
 /// it fits ZooKeeper's default request limit with room for the request).
 pub const MAX_DATA_LEN: usize = 1_000_000;
+
+/// ZooKeeper's own tree, refused by [`validate`] on every backend.
+pub const RESERVED: &str = "/zookeeper";
 
 fn invalid(path: &str, kind: PathErrorKind) -> Error {
     Error::InvalidPath {
@@ -66,6 +71,13 @@ pub fn validate(path: &str) -> Result<()> {
             "." | ".." => return Err(invalid(path, PathErrorKind::RelativeSegment)),
             _ => {}
         }
+    }
+    if path == RESERVED
+        || path
+            .strip_prefix(RESERVED)
+            .is_some_and(|r| r.starts_with('/'))
+    {
+        return Err(invalid(path, PathErrorKind::Reserved));
     }
     Ok(())
 }
@@ -143,5 +155,30 @@ mod tests {
         assert_eq!(join("/x", "a"), "/x/a");
         assert_eq!(ancestors("/a/b/c").collect::<Vec<_>>(), vec!["/a", "/a/b"]);
         assert_eq!(ancestors("/a").count(), 0);
+    }
+
+    #[test]
+    fn zookeepers_tree_is_reserved() {
+        for p in ["/zookeeper", "/zookeeper/x", "/zookeeper/quota/a"] {
+            assert!(
+                matches!(
+                    validate(p),
+                    Err(Error::InvalidPath {
+                        kind: PathErrorKind::Reserved,
+                        ..
+                    })
+                ),
+                "{p}"
+            );
+        }
+        for p in [
+            "/zookeeperx",
+            "/zookeeper-x/y",
+            "/a/zookeeper",
+            "/Zookeeper",
+            "/",
+        ] {
+            assert!(validate(p).is_ok(), "{p}");
+        }
     }
 }

@@ -150,7 +150,8 @@ fn spawn_keyspace_check(core: &Arc<Core>) {
     let core = Arc::clone(core);
     tokio::spawn(async move {
         let mut conn = core.conn.clone();
-        let check = ensure_keyspace_events(&mut conn, core.keyspace_events);
+        let client = core.hub.client().clone();
+        let check = ensure_keyspace_events(&mut conn, &client, &core.prefix, core.keyspace_events);
         match tokio::time::timeout(core.request_timeout, check).await {
             Ok(Ok(())) => {}
             Ok(Err(e)) => {

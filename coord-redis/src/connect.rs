@@ -35,9 +35,13 @@ use crate::session::RedisSession;
 /// out of [`crate::MIN_SESSION_TIMEOUT`]..=[`crate::MAX_SESSION_TIMEOUT`] or
 /// a zero or absurd request timeout (all before any I/O);
 /// [`Error::ConnectionLost`] when the server cannot be reached;
-/// [`Error::Backend`] when it refuses (authentication, ACL), or with a
-/// [`KeyspaceEventsError`] when keyspace notifications for expired keys are
-/// off and may not be turned on (see [`KeyspaceEvents`]).
+/// [`Error::Unauthenticated`] when it wants a password it did not get, or
+/// refuses the user name or password; [`Error::PermissionDenied`] when the
+/// ACL user lacks a command, key or channel coord needs;
+/// [`Error::Backend`] with a [`KeyspaceEventsError`] when keyspace
+/// notifications for expired keys are off and may not be turned on (see
+/// [`KeyspaceEvents`]: `CONFIG` is used where allowed, else a notice is
+/// observed; it is never required).
 ///
 /// # Cancel safety
 /// Cancel safe: dropped before it returns, no session is left behind but
@@ -62,7 +66,13 @@ pub(crate) async fn open(options: RedisOptions) -> Result<(Session, Arc<Core>)> 
     let mut conn = ConnectionManager::new_with_config(client.clone(), config)
         .await
         .map_err(|e| error::map(e, None))?;
-    ensure_keyspace_events(&mut conn, options.keyspace_events).await?;
+    ensure_keyspace_events(
+        &mut conn,
+        &client,
+        &options.key_prefix(),
+        options.keyspace_events,
+    )
+    .await?;
 
     let prefix = options.key_prefix();
     let sid = uuid::Uuid::new_v4().simple().to_string();
@@ -102,12 +112,24 @@ fn has_expired_events(flags: &str) -> bool {
     flags.contains('K') && (flags.contains('x') || flags.contains('A'))
 }
 
+/// How long [`observe_expired_notice`] waits for the notice.
+const PROBE_PATIENCE: Duration = Duration::from_secs(1);
+
 /// Check (and per `mode`, turn on) the server's keyspace notifications for
 /// expired keys: at connect, and again whenever the pub/sub link comes
 /// back, since a server restarted with its config file forgets a
 /// `CONFIG SET`.
+///
+/// `CONFIG` is a fast path, never a requirement: where it is refused (an
+/// ACL user without admin rights, the norm on managed Redis, or `CONFIG`
+/// renamed away), the check watches a scratch key of coord's namespace
+/// (`<prefix>probe:<uuid>`) expire and waits up to [`PROBE_PATIENCE`] for
+/// its keyspace notice. A server that wants a password it did not get
+/// fails with [`Error::Unauthenticated`], never with a notifications error.
 pub(crate) async fn ensure_keyspace_events(
     conn: &mut ConnectionManager,
+    client: &redis::Client,
+    prefix: &str,
     mode: KeyspaceEvents,
 ) -> Result<()> {
     if mode == KeyspaceEvents::Assume {
@@ -120,16 +142,27 @@ pub(crate) async fn ensure_keyspace_events(
         .await;
     let current = match current {
         Ok(pair) => pair.get(1).cloned().unwrap_or_default(),
-        Err(e) if error::is_transport(&e) => return Err(error::map(e, None)),
+        Err(e) if error::is_transport(&e) || is_credentials(&e) => return Err(error::map(e, None)),
         Err(e) => {
+            // No CONFIG for this user: look for a notice instead.
+            if observe_expired_notice(conn, client, prefix).await? {
+                tracing::debug!(
+                    "CONFIG GET refused; redis keyspace notifications for expired keys observed"
+                );
+                return Ok(());
+            }
             return Err(Error::backend(
                 BACKEND,
                 KeyspaceEventsError {
                     current: None,
                     wanted: "Kx".into(),
-                    reason: Some(format!("CONFIG GET failed: {e}")),
+                    reason: Some(format!(
+                        "CONFIG GET was refused ({}) and a scratch key's expiry sent no \
+                         keyspace notice within {PROBE_PATIENCE:?}",
+                        e.detail().unwrap_or("no detail")
+                    )),
                 },
-            ))
+            ));
         }
     };
     if has_expired_events(&current) {
@@ -162,14 +195,81 @@ pub(crate) async fn ensure_keyspace_events(
             tracing::info!(%wanted, "enabled redis keyspace notifications (notify-keyspace-events)");
             Ok(())
         }
-        Err(e) if error::is_transport(&e) => Err(error::map(e, None)),
+        Err(e) if error::is_transport(&e) || is_credentials(&e) => Err(error::map(e, None)),
         Err(e) => Err(Error::backend(
             BACKEND,
             KeyspaceEventsError {
                 current: Some(current),
                 wanted,
-                reason: Some(format!("CONFIG SET failed: {e}")),
+                reason: Some(format!(
+                    "CONFIG SET failed: {}",
+                    e.detail().unwrap_or("no detail")
+                )),
             },
         )),
+    }
+}
+
+/// A missing or refused password (not an ACL refusing `CONFIG`).
+fn is_credentials(e: &redis::RedisError) -> bool {
+    matches!(error::auth_error(e), Some(Error::Unauthenticated { .. }))
+}
+
+/// Whether the server sends the keyspace notice of an expired key: a
+/// scratch key of coord's namespace is set with a 1 ms TTL, then read
+/// (which expires it at once) until gone, while a pub/sub connection of
+/// its own listens on its keyspace channel for `expired`, for at most
+/// [`PROBE_PATIENCE`].
+async fn observe_expired_notice(
+    conn: &mut ConnectionManager,
+    client: &redis::Client,
+    prefix: &str,
+) -> Result<bool> {
+    use futures_util::StreamExt;
+
+    let db = client.get_connection_info().redis_settings().db();
+    let key = format!("{prefix}probe:{}", uuid::Uuid::new_v4().simple());
+    let channel = format!("__keyspace@{db}__:{key}");
+    let probe = async {
+        let pubsub = client
+            .get_async_pubsub()
+            .await
+            .map_err(|e| error::map(e, None))?;
+        let (mut sink, mut stream) = pubsub.split();
+        sink.subscribe(&channel)
+            .await
+            .map_err(|e| error::map(e, None))?;
+        redis::cmd("SET")
+            .arg(&key)
+            .arg(1)
+            .arg("PX")
+            .arg(1)
+            .query_async::<()>(conn)
+            .await
+            .map_err(|e| error::map(e, None))?;
+        let expire = async {
+            loop {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                let exists = redis::cmd("EXISTS")
+                    .arg(&key)
+                    .query_async::<i64>(&mut *conn)
+                    .await
+                    .map_err(|e| error::map(e, None))?;
+                if exists == 0 {
+                    return Ok::<_, Error>(());
+                }
+            }
+        };
+        expire.await?;
+        while let Some(msg) = stream.next().await {
+            if msg.get_payload_bytes() == b"expired" {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    };
+    match tokio::time::timeout(PROBE_PATIENCE, probe).await {
+        Ok(seen) => seen,
+        Err(_) => Ok(false),
     }
 }

@@ -18,10 +18,12 @@ pub(crate) const BACKEND: &str = "redis";
 /// (or, with [`crate::KeyspaceEvents::Require`], may not) be turned on.
 #[derive(Debug, thiserror::Error)]
 #[error(
-    "Redis keyspace notifications for expired keys are off (notify-keyspace-events = {current:?}){}: \
-     coord-redis needs them to reap a dead session's ephemeral nodes. Set \
+    "Redis keyspace notifications for expired keys are off ({}){}: \
+     coord-redis needs them (flags K and x) to reap a dead session's ephemeral nodes. Set \
      `notify-keyspace-events {wanted}` in redis.conf or run \
-     `CONFIG SET notify-keyspace-events {wanted}` (or choose KeyspaceEvents::Assume)",
+     `CONFIG SET notify-keyspace-events {wanted}` as an admin (or, if they are on, \
+     choose KeyspaceEvents::Assume: `keyspace_events=assume` in a coord URL)",
+    current.as_deref().map(|c| format!("notify-keyspace-events = {c:?}")).unwrap_or_else(|| "no expired-key notice arrived".into()),
     reason.as_deref().map(|r| format!(" and could not be turned on ({r})")).unwrap_or_default()
 )]
 pub struct KeyspaceEventsError {
@@ -38,6 +40,9 @@ pub struct KeyspaceEventsError {
 pub(crate) fn map(err: RedisError, expected: Option<u64>) -> Error {
     if is_transport(&err) {
         return Error::ConnectionLost(err.to_string());
+    }
+    if let Some(e) = auth_error(&err) {
+        return e;
     }
     let path = err.detail().unwrap_or_default().to_owned();
     match err.code() {
@@ -63,6 +68,42 @@ pub(crate) fn map(err: RedisError, expected: Option<u64>) -> Error {
     }
 }
 
+/// The credential and ACL errors, or `None`: a wrong user name or
+/// password (`WRONGPASS`, or the client's failed `AUTH`) and a missing one
+/// (`NOAUTH`) are [`Error::Unauthenticated`]; an ACL refusing a command, a
+/// key or a channel (`NOPERM`) is [`Error::PermissionDenied`]. Neither
+/// message can carry the password: the server never echoes it.
+pub(crate) fn auth_error(err: &RedisError) -> Option<Error> {
+    let unauthenticated = |hint: &str| Error::Unauthenticated {
+        backend: BACKEND,
+        hint: hint.to_owned(),
+    };
+    match err.code() {
+        Some("NOAUTH") => Some(unauthenticated(
+            "the server requires a password: put user:password (or :password for the \
+             default user) in the URL or options",
+        )),
+        Some("WRONGPASS") => Some(unauthenticated(
+            "the server refused the user name or password (or the user is disabled): \
+             check user:password in the URL or options",
+        )),
+        Some("NOPERM") => Some(Error::PermissionDenied {
+            path: String::new(),
+            reason: format!(
+                "the Redis ACL user may not do this ({}); coord needs the scripting, \
+                 key and pub/sub commands on its namespace's keys and the \
+                 __keyspace@* channels",
+                err.detail().unwrap_or("NOPERM")
+            ),
+        }),
+        _ if err.kind() == redis::ErrorKind::AuthenticationFailed => Some(unauthenticated(
+            "the server refused the user name or password (or the user is disabled): \
+             check user:password in the URL or options",
+        )),
+        _ => None,
+    }
+}
+
 /// Whether the request may not have reached the server, or its answer was
 /// lost: the session may be fine, and a retry may succeed.
 pub(crate) fn is_transport(err: &RedisError) -> bool {
@@ -79,4 +120,60 @@ pub(crate) fn unexpected(what: &str, value: &redis::Value) -> Error {
         BACKEND,
         format!("unexpected reply to {what} from a coord-redis script: {value:?}"),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A server's error reply, as the client parses it.
+    fn reply(line: &str) -> RedisError {
+        match redis::parse_redis_value(format!("-{line}\r\n").as_bytes())
+            .and_then(redis::Value::extract_error)
+        {
+            Err(e) => e,
+            Ok(v) => panic!("{line} parsed as {v:?}"),
+        }
+    }
+
+    #[test]
+    fn credential_errors_are_typed() {
+        let noauth = map(reply("NOAUTH Authentication required."), None);
+        assert!(
+            matches!(&noauth, Error::Unauthenticated { backend: "redis", hint } if hint.contains("requires a password")),
+            "{noauth:?}"
+        );
+        let wrongpass = map(
+            reply("WRONGPASS invalid username-password pair or user is disabled."),
+            None,
+        );
+        assert!(
+            matches!(&wrongpass, Error::Unauthenticated { hint, .. } if hint.contains("user:password")),
+            "{wrongpass:?}"
+        );
+        let failed = map(
+            RedisError::from((
+                redis::ErrorKind::AuthenticationFailed,
+                "Password authentication failed",
+            )),
+            None,
+        );
+        assert!(
+            matches!(failed, Error::Unauthenticated { .. }),
+            "{failed:?}"
+        );
+        let noperm = map(
+            reply("NOPERM User u has no permissions to run the 'config|get' command"),
+            None,
+        );
+        assert!(
+            matches!(&noperm, Error::PermissionDenied { reason, .. } if reason.contains("config|get")),
+            "{noperm:?}"
+        );
+        // Script outcomes still map as before.
+        assert!(matches!(
+            map(reply("NONODE /a"), None),
+            Error::NotFound { path } if path == "/a"
+        ));
+    }
 }

@@ -70,6 +70,11 @@ impl Hub {
         })
     }
 
+    /// The client every pub/sub connection of this hub is opened with.
+    pub(crate) fn client(&self) -> &redis::Client {
+        &self.client
+    }
+
     fn waiters(&self) -> std::sync::MutexGuard<'_, Waiters> {
         // A panic while holding it leaves a valid map: keep going.
         self.waiters.lock().unwrap_or_else(PoisonError::into_inner)

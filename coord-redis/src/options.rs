@@ -31,20 +31,26 @@ const MAX_DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// setting, which must include `K` (keyspace events) and `x` (expired keys,
 /// or `A`) so a crashed client's session key expiring reaps its ephemeral
 /// nodes at once.
+///
+/// `CONFIG` is never required: where the user may not run `CONFIG GET` (an
+/// ACL user without admin rights, the norm on managed Redis, or `CONFIG`
+/// renamed away), `Enable` and `Require` check by watching a scratch key of
+/// the namespace expire and waiting up to 1 s for its keyspace notice.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum KeyspaceEvents {
     /// Check the setting; add `K` and `x` with `CONFIG SET` if missing
-    /// (fails with [`crate::KeyspaceEventsError`] if `CONFIG` is refused).
+    /// (fails with [`crate::KeyspaceEventsError`] if they are missing and
+    /// `CONFIG SET` is refused, or if `CONFIG` is refused and no notice
+    /// arrives).
     #[default]
     Enable,
     /// Check the setting, never change it: fail with
     /// [`crate::KeyspaceEventsError`] if it lacks `K` or `x`.
     Require,
-    /// Do not look (for servers where `CONFIG` is renamed away and the
-    /// setting is known to be right). Without the notices, a dead session's
-    /// nodes are still reaped by the next read that meets them and by the
-    /// periodic sweep, only later.
+    /// Do not look (`keyspace_events=assume` in a coord URL). Without the
+    /// notices, a dead session's nodes are still reaped by the next read
+    /// that meets them and by the periodic sweep, only later.
     Assume,
 }
 

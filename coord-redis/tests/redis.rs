@@ -395,7 +395,16 @@ async fn url_credentials_and_bad_options() {
     let err = coord_redis::connect(wrong.as_str())
         .await
         .expect_err("bad password");
-    assert!(matches!(err, Error::Backend { .. }), "{err:?}");
+    assert!(
+        matches!(
+            err,
+            Error::Unauthenticated {
+                backend: "redis",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
     let () = redis::cmd("ACL")
         .arg("DELUSER")
         .arg(&user)

@@ -35,6 +35,7 @@ impl<'a> Target<'a> {
 /// timeout errors, a throttled request) become [`Error::ConnectionLost`]: the
 /// request may or may not have been applied and the session may still live.
 /// `SessionExpired`, `SessionMoved` and `AuthFailed` end the session.
+/// `NoAuth` (an ACL refusing the request) is [`Error::PermissionDenied`].
 pub(crate) fn map_error(err: zk::Error, target: Target<'_>) -> Error {
     let path = || target.path.to_owned();
     match err {
@@ -52,6 +53,11 @@ pub(crate) fn map_error(err: zk::Error, target: Target<'_>) -> Error {
         zk::Error::SessionExpired | zk::Error::SessionMoved | zk::Error::AuthFailed => {
             Error::SessionExpired
         }
+        zk::Error::NoAuth => Error::PermissionDenied {
+            path: path(),
+            reason: "the node's ZooKeeper ACL does not grant this client the operation (NoAuth)"
+                .into(),
+        },
         zk::Error::ClientClosed => Error::SessionClosed,
         zk::Error::ConnectionLoss
         | zk::Error::NoHosts
@@ -95,6 +101,10 @@ mod tests {
             Error::VersionMismatch { path, expected: 7 } if path == "/a/b"
         ));
         assert!(matches!(map(zk::Error::NotEmpty), Error::NotEmpty { path } if path == "/a/b"));
+        assert!(matches!(
+            map(zk::Error::NoAuth),
+            Error::PermissionDenied { path, reason } if path == "/a/b" && reason.contains("ACL")
+        ));
     }
 
     #[test]
@@ -137,7 +147,7 @@ mod tests {
     #[test]
     fn everything_else_is_a_backend_error() {
         assert!(matches!(
-            map(zk::Error::NoAuth),
+            map(zk::Error::InvalidAcl),
             Error::Backend { backend: "zk", .. }
         ));
         assert!(matches!(

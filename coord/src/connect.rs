@@ -247,6 +247,13 @@ mod tests {
         {
             let c = Connector::new("redis://app:s3cret@h:6379")?;
             assert!(!format!("{c:?}").contains("s3cret"), "{c:?}");
+            // Reserved characters, raw: the user info still ends at the
+            // last '@'.
+            let c = Connector::new("redis://app:s3/cr#et?x@h:6379")?;
+            for shown in [format!("{c:?}"), c.url().to_owned()] {
+                assert!(!shown.contains("s3") && !shown.contains("et?x"), "{shown}");
+            }
+            assert_eq!(c.url(), "redis://app:***@h:6379");
         }
         Ok(())
     }

@@ -59,6 +59,13 @@
 //!   is a duration that does not parse.
 //! - `namespace=<name>` (redis only): keep every key under `{name}:`
 //!   (default `coord`), so applications can share a server.
+//! - `keyspace_events=enable|require|assume` (redis only): what to do
+//!   about the server's `notify-keyspace-events` (see
+//!   `coord_redis::KeyspaceEvents`); `CONFIG` is never required.
+//!
+//! Everything between `://` and the last `@` is the user info (a password
+//! may hold reserved characters as they are, or percent-encoded); a path or
+//! query cannot hold a raw `@`.
 //!
 //! Not supported: `rediss://` (TLS is not compiled into the Redis client),
 //! Unix sockets, Redis Cluster, `https://` etcd endpoints, ZooKeeper

@@ -30,12 +30,57 @@ pub(crate) struct Parsed {
     pub shown: String,
 }
 
-/// The pieces of `scheme://authority/path?query`.
+/// The user info of a URL, percent-decoded. Its `Debug` never shows the
+/// password.
+#[derive(Clone)]
+struct Userinfo {
+    user: String,
+    password: Option<String>,
+}
+
+impl std::fmt::Debug for Userinfo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Userinfo")
+            .field("user", &self.user)
+            .field("password", &self.password.as_ref().map(|_| "***"))
+            .finish()
+    }
+}
+
+/// The pieces of `scheme://[userinfo@]hosts/path?query`.
 struct Pieces<'a> {
     scheme: String,
+    /// Everything before the last `@`, decoded; `Err` when it does not
+    /// decode (the reason never quotes it).
+    userinfo: Option<Result<Userinfo, String>>,
+    /// The host list only: never any part of the user info.
     authority: &'a str,
     path: &'a str,
     params: Vec<(&'a str, &'a str)>,
+}
+
+/// Cut `rest` (the URL after `://`) at its LAST `@`: everything before it
+/// is user info, whatever characters it holds (a password may contain
+/// `/`, `?`, `#`, `:` and `@`), so nothing after this looks at it. A path
+/// or query cannot contain a raw `@`, then; write it `%40`.
+fn cut_userinfo(rest: &str) -> (Option<&str>, &str) {
+    match rest.rfind('@') {
+        Some(at) => (Some(&rest[..at]), &rest[at + 1..]),
+        None => (None, rest),
+    }
+}
+
+fn decode_userinfo(info: &str) -> Result<Userinfo, String> {
+    Ok(match info.split_once(':') {
+        Some((user, password)) => Userinfo {
+            user: percent_decode(user)?,
+            password: Some(percent_decode(password)?),
+        },
+        None => Userinfo {
+            user: percent_decode(info)?,
+            password: None,
+        },
+    })
 }
 
 fn split<'a>(
@@ -48,6 +93,9 @@ fn split<'a>(
     if scheme.is_empty() {
         return Err(bad("the scheme is missing".into()));
     }
+    // First of all: the user info goes, before anything can quote it.
+    let (userinfo, rest) = cut_userinfo(rest);
+    let userinfo = userinfo.map(decode_userinfo);
     if rest.contains('#') {
         return Err(bad("a fragment ('#…') is not allowed".into()));
     }
@@ -79,6 +127,7 @@ fn split<'a>(
     }
     Ok(Pieces {
         scheme: scheme.to_ascii_lowercase(),
+        userinfo,
         authority,
         path,
         params,
@@ -122,7 +171,7 @@ pub(crate) fn parse(url: &str) -> Result<Parsed, ConnectError> {
         });
     }
     let known: &[&str] = match backend {
-        Backend::Redis => &["session_timeout", "namespace"],
+        Backend::Redis => &["session_timeout", "namespace", "keyspace_events"],
         _ => &["session_timeout"],
     };
     let mut session_timeout = None;
@@ -141,7 +190,10 @@ pub(crate) fn parse(url: &str) -> Result<Parsed, ConnectError> {
     }
     let target = match backend {
         Backend::Mem => {
-            if !pieces.authority.is_empty() || !matches!(pieces.path, "" | "/") {
+            if !pieces.authority.is_empty()
+                || pieces.userinfo.is_some()
+                || !matches!(pieces.path, "" | "/")
+            {
                 return Err(bad(
                     "mem:// takes no host or path: it is the process-wide in-memory store".into(),
                 ));
@@ -233,8 +285,12 @@ fn host_list(list: &str, default_port: u16) -> Result<String, String> {
 
 #[cfg(feature = "zk")]
 fn zk(p: &Pieces<'_>) -> Result<coord_zk::ZkOptions, String> {
-    if p.authority.contains('@') {
-        return Err("credentials in a zk:// URL are not supported".into());
+    if p.userinfo.is_some() {
+        return Err(
+            "credentials in a zk:// URL are not supported (everything before \
+                    the last '@' is taken as user info, so a chroot cannot hold an '@')"
+                .into(),
+        );
     }
     let hosts = host_list(p.authority, 2181)?;
     coord_zk::ZkOptions::new(&format!("{hosts}{}", p.path)).map_err(|e| format!("chroot: {e}"))
@@ -242,25 +298,21 @@ fn zk(p: &Pieces<'_>) -> Result<coord_zk::ZkOptions, String> {
 
 #[cfg(feature = "etcd")]
 fn etcd(p: &Pieces<'_>) -> Result<coord_etcd::EtcdOptions, String> {
-    let (user, hosts) = match p.authority.rsplit_once('@') {
-        Some((u, h)) => (Some(u), h),
-        None => (None, p.authority),
-    };
-    let options = coord_etcd::EtcdOptions::from_url(&format!("etcd://{hosts}{}", p.path)).map_err(
-        |e| match e {
-            coord_core::Error::InvalidArgument(m) => m,
-            e => e.to_string(),
-        },
-    )?;
-    Ok(match user {
-        Some(u) => {
-            let (name, password) = u
-                .split_once(':')
+    let options = coord_etcd::EtcdOptions::from_url(&format!("etcd://{}{}", p.authority, p.path))
+        .map_err(|e| match e {
+        coord_core::Error::InvalidArgument(m) => m,
+        e => e.to_string(),
+    })?;
+    Ok(match &p.userinfo {
+        Some(info) => {
+            let info = info.clone()?;
+            let password = info
+                .password
                 .ok_or("etcd credentials must be user:password")?;
-            if name.is_empty() {
+            if info.user.is_empty() {
                 return Err("the etcd user name is empty".into());
             }
-            options.user(percent_decode(name)?, percent_decode(password)?)
+            options.user(info.user, password)
         }
         None => options,
     })
@@ -268,7 +320,15 @@ fn etcd(p: &Pieces<'_>) -> Result<coord_etcd::EtcdOptions, String> {
 
 #[cfg(feature = "redis")]
 fn redis(p: &Pieces<'_>) -> Result<coord_redis::RedisOptions, String> {
-    let host = p.authority.rsplit_once('@').map_or(p.authority, |(_, h)| h);
+    use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
+    /// All but RFC 3986's unreserved characters.
+    const USERINFO: &AsciiSet = &NON_ALPHANUMERIC
+        .remove(b'-')
+        .remove(b'.')
+        .remove(b'_')
+        .remove(b'~');
+
+    let host = p.authority;
     if host.contains(',') {
         return Err("one Redis host only (Redis Cluster is not supported)".into());
     }
@@ -282,10 +342,19 @@ fn redis(p: &Pieces<'_>) -> Result<coord_redis::RedisOptions, String> {
             ))
         }
     }
-    let userinfo = p
-        .authority
-        .rsplit_once('@')
-        .map_or(String::new(), |(u, _)| format!("{u}@"));
+    // Decoded, then encoded again in full, so the redis client (which
+    // decodes them) gets exactly the user and password meant.
+    let userinfo = match &p.userinfo {
+        None => String::new(),
+        Some(info) => {
+            let info = info.clone()?;
+            let user = utf8_percent_encode(&info.user, USERINFO);
+            match &info.password {
+                Some(pw) => format!("{user}:{}@", utf8_percent_encode(pw, USERINFO)),
+                None => format!("{user}@"),
+            }
+        }
+    };
     let mut options =
         coord_redis::RedisOptions::new(format!("redis://{userinfo}{hosts}{}", p.path));
     if let Some((_, ns)) = p.params.iter().find(|(k, _)| *k == "namespace") {
@@ -300,6 +369,19 @@ fn redis(p: &Pieces<'_>) -> Result<coord_redis::RedisOptions, String> {
         }
         options = options.namespace(*ns);
     }
+    if let Some((_, mode)) = p.params.iter().find(|(k, _)| *k == "keyspace_events") {
+        use coord_redis::KeyspaceEvents;
+        options = options.keyspace_events(match *mode {
+            "enable" => KeyspaceEvents::Enable,
+            "require" => KeyspaceEvents::Require,
+            "assume" => KeyspaceEvents::Assume,
+            other => {
+                return Err(format!(
+                    "keyspace_events {other:?}: use enable, require or assume"
+                ))
+            }
+        });
+    }
     Ok(options)
 }
 
@@ -307,7 +389,6 @@ fn redis(p: &Pieces<'_>) -> Result<coord_redis::RedisOptions, String> {
 /// `percent-encoding` crate. That crate passes a malformed escape through
 /// as it is; here it is an error, since a password with a stray `%` was
 /// most likely meant to be escaped. No message quotes `s` (a password).
-#[cfg(any(feature = "etcd", test))]
 fn percent_decode(s: &str) -> Result<String, String> {
     let bytes = s.as_bytes();
     let malformed = bytes.iter().enumerate().any(|(i, b)| {
@@ -471,5 +552,98 @@ mod tests {
         assert!(reason("redis://h?namespace=a:b").contains("namespace"));
         assert!(reason("redis://h?session_timeout=100ms").contains("minimum"));
         assert!(reason("redis://").contains("no host"));
+        for (mode, want) in [
+            ("enable", coord_redis::KeyspaceEvents::Enable),
+            ("require", coord_redis::KeyspaceEvents::Require),
+            ("assume", coord_redis::KeyspaceEvents::Assume),
+        ] {
+            let p = parse(&format!("redis://h?keyspace_events={mode}"))
+                .unwrap_or_else(|e| panic!("{e}"));
+            let Target::Redis(o) = p.target else {
+                panic!("not redis")
+            };
+            assert!(format!("{o:?}").contains(&format!("{want:?}")), "{o:?}");
+        }
+        assert!(reason("redis://h?keyspace_events=on").contains("enable, require or assume"));
+    }
+
+    /// A password with reserved characters, raw: everything before the
+    /// last '@' is the user info, decoded, and the redis client gets it
+    /// encoded in full.
+    #[cfg(feature = "redis")]
+    #[test]
+    fn raw_reserved_characters_in_a_redis_password() {
+        let p = parse("redis://app:pa/ss@h:1/2").unwrap_or_else(|e| panic!("{e}"));
+        let Target::Redis(o) = p.target else {
+            panic!("not redis")
+        };
+        assert_eq!(o.url(), "redis://app:pa%2Fss@h:1/2");
+        assert_eq!(p.shown, "redis://app:***@h:1/2");
+        let p = parse("redis://app:p@s:s?#x@h").unwrap_or_else(|e| panic!("{e}"));
+        let Target::Redis(o) = p.target else {
+            panic!("not redis")
+        };
+        assert_eq!(o.url(), "redis://app:p%40s%3As%3F%23x@h:6379");
+        let p = parse("redis://app:p%2Fw@h").unwrap_or_else(|e| panic!("{e}"));
+        let Target::Redis(o) = p.target else {
+            panic!("not redis")
+        };
+        assert_eq!(o.url(), "redis://app:p%2Fw@h:6379");
+    }
+
+    /// Every reserved character (and space), raw and percent-encoded, in
+    /// the password of every scheme, with URLs both good and bad after the
+    /// user info: the secret's pieces appear in no error message and no
+    /// `Debug` of the parsed options.
+    #[test]
+    fn no_password_reaches_an_error_or_debug() {
+        let reserved = [
+            '/', '#', '?', '@', ':', '%', '[', ']', '!', '$', '&', '\'', '(', ')', '*', '+', ',',
+            ';', '=', ' ',
+        ];
+        let schemes = ["zk", "etcd", "redis", "rediss", "mem", "foo"];
+        let tails = [
+            "h:2181",
+            "h:2181/0",
+            "h:x",
+            "h:1,h2:x",
+            "",
+            "h:1/a//b",
+            "h:1?session_timeout=0s",
+            "h:1?nope=1",
+            "h:1/ns?namespace=bad:ns",
+            "[::1",
+            "h:1#frag",
+        ];
+        let mut checked = 0;
+        for c in reserved {
+            let encoded = format!("%{:02X}", c as u32);
+            for piece in [c.to_string(), encoded] {
+                let password = format!("Xq7{piece}Zk9");
+                for scheme in schemes {
+                    for tail in tails {
+                        for url in [
+                            format!("{scheme}://app:{password}@{tail}"),
+                            format!("{scheme}://:{password}@{tail}"),
+                            format!("{scheme}:/app:{password}@{tail}"),
+                        ] {
+                            let shown = match parse(&url) {
+                                Ok(p) => format!("{p:?} {}", p.shown),
+                                Err(e) => format!("{e} {e:?}"),
+                            };
+                            assert!(
+                                !shown.contains("Xq7") && !shown.contains("Zk9"),
+                                "{url:?} shows its password: {shown}"
+                            );
+                            checked += 1;
+                        }
+                    }
+                }
+            }
+        }
+        assert_eq!(
+            checked,
+            reserved.len() * 2 * schemes.len() * tails.len() * 3
+        );
     }
 }
