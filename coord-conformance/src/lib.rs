@@ -70,6 +70,7 @@ use coord_core::{Session, SessionState};
 pub mod barrier;
 pub mod cluster;
 mod conditions;
+pub mod counter;
 pub mod election;
 pub mod fault;
 pub mod faults;
@@ -195,6 +196,7 @@ macro_rules! conformance_tests {
         $crate::__group_tests!($make);
         $crate::__barrier_tests!($make);
         $crate::__periodic_job_tests!($make);
+        $crate::__counter_tests!($make);
         $crate::__inspect_tests!($make);
         $crate::__fault_tests!($make);
     };

@@ -120,12 +120,12 @@ pub use coord_core::{
     SessionId, SessionState, Stat,
 };
 pub use recipes::{
-    period_index, revocation, Barrier, Contender, ContenderState, Delivery, DoubleBarrier,
-    Election, ElectionEvent, ElectionLayout, ElectionState, Group, GroupChange, GroupWatcher,
-    Inside, Leader, LeaderObserver, Leadership, Lease, Lock, LockGuard, Member, Membership,
-    MultiLock, MultiLockGuard, OnCrash, Participant, PeriodicJob, Queue, ReadLock, ReentrantLock,
-    ReliableQueue, RunContext, RunOutcome, RwLock, Semaphore, SemaphoreMutex, SimpleLock,
-    WriteLock,
+    period_index, revocation, AddOutcome, Barrier, Contender, ContenderState, Counter,
+    CounterWatcher, Delivery, DoubleBarrier, Election, ElectionEvent, ElectionLayout,
+    ElectionState, Group, GroupChange, GroupWatcher, Inside, Leader, LeaderObserver, Leadership,
+    Lease, Lock, LockGuard, Member, Membership, MultiLock, MultiLockGuard, OnCrash, Participant,
+    PeriodicJob, Queue, ReadLock, ReentrantLock, ReliableQueue, RunContext, RunOutcome, RwLock,
+    Semaphore, SemaphoreMutex, SimpleLock, WriteLock,
 };
 
 /// `use coord::prelude::*`: the traits, so their methods (`run`, `lead`,

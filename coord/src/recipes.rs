@@ -347,6 +347,31 @@
 //! # Ok(()) }
 //! ```
 //!
+//! # [`Counter`]: a shared number, no update lost
+//!
+//! An `i64` stored as decimal text (kazoo `Counter`'s format). `add` is a
+//! compare-and-set retried on conflicts, so concurrent adds all count;
+//! `watch` reports changes (coalesced, never missing the latest value).
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use coord::Counter;
+//!
+//! let session = coord::connect("mem://").await?;
+//! let hits = Counter::new(&session, "/stats/hits")?;
+//! let mut changes = hits.watch();
+//! assert_eq!(changes.next().await?, 0); // the value now
+//! let added = hits.add(5).await?;
+//! assert_eq!((added.pre, added.post), (0, 5));
+//! assert_eq!(changes.next().await?, 5); // the change
+//! let (value, version) = hits.get().await?;
+//! assert!(hits.compare_and_set(version, value + 1).await?);
+//! assert!(!hits.compare_and_set(version, 0).await?); // stale version
+//! assert!(matches!(hits.add(i64::MAX).await, Err(coord::Error::InvalidArgument(_))));
+//! # Ok(()) }
+//! ```
+//!
 //! # Revocation and participants
 //!
 //! A contender can ask the holder to let go (Curator's `Revoker`, and the

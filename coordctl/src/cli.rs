@@ -133,6 +133,19 @@ pub enum Command {
     #[command(subcommand)]
     Queue(QueueCommand),
 
+    /// A shared counter (an i64 stored as decimal text, kazoo's format):
+    /// get, set, add, watch.
+    ///
+    /// `get` prints the value (a counter nobody wrote is 0); `set V`
+    /// writes V; `add D` adds D (negative to subtract) atomically, retried
+    /// on conflicts so no concurrent add is lost, and prints the new value;
+    /// `watch` prints the value now and then each new value until
+    /// interrupted (changes in quick succession may be printed as the last
+    /// one only). Exit 2 for a node that does not hold a decimal integer or
+    /// an add that would overflow (nothing is written).
+    #[command(after_long_help = crate::exit::TABLE)]
+    Counter(CounterArgs),
+
     /// Join the group at PATH with DATA; print `joined NAME`.
     ///
     /// Without CMD, stay a member until interrupted (exit 4 if membership
@@ -214,6 +227,7 @@ impl Command {
             Command::Elect(_) => "elect",
             Command::Leader(_) => "leader",
             Command::Queue(_) => "queue",
+            Command::Counter(_) => "counter",
             Command::Join(_) => "join",
             Command::Participants(_) => "participants",
             Command::Revoke(_) => "revoke",
@@ -427,6 +441,34 @@ pub enum QueueCommand {
         /// The queue's path.
         path: String,
     },
+}
+
+#[derive(Debug, Args)]
+pub struct CounterArgs {
+    /// The counter's path, e.g. /counters/jobs-done.
+    pub path: String,
+    #[command(subcommand)]
+    pub op: CounterOp,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CounterOp {
+    /// Print the value.
+    Get,
+    /// Set the value.
+    Set {
+        /// The new value.
+        #[arg(allow_negative_numbers = true)]
+        value: i64,
+    },
+    /// Add DELTA atomically; print the new value.
+    Add {
+        /// What to add (negative to subtract).
+        #[arg(allow_negative_numbers = true)]
+        delta: i64,
+    },
+    /// Print the value now and each new value until interrupted.
+    Watch,
 }
 
 #[derive(Debug, Args)]

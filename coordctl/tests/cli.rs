@@ -309,6 +309,7 @@ fn cross_process_commands_warn_on_mem() {
         &["queue", "push", "/q", "x"],
         &["queue", "pop", "/q", "--timeout", "0s"],
         &["members", "/g"],
+        &["counter", "/c", "get"],
         &["leader", "/e"],
         &["participants", "/p"],
         &["revoke", "/p"],

@@ -1725,6 +1725,92 @@ fn revoke_is_ignored_without_revocable(url: &str) {
 }
 
 /// `coordctl --url … demo` runs the demo on the server.
+/// `coordctl counter`: get, set, add (negative too), concurrent adds from
+/// several processes all count, watch prints changes, and a node that is
+/// not a decimal integer or an overflowing add is a usage error (exit 2)
+/// that writes nothing.
+fn counter_commands(url: &str) {
+    let c = unique("counter");
+    let counter = |args: &[&str]| {
+        let mut all = vec!["counter", c.as_str()];
+        all.extend_from_slice(args);
+        run(coordctl(url, &all), 30)
+    };
+    assert_eq!(stdout(&counter(&["get"])), "0\n");
+    let out = counter(&["set", "41"]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(stdout(&out), "");
+    assert_eq!(stdout(&counter(&["add", "1"])), "42\n");
+    assert_eq!(stdout(&counter(&["add", "-50"])), "-8\n");
+    assert_eq!(stdout(&counter(&["get"])), "-8\n");
+
+    let mut watch = Running::start(coordctl(url, &["counter", &c, "watch"]));
+    assert_eq!(watch.line(20), "-8");
+    assert_eq!(stdout(&counter(&["add", "10"])), "2\n");
+    assert_eq!(watch.line(20), "2");
+
+    // Six processes add at once: each prints a different new value, and
+    // the counter ends six higher.
+    const N: i64 = 6;
+    let adders: Vec<_> = (0..N)
+        .map(|_| {
+            let mut cmd = coordctl(url, &["counter", &c, "add", "1"]);
+            cmd.stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped());
+            cmd.spawn().unwrap_or_else(|e| panic!("spawn: {e}"))
+        })
+        .collect();
+    let mut posts: Vec<i64> = adders
+        .into_iter()
+        .map(|child| {
+            let out = finish(child, 60);
+            assert!(out.status.success(), "an add failed: {out:?}");
+            stdout(&out)
+                .trim()
+                .parse()
+                .unwrap_or_else(|e| panic!("{out:?}: {e}"))
+        })
+        .collect();
+    posts.sort();
+    assert_eq!(posts, (3..3 + N).collect::<Vec<_>>());
+    assert_eq!(stdout(&counter(&["get"])), format!("{}\n", 2 + N));
+    // The watcher reaches the latest value (intermediate ones may be
+    // coalesced, never out of order).
+    let mut last = 2;
+    while last != 2 + N {
+        let v: i64 = watch.line(20).parse().expect("a number");
+        assert!(v > last && v <= 2 + N, "watch went from {last} to {v}");
+        last = v;
+    }
+    assert_eq!(code(watch.signal_and_wait(Signal::SIGINT, 20)), Some(130));
+
+    let max = i64::MAX.to_string();
+    assert!(counter(&["set", &max]).status.success());
+    let out = counter(&["add", "1"]);
+    assert_eq!(code(out.status), Some(2), "{out:?}");
+    assert!(stderr(&out).contains("overflow"), "{out:?}");
+    assert_eq!(stdout(&counter(&["get"])), format!("{max}\n"));
+    assert_eq!(code(counter(&["add", "one"]).status), Some(2));
+
+    let garbage = unique("counter");
+    with_session(url, async |s| {
+        s.create(&garbage, b"\x00\x00\x00\x05", coord::CreateMode::Persistent)
+            .await
+            .unwrap_or_else(|e| panic!("create: {e}"))
+    });
+    for args in [&["get"][..], &["add", "1"]] {
+        let mut all = vec!["counter", garbage.as_str()];
+        all.extend_from_slice(args);
+        let out = run(coordctl(url, &all), 30);
+        assert_eq!(code(out.status), Some(2), "{args:?}: {out:?}");
+        assert!(stderr(&out).contains("decimal"), "{out:?}");
+    }
+    let data = with_session(url, async |s| {
+        s.get(&garbage).await.expect("get").expect("node").data
+    });
+    assert_eq!(data, b"\x00\x00\x00\x05", "a failed add wrote");
+}
+
 fn demo_runs(url: &str) {
     let out = run(coordctl(url, &["demo"]), 90);
     assert!(out.status.success(), "{}\n{}", stdout(&out), stderr(&out));
@@ -1834,6 +1920,11 @@ macro_rules! on_backend {
             #[test]
             fn run_once_on_crash_skip_and_retry() {
                 super::run_once_on_crash_skip_and_retry(&$url());
+            }
+
+            #[test]
+            fn counter_commands() {
+                super::counter_commands(&$url());
             }
 
             #[test]

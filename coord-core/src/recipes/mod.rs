@@ -5,7 +5,7 @@
 //! its [`ReadLock`] and [`WriteLock`] halves), [`Semaphore`] and
 //! [`SemaphoreMutex`], [`SimpleLock`], [`MultiLock`], [`ReentrantLock`],
 //! [`Barrier`] and [`DoubleBarrier`], [`Election`], [`Group`], [`Queue`],
-//! [`PeriodicJob`]; [`participants`] lists who holds and who waits,
+//! [`PeriodicJob`], [`Counter`]; [`participants`] lists who holds and who waits,
 //! [`revocation`] asks a holder to let go. They implement the traits of
 //! [`crate::traits`]: every lock is [`Lockable`](crate::traits::Lockable),
 //! every guard a [`Hold`](crate::traits::Hold). What they share —
@@ -21,6 +21,7 @@
 //! await point leaves no node behind.
 
 pub mod barrier;
+pub mod counter;
 pub mod election;
 pub mod group;
 pub mod lock;
@@ -36,6 +37,7 @@ pub mod semaphore;
 pub mod simple_lock;
 
 pub use barrier::{Barrier, DoubleBarrier, Inside};
+pub use counter::{AddOutcome, Counter, CounterWatcher};
 pub use election::{
     Election, ElectionEvent, ElectionLayout, ElectionState, Leader, LeaderObserver, Leadership,
     Participant, ParticipantStatus,

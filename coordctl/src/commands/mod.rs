@@ -1,5 +1,6 @@
 //! One module per subcommand. Each returns the exit code, or a failure.
 
+mod counter;
 mod elect;
 mod group;
 mod hold;
@@ -22,6 +23,7 @@ pub async fn run(ctx: &Ctx, command: Command) -> Result<u8, Failure> {
         Command::Elect(a) => elect::elect(ctx, a).await,
         Command::Leader(a) => elect::leader(ctx, a).await,
         Command::Queue(q) => queue::queue(ctx, q).await,
+        Command::Counter(a) => counter::counter(ctx, a).await,
         Command::Join(a) => group::join(ctx, a).await,
         Command::Members(a) => group::members(ctx, a).await,
         Command::Participants(a) => participants::participants(ctx, a).await,

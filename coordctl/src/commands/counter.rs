@@ -1,0 +1,36 @@
+//! `coordctl counter PATH get|set V|add D|watch`.
+
+use coord::Counter;
+
+use super::print_line;
+use crate::cli::{CounterArgs, CounterOp};
+use crate::ctx::Ctx;
+use crate::exit::{self, Failure};
+
+pub async fn counter(ctx: &Ctx, a: CounterArgs) -> Result<u8, Failure> {
+    let session = ctx.open().await?;
+    let what = format!("counter {}", a.path);
+    let fail = |e| Failure::coord(&what, e);
+    let counter = Counter::new(&session, &a.path).map_err(fail)?;
+    match a.op {
+        CounterOp::Get => {
+            let (value, _) = counter.get().await.map_err(fail)?;
+            print_line(value.to_string().as_bytes())?;
+        }
+        CounterOp::Set { value } => {
+            counter.set(value).await.map_err(fail)?;
+        }
+        CounterOp::Add { delta } => {
+            let added = counter.add(delta).await.map_err(fail)?;
+            print_line(added.post.to_string().as_bytes())?;
+        }
+        CounterOp::Watch => {
+            let mut changes = counter.watch();
+            loop {
+                let value = changes.next().await.map_err(fail)?;
+                print_line(value.to_string().as_bytes())?;
+            }
+        }
+    }
+    Ok(exit::OK)
+}
