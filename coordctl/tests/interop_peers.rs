@@ -51,6 +51,10 @@
 //!   [`zk_lock_coordctl_and_kazoo_lock`]: `coordctl lock` (`_c_<uuid>-lock-<seq>`)
 //!   with Curator's `InterProcessMutex`, and with kazoo's `Lock` given
 //!   `extra_lock_patterns=("-lock-",)`: one holder at a time.
+//! - [`zk_counter_coordctl_and_kazoo_counter`]: `coordctl counter add` and
+//!   kazoo's `Counter` adding to one node at once: no add lost, each reads
+//!   the other's value (not a kill storm: an add cut off mid-way may or may
+//!   not have counted, by design).
 //! - [`zk_semaphore_coordctl_and_curator`]: `coordctl lock --leases 2` and
 //!   Curator `InterProcessSemaphoreV2(client, path, 2)`: at most 2 holders,
 //!   and the two leases are held by one of each at once (twice at least).
@@ -919,6 +923,99 @@ fn zk_lock_coordctl_and_kazoo_lock() {
     s.kazoo("k1", "lock", &path, "W", 1);
     s.kazoo("k2", "lock", &path, "W", 1);
     storm(s, &["coordctl", "kazoo"]).passed();
+}
+
+/// kazoo's `Counter` and `coordctl counter` on one node, adding at once:
+/// the value is stored as kazoo stores it (decimal text), each reads what
+/// the other wrote, and no add of either is lost (both retry on a version
+/// conflict).
+#[test]
+fn zk_counter_coordctl_and_kazoo_counter() {
+    require_kazoo();
+    const ADDS: usize = 15;
+    let _one = ZK_STORM.lock().unwrap_or_else(|e| e.into_inner());
+    let url = zk_url();
+    let path = format!("/coord-interop/counter/{}", uuid::Uuid::new_v4().simple());
+    let kazoo = |n: usize| {
+        Command::new("python3")
+            .args([
+                "-c",
+                "import sys\n\
+                 from kazoo.client import KazooClient\n\
+                 zk = KazooClient(hosts=sys.argv[1]); zk.start(timeout=15)\n\
+                 c = zk.Counter(sys.argv[2])\n\
+                 for _ in range(int(sys.argv[3])):\n    c += 1\n\
+                 print(c.value); zk.stop()\n",
+                &zk_hosts(),
+                &path,
+                &n.to_string(),
+            ])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start python3")
+    };
+    let coordctl = |path: String, url: String| {
+        std::thread::spawn(move || {
+            for _ in 0..ADDS {
+                let o = Command::new(BIN)
+                    .args(["--url", &url, "-q", "counter", &path, "add", "1"])
+                    .stdin(Stdio::null())
+                    .output()
+                    .expect("run coordctl");
+                assert!(
+                    o.status.success(),
+                    "coordctl counter add: {}",
+                    String::from_utf8_lossy(&o.stderr)
+                );
+            }
+        })
+    };
+    let k = [kazoo(ADDS), kazoo(ADDS)];
+    let c = [
+        coordctl(path.clone(), url.clone()),
+        coordctl(path.clone(), url.clone()),
+    ];
+    for h in c {
+        h.join().expect("coordctl adds");
+    }
+    for p in k {
+        let o = p.wait_with_output().expect("kazoo counter");
+        assert!(
+            o.status.success(),
+            "kazoo Counter: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    let o = Command::new(BIN)
+        .args(["--url", &url, "-q", "counter", &path, "get"])
+        .output()
+        .expect("coordctl counter get");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout).trim(),
+        (4 * ADDS).to_string(),
+        "every add of both implementations counted once"
+    );
+    let o = Command::new("python3")
+        .args([
+            "-c",
+            "import sys\n\
+             from kazoo.client import KazooClient\n\
+             zk = KazooClient(hosts=sys.argv[1]); zk.start(timeout=15)\n\
+             print(zk.Counter(sys.argv[2]).value); zk.stop()\n",
+            &zk_hosts(),
+            &path,
+        ])
+        .output()
+        .expect("kazoo read");
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout).trim(),
+        (4 * ADDS).to_string(),
+        "kazoo reads the same value: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
 }
 
 /// `coordctl lock --leases 2` and Curator's `InterProcessSemaphoreV2` with
