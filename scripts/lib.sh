@@ -55,3 +55,52 @@ stop_tracked() {
   fi
   rm -rf "$COORD_TMP"
 }
+
+# make_test_certs DIR: a throwaway certificate authority and, signed by it,
+# a server certificate for 127.0.0.1 / localhost and a client certificate
+# (CN=coord), for the secured servers (scripts/servers/*-secure.sh) and
+# the TLS tests. Also a second, untrusted authority with a client
+# certificate of its own (a client the servers must refuse). EC P-256
+# keys in PKCS#8 PEM ("BEGIN PRIVATE KEY"), which ZooKeeper, etcd, Redis
+# and rustls all read. Files: ca.pem, server.pem, server-key.pem,
+# server-both.pem (key then certificate: ZooKeeper's PEM key store),
+# client.pem, client-key.pem, rogue-ca.pem, rogue-client.pem,
+# rogue-client-key.pem. Idempotent: an existing ca.pem is kept.
+make_test_certs() {
+  local dir=$1
+  [ -s "$dir/ca.pem" ] && return 0
+  mkdir -p "$dir"
+  (
+    set -e
+    cd "$dir"
+    key() { openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$1" 2>/dev/null; }
+    ca() { # ca NAME CN
+      key "$1-key.pem"
+      openssl req -x509 -new -key "$1-key.pem" -subj "/CN=$2" -days 3650 -sha256 \
+        -addext "basicConstraints=critical,CA:TRUE" \
+        -addext "keyUsage=critical,keyCertSign,cRLSign" -out "$1.pem" 2>/dev/null
+    }
+    leaf() { # leaf NAME CN CA EXTENSIONS
+      key "$1-key.pem"
+      openssl req -new -key "$1-key.pem" -subj "/CN=$2" -out "$1.csr" 2>/dev/null
+      printf '%s\n' "$4" >"$1.ext"
+      openssl x509 -req -in "$1.csr" -CA "$3.pem" -CAkey "$3-key.pem" -CAcreateserial \
+        -days 3650 -sha256 -extfile "$1.ext" -out "$1.pem" 2>/dev/null
+      rm -f "$1.csr" "$1.ext"
+    }
+    ca ca "coord test CA"
+    leaf server localhost ca "basicConstraints=CA:FALSE
+keyUsage=critical,digitalSignature,keyEncipherment
+extendedKeyUsage=serverAuth,clientAuth
+subjectAltName=IP:127.0.0.1,DNS:localhost"
+    leaf client coord ca "basicConstraints=CA:FALSE
+keyUsage=critical,digitalSignature,keyEncipherment
+extendedKeyUsage=clientAuth"
+    cat server-key.pem server.pem >server-both.pem
+    ca rogue-ca "rogue CA"
+    leaf rogue-client coord rogue-ca "basicConstraints=CA:FALSE
+keyUsage=critical,digitalSignature,keyEncipherment
+extendedKeyUsage=clientAuth"
+    chmod 600 ./*-key.pem server-both.pem
+  )
+}

@@ -25,6 +25,7 @@ pub mod recipes;
 pub mod redact;
 mod session;
 pub mod telemetry;
+pub mod tls;
 pub mod traits;
 
 /// The traits, for `use coord_core::prelude::*`: their methods then work on
@@ -43,3 +44,4 @@ pub use primitive::{
 };
 pub use redact::redact_url;
 pub use session::Session;
+pub use tls::{TlsMaterial, TlsOptions};
