@@ -43,6 +43,10 @@ pub(crate) fn map(e: etcd_client::Error) -> Error {
             } else if matches!(code, CANCELLED | DEADLINE_EXCEEDED | UNAVAILABLE)
                 // hyper/h2 failures under a live request surface as Unknown.
                 || (code == UNKNOWN && is_transport_message(msg))
+                // A status made from a transport failure (an h2 GOAWAY, say
+                // `too_many_internal_resets`, which tonic reports as
+                // ResourceExhausted), not an answer of the server's.
+                || is_transport_source(status)
             {
                 Error::ConnectionLost(e.to_string())
             } else {
@@ -55,6 +59,191 @@ pub(crate) fn map(e: etcd_client::Error) -> Error {
         }
         _ => Error::backend(BACKEND, e),
     }
+}
+
+/// Map an error of [`crate::connect`]: a TLS refusal or a protocol
+/// mismatch says what to fix; anything else as [`map`]. When the client's
+/// error is only a closed connection, one probe ([`crate::probe`]) asks the
+/// server why: under TLS, whether it refused our client certificate; in
+/// plaintext, whether it speaks TLS.
+pub(crate) async fn map_connect(
+    e: etcd_client::Error,
+    endpoints: &[String],
+    tls: Option<&coord_core::TlsMaterial>,
+    timeout: Duration,
+) -> Error {
+    if let Some(typed) = tls_error(&e, tls.is_some()) {
+        return typed;
+    }
+    #[cfg(feature = "tls")]
+    if closed_early(&e) {
+        for endpoint in endpoints {
+            match tls {
+                Some(material) => {
+                    let alert = crate::probe::server_alert(endpoint, material, timeout).await;
+                    let typed =
+                        alert.and_then(|a| tls_error_text(&a.to_ascii_lowercase(), true, &a));
+                    if let Some(typed) = typed {
+                        return typed;
+                    }
+                }
+                None => {
+                    if crate::probe::speaks_tls(endpoint, timeout).await {
+                        return plaintext_to_tls();
+                    }
+                }
+            }
+        }
+    }
+    #[cfg(not(feature = "tls"))]
+    let _ = (endpoints, timeout);
+    map(e)
+}
+
+/// Whether the connection was closed under the first request (what a TLS
+/// server's refusal looks like to tonic), rather than refused or timed out.
+#[cfg_attr(not(feature = "tls"), allow(dead_code))]
+fn closed_early(e: &etcd_client::Error) -> bool {
+    let text = format!("{e:?}").to_ascii_lowercase();
+    [
+        "connection closed",
+        "broken pipe",
+        "connection reset",
+        "operation was canceled",
+        "unexpectedeof",
+    ]
+    .iter()
+    .any(|s| text.contains(s))
+}
+
+/// A plaintext client's connection dropped by a TLS server.
+fn plaintext_to_tls() -> Error {
+    Error::ConnectionLost(
+        "the server dropped the connection and answers in TLS: it requires TLS on this port \
+         (use ?tls=true, an https:// endpoint, or EtcdOptions::tls)"
+            .to_owned(),
+    )
+}
+
+/// A connection that failed for TLS reasons, or because one side speaks
+/// TLS and the other does not, or `None`. `tls` says whether this client
+/// asked for TLS. Read from the error's whole text (tonic wraps the rustls
+/// and hyper errors that tell why a connection failed):
+///
+/// - the server's certificate is not trusted (rustls `InvalidCertificate`:
+///   `UnknownIssuer`, `BadSignature`, expired, …) →
+///   [`Error::Unauthenticated`] naming `ca=`;
+/// - it does not carry the name checked (`NotValidForName`) →
+///   [`Error::Unauthenticated`] naming `server_name=`;
+/// - the server refused our client certificate or its absence (its fatal
+///   alerts `CertificateRequired`, `BadCertificate`, `UnknownCA`, …, as
+///   [`crate::probe::server_alert`] reads them) → [`Error::Unauthenticated`]
+///   naming `cert=`/`key=`;
+/// - a TLS client answered with something not TLS, or the connection
+///   closed during the handshake → [`Error::ConnectionLost`] saying the
+///   server may not speak TLS;
+/// - a plaintext client answered with what HTTP/2 cannot parse (`invalid
+///   HTTP version`, `frame with invalid size`) → [`Error::ConnectionLost`]
+///   saying the server may require TLS (`?tls=true`).
+pub(crate) fn tls_error(e: &etcd_client::Error, tls: bool) -> Option<Error> {
+    let shown = match e {
+        // The status's message, then what its sources say (tonic keeps
+        // the rustls error, a received alert say, only there).
+        etcd_client::Error::GRpcStatus(status) => {
+            let mut parts = vec![status.message().to_owned()];
+            let mut source = std::error::Error::source(status);
+            while let Some(s) = source {
+                let part = s.to_string();
+                if !parts.iter().any(|p| p.contains(&part)) {
+                    parts.push(part);
+                }
+                source = s.source();
+            }
+            parts.join(": ")
+        }
+        other => other.to_string(),
+    };
+    tls_error_text(&format!("{e:?}").to_ascii_lowercase(), tls, &shown)
+}
+
+/// [`tls_error`] on the error's text (lower case); `shown` is what the
+/// message quotes.
+fn tls_error_text(text: &str, tls: bool, shown: &str) -> Option<Error> {
+    let unauthenticated = |hint: String| {
+        Some(Error::Unauthenticated {
+            backend: BACKEND,
+            hint,
+        })
+    };
+    let cause = || shown.to_owned();
+    if tls {
+        if text.contains("notvalidforname") || text.contains("not valid for name") {
+            return unauthenticated(format!(
+                "the server's TLS certificate is not valid for the name checked: \
+                 set server_name= to a name the certificate carries (or connect by that name) \
+                 (TLS said: {})",
+                cause()
+            ));
+        }
+        if text.contains("invalid peer certificate") || text.contains("invalidcertificate") {
+            return unauthenticated(format!(
+                "the server's TLS certificate is not trusted: set ca= to the PEM file of \
+                 the authority that signed it (without ca=, only the public web roots are \
+                 trusted) (TLS said: {})",
+                cause()
+            ));
+        }
+        let refused_client = [
+            "certificaterequired",
+            "badcertificate",
+            "unknownca",
+            "unsupportedcertificate",
+            "certificaterevoked",
+            "certificateexpired",
+            "certificateunknown",
+            "accessdenied",
+        ];
+        if text.contains("received fatal alert") && refused_client.iter().any(|a| text.contains(a))
+        {
+            return unauthenticated(format!(
+                "the server refused this client's TLS certificate, or its absence: it \
+                 requires mutual TLS, so set cert= and key= to a client certificate \
+                 and key signed by an authority the server trusts (TLS said: {})",
+                cause()
+            ));
+        }
+        if text.contains("corrupt message")
+            || text.contains("invalidcontenttype")
+            || text.contains("invalid content type")
+            || text.contains("received corrupt")
+        {
+            return Some(Error::ConnectionLost(format!(
+                "the TLS handshake failed: the server answered with something that is not \
+                 TLS; it may not speak TLS on this port (drop ?tls=true / use http://) \
+                 (TLS said: {})",
+                cause()
+            )));
+        }
+        if text.contains("tls handshake eof") {
+            return Some(Error::ConnectionLost(format!(
+                "the server closed the connection during the TLS handshake: it may not speak \
+                 TLS on this port (drop ?tls=true / use http://) (TLS said: {})",
+                cause()
+            )));
+        }
+        if text.contains("received fatal alert") || text.contains("peer is incompatible") {
+            return Some(Error::ConnectionLost(format!(
+                "the TLS handshake failed (TLS said: {})",
+                cause()
+            )));
+        }
+    } else if text.contains("invalid http version")
+        || text.contains("frame with invalid size")
+        || text.contains("http request to an https server")
+    {
+        return Some(plaintext_to_tls());
+    }
+    None
 }
 
 /// The credential errors of etcd (`etcdserver: …` messages with their gRPC
@@ -107,6 +296,18 @@ pub(crate) fn auth_error(code: i32, msg: &str) -> Option<Error> {
     None
 }
 
+/// Name `path` in a [`Error::PermissionDenied`] that names no node (etcd's
+/// refusal does not say which key): `.map_err(error::at(path))`.
+pub(crate) fn at(path: &str) -> impl FnOnce(Error) -> Error + '_ {
+    move |e| match e {
+        Error::PermissionDenied { path: p, reason } if p.is_empty() => Error::PermissionDenied {
+            path: path.to_owned(),
+            reason,
+        },
+        other => other,
+    }
+}
+
 /// Whether a request failed before it left: the client could not connect
 /// to the member it picked (refused, unreachable, DNS). Sending it again
 /// cannot do anything twice.
@@ -127,6 +328,14 @@ pub(crate) fn never_sent(e: &etcd_client::Error) -> bool {
     ]
     .iter()
     .any(|s| text.contains(s))
+}
+
+/// Whether the status was made by tonic from a transport error (the
+/// server's own statuses carry no source).
+fn is_transport_source(status: &(dyn std::error::Error + 'static)) -> bool {
+    status
+        .source()
+        .is_some_and(|s| s.to_string().contains("transport error"))
 }
 
 fn is_transport_message(msg: &str) -> bool {
@@ -219,5 +428,77 @@ mod tests {
         assert!(auth_error(NOT_FOUND, "etcdserver: requested lease not found").is_none());
         assert!(auth_error(INVALID_ARGUMENT, "etcdserver: key is not provided").is_none());
         assert!(auth_error(UNAVAILABLE, "transport is closing").is_none());
+    }
+
+    /// The texts tonic and rustls give (as seen live against etcd 3.4,
+    /// tests/tls.rs), mapped to typed errors naming what to fix.
+    #[test]
+    fn tls_failures_are_typed() {
+        let unknown = r#"grpcstatus(status { code: unavailable, message: "invalid peer certificate: unknownissuer", source: some(tonic::transport::error(transport, connecterror(custom { kind: invaliddata, error: invalidcertificate(unknownissuer) }))) })"#;
+        let e = tls_error_text(unknown, true, "invalid peer certificate: UnknownIssuer");
+        assert!(
+            matches!(&e, Some(Error::Unauthenticated { hint, .. }) if hint.contains("ca=") && hint.contains("UnknownIssuer")),
+            "{e:?}"
+        );
+        let name = r#"grpcstatus(status { code: unavailable, message: "invalid peer certificate: certificate not valid for name \"wrong.example\"; certificate is only valid for ipaddress(127.0.0.1)", source: some(... invalidcertificate(notvalidfornamecontext { expected: dnsname("wrong.example") })) })"#;
+        let e = tls_error_text(name, true, "certificate not valid for name");
+        assert!(
+            matches!(&e, Some(Error::Unauthenticated { hint, .. }) if hint.contains("server_name=")),
+            "{e:?}"
+        );
+        for alert in [
+            "received fatal alert: badcertificate | alertreceived(badcertificate)",
+            "received fatal alert: certificaterequired | alertreceived(certificaterequired)",
+            "received fatal alert: unknownca",
+        ] {
+            let e = tls_error_text(alert, true, alert);
+            assert!(
+                matches!(&e, Some(Error::Unauthenticated { hint, .. }) if hint.contains("cert=") && hint.contains("key=")),
+                "{alert}: {e:?}"
+            );
+        }
+        let eof = r#"grpcstatus(status { code: unavailable, message: "tls handshake eof", source: some(tonic::transport::error(transport, connecterror(custom { kind: unexpectedeof, error: "tls handshake eof" }))) })"#;
+        let e = tls_error_text(eof, true, "tls handshake eof");
+        assert!(
+            matches!(&e, Some(Error::ConnectionLost(m)) if m.contains("may not speak TLS")),
+            "{e:?}"
+        );
+        for plain in [
+            "h2 protocol error: frame with invalid size",
+            "invalid http version parsed",
+        ] {
+            let e = tls_error_text(plain, false, plain);
+            assert!(
+                matches!(&e, Some(Error::ConnectionLost(m)) if m.contains("tls=true")),
+                "{plain}: {e:?}"
+            );
+            // The same text under TLS is something else.
+            assert!(tls_error_text(plain, true, plain).is_none());
+        }
+        // A refused TCP connection is no TLS matter.
+        let refused = "transport error | tcp connect error | connection refused (os error 111)";
+        assert!(tls_error_text(refused, true, refused).is_none());
+        assert!(tls_error_text(refused, false, refused).is_none());
+        // Certificate words mean nothing to a plaintext client.
+        assert!(tls_error_text(unknown, false, "x").is_none());
+    }
+
+    /// A refusal that names no node gets the path; others are kept.
+    #[test]
+    fn permission_denied_names_the_path() {
+        let denied = auth_error(PERMISSION_DENIED, "etcdserver: permission denied")
+            .expect("a permission error");
+        assert!(
+            matches!(at("/a/b")(denied), Error::PermissionDenied { path, .. } if path == "/a/b")
+        );
+        let named = Error::PermissionDenied {
+            path: "/x".into(),
+            reason: "r".into(),
+        };
+        assert!(matches!(at("/a/b")(named), Error::PermissionDenied { path, .. } if path == "/x"));
+        assert!(matches!(
+            at("/a")(Error::SessionExpired),
+            Error::SessionExpired
+        ));
     }
 }

@@ -29,7 +29,13 @@
 //! a URL `etcd://h1:2379,h2:2379/namespace` ([`EtcdOptions::from_url`]). The
 //! client balances over them; a request routed to a member it cannot
 //! connect to is sent to another. Use [`EtcdOptions::user`] when the
-//! cluster has auth enabled. TLS (`https://`) is not enabled in this build.
+//! cluster has auth enabled, and [`EtcdOptions::tls`] (or `https://`
+//! endpoints) when it serves TLS: a CA file, a client certificate and key
+//! for mutual TLS, a server name (rustls with the ring provider; without a
+//! CA, the public web roots built in). A TLS refusal is a typed error:
+//! [`coord_core::Error::Unauthenticated`] naming the setting to fix (`ca`,
+//! `server_name`, `cert`/`key`); a plaintext client on a TLS port gets
+//! [`coord_core::Error::ConnectionLost`] saying the server requires TLS.
 //!
 //! ## How the primitive maps to etcd
 //!
@@ -82,6 +88,8 @@ mod error;
 mod keys;
 mod lease;
 mod options;
+#[cfg(feature = "tls")]
+mod probe;
 mod session;
 mod shared;
 mod txn;

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use coord_core::limits::MAX_SESSION_TIMEOUT;
-use coord_core::{Error, Result};
+use coord_core::{Error, Result, TlsOptions};
 
 /// The session timeout (the lease TTL) used unless
 /// [`EtcdOptions::session_timeout`] says otherwise.
@@ -36,6 +36,7 @@ pub struct EtcdOptions {
     request_timeout: Duration,
     connect_timeout: Duration,
     user: Option<(String, String)>,
+    tls: Option<TlsOptions>,
 }
 
 /// Shows everything but the password.
@@ -48,14 +49,18 @@ impl std::fmt::Debug for EtcdOptions {
             .field("request_timeout", &self.request_timeout)
             .field("connect_timeout", &self.connect_timeout)
             .field("user", &self.user.as_ref().map(|(user, _)| user))
+            .field("tls", &self.tls)
             .finish()
     }
 }
 
 impl EtcdOptions {
-    /// Options for the cluster at `endpoints`: `http://host:port` or
-    /// `host:port`, one per member (the client balances over them and
-    /// fails over when one goes away).
+    /// Options for the cluster at `endpoints`: `http://host:port`,
+    /// `https://host:port` or `host:port`, one per member (the client
+    /// balances over them and fails over when one goes away). An
+    /// `https://` endpoint turns TLS on (with the public roots unless
+    /// [`EtcdOptions::tls`] says otherwise); with TLS on, every endpoint is
+    /// reached over TLS, whatever its scheme.
     pub fn new<I, S>(endpoints: I) -> Self
     where
         I: IntoIterator<Item = S>,
@@ -68,6 +73,7 @@ impl EtcdOptions {
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             connect_timeout: DEFAULT_REQUEST_TIMEOUT,
             user: None,
+            tls: None,
         }
     }
 
@@ -186,6 +192,76 @@ impl EtcdOptions {
         self
     }
 
+    /// Reach the members over TLS (rustls): trust the authorities of
+    /// `tls.ca` (without it, the public web roots built into this crate,
+    /// Mozilla's list through `webpki-roots`; no system store is read),
+    /// present `tls.cert` and `tls.key` when the server requires client
+    /// certificates (mutual TLS), and check the server's certificate
+    /// against `tls.server_name` (default: the endpoint's host, a DNS name
+    /// or an IP address). Endpoints given as `http://` are dialled as
+    /// `https://`. The files are read by [`crate::connect`], before any
+    /// I/O.
+    ///
+    /// ```
+    /// use coord_core::TlsOptions;
+    /// use coord_etcd::EtcdOptions;
+    ///
+    /// let options = EtcdOptions::new(["10.0.0.1:2379"]).tls(
+    ///     TlsOptions::new()
+    ///         .with_ca("/etc/etcd/ca.pem")
+    ///         .with_identity("/etc/etcd/client.pem", "/etc/etcd/client-key.pem"),
+    /// );
+    /// assert!(options.get_tls().is_some());
+    /// ```
+    pub fn tls(mut self, tls: TlsOptions) -> Self {
+        self.tls = Some(tls);
+        self
+    }
+
+    /// The TLS settings given with [`EtcdOptions::tls`], if any (an
+    /// `https://` endpoint alone turns TLS on with the defaults, but sets
+    /// none here).
+    pub fn get_tls(&self) -> Option<&TlsOptions> {
+        self.tls.as_ref()
+    }
+
+    /// The user name given with [`EtcdOptions::user`], if any (the password
+    /// is not shown).
+    pub fn get_user(&self) -> Option<&str> {
+        self.user.as_ref().map(|(user, _)| user.as_str())
+    }
+
+    /// The TLS settings in effect: those given, or the defaults when an
+    /// endpoint is `https://`; `None`: plaintext.
+    pub(crate) fn effective_tls(&self) -> Option<TlsOptions> {
+        self.tls.clone().or_else(|| {
+            self.endpoints
+                .iter()
+                .any(|e| e.starts_with("https://"))
+                .then(TlsOptions::new)
+        })
+    }
+
+    /// The endpoints as the client dials them: with TLS on, `https://`
+    /// (an `http://` one is rewritten, one without a scheme gets it);
+    /// without, as given.
+    pub(crate) fn dial_endpoints(&self, tls: bool) -> Vec<String> {
+        self.endpoints
+            .iter()
+            .map(|e| {
+                if !tls {
+                    e.clone()
+                } else if let Some(rest) = e.strip_prefix("http://") {
+                    format!("https://{rest}")
+                } else if e.starts_with("https://") {
+                    e.clone()
+                } else {
+                    format!("https://{e}")
+                }
+            })
+            .collect()
+    }
+
     /// The endpoints.
     pub fn endpoints(&self) -> &[String] {
         &self.endpoints
@@ -233,20 +309,33 @@ impl EtcdOptions {
         i64::try_from(secs).unwrap_or(i64::MAX)
     }
 
-    /// The client crate's connect options.
-    pub(crate) fn client_options(&self) -> etcd_client::ConnectOptions {
+    /// The client crate's connect options, with the TLS material read by
+    /// [`TlsOptions::load`] (`None`: plaintext).
+    pub(crate) fn client_options(
+        &self,
+        tls: Option<&coord_core::TlsMaterial>,
+    ) -> Result<etcd_client::ConnectOptions> {
         let mut o = etcd_client::ConnectOptions::new()
             .with_connect_timeout(self.connect_timeout)
             // HTTP/2 pings find a dead connection under a long watch. etcd
             // refuses pings more often than every 5 s (too_many_pings).
             .with_keep_alive(Duration::from_secs(10), Duration::from_secs(5));
         if let Some((user, password)) = &self.user {
-            o = o.with_user(user.clone(), password.clone());
+            // etcd's tokens expire (after --auth-token-ttl of disuse, or
+            // the JWT's lifetime): the client authenticates again and
+            // resends the request refused with "invalid auth token".
+            o = o
+                .with_user(user.clone(), password.clone())
+                .with_auto_token_refresh(true);
         }
-        o
+        if let Some(material) = tls {
+            o = with_tls(o, material, self.connect_timeout)?;
+        }
+        Ok(o)
     }
 
-    /// Refuse options that cannot work, before any I/O: no endpoint, a
+    /// Refuse options that cannot work, before any I/O: bad TLS settings
+    /// ([`TlsOptions::check`]), no endpoint, a
     /// session timeout of zero or over [`MAX_SESSION_TIMEOUT`], a request or connect
     /// timeout of zero or over [`MAX_REQUEST_TIMEOUT`]. Within these bounds
     /// no arithmetic on them can overflow.
@@ -272,8 +361,47 @@ impl EtcdOptions {
         bounded("session timeout", self.session_timeout, MAX_SESSION_TIMEOUT)?;
         bounded("request timeout", self.request_timeout, MAX_REQUEST_TIMEOUT)?;
         bounded("connect timeout", self.connect_timeout, MAX_REQUEST_TIMEOUT)?;
+        if let Some(tls) = &self.tls {
+            tls.check()?;
+        }
         Ok(())
     }
+}
+
+/// Hand the TLS material to the client (tonic's rustls, ring provider).
+#[cfg(feature = "tls")]
+fn with_tls(
+    options: etcd_client::ConnectOptions,
+    material: &coord_core::TlsMaterial,
+    handshake_timeout: Duration,
+) -> Result<etcd_client::ConnectOptions> {
+    use etcd_client::{Certificate, Identity, TlsOptions as ClientTls};
+    let mut tls = ClientTls::new()
+        .timeout(handshake_timeout)
+        .assume_http2(true);
+    tls = match &material.ca {
+        Some(ca) => tls.ca_certificate(Certificate::from_pem(ca)),
+        None => tls.with_webpki_roots(),
+    };
+    if let Some((cert, key)) = &material.identity {
+        tls = tls.identity(Identity::from_pem(cert, key));
+    }
+    if let Some(name) = &material.server_name {
+        tls = tls.domain_name(name.clone());
+    }
+    Ok(options.with_tls(tls))
+}
+
+/// Built without the `tls` feature: TLS is refused before any I/O.
+#[cfg(not(feature = "tls"))]
+fn with_tls(
+    _: etcd_client::ConnectOptions,
+    _: &coord_core::TlsMaterial,
+    _: Duration,
+) -> Result<etcd_client::ConnectOptions> {
+    Err(Error::InvalidArgument(
+        "etcd: TLS was asked for, but coord-etcd was built without its `tls` feature".into(),
+    ))
 }
 
 #[cfg(test)]
@@ -377,6 +505,46 @@ mod tests {
         let shown = format!("{o:?}");
         assert!(shown.contains("alice"), "{shown}");
         assert!(!shown.contains("hunter2"), "{shown}");
+    }
+
+    #[test]
+    fn tls_turns_endpoints_to_https() {
+        let o = EtcdOptions::from_url("etcd://10.0.0.1:2379,h").expect("url");
+        assert!(o.effective_tls().is_none());
+        assert_eq!(
+            o.dial_endpoints(false),
+            ["http://10.0.0.1:2379", "http://h:2379"]
+        );
+        let o = o.tls(TlsOptions::new().with_ca("/ca.pem"));
+        assert_eq!(
+            o.get_tls().and_then(|t| t.ca.as_deref()),
+            Some("/ca.pem".as_ref())
+        );
+        assert!(o.effective_tls().is_some());
+        assert_eq!(
+            o.dial_endpoints(true),
+            ["https://10.0.0.1:2379", "https://h:2379"]
+        );
+        let mixed = EtcdOptions::new(["a:1", "https://b:2"]);
+        assert_eq!(mixed.effective_tls(), Some(TlsOptions::new()));
+        assert!(mixed.get_tls().is_none());
+        assert_eq!(mixed.dial_endpoints(true), ["https://a:1", "https://b:2"]);
+    }
+
+    #[test]
+    fn tls_settings_are_checked_and_shown_without_secrets() {
+        let o = EtcdOptions::new(["x:1"])
+            .user("alice", "hunter2-secret")
+            .tls(TlsOptions::new().with_identity("/c.pem", "/k.pem"));
+        assert!(o.check().is_ok());
+        let shown = format!("{o:?}");
+        assert!(shown.contains("/k.pem"), "{shown}");
+        assert!(!shown.contains("hunter2"), "{shown}");
+        assert_eq!(o.get_user(), Some("alice"));
+        let mut tls = TlsOptions::new().with_identity("/c.pem", "/k.pem");
+        tls.key = None;
+        let half = EtcdOptions::new(["x:1"]).tls(tls);
+        assert!(matches!(half.check(), Err(Error::InvalidArgument(m)) if m.starts_with("tls:")));
     }
 
     /// Refused before any I/O: the endpoint is never dialled.

@@ -41,25 +41,46 @@ use crate::txn::{self, stat_of, urev, CreatePlan, DeletePlan, FenceKey, Plan, Se
 /// [`Error::InvalidArgument`] for options that cannot work, before any I/O
 /// (no endpoint; a session timeout of zero or over
 /// [`coord_core::limits::MAX_SESSION_TIMEOUT`]; a request or connect
-/// timeout of zero or over [`crate::MAX_REQUEST_TIMEOUT`]);
+/// timeout of zero or over [`crate::MAX_REQUEST_TIMEOUT`]; bad TLS
+/// settings, or a TLS file that cannot be read or holds no PEM block of
+/// its kind);
+/// [`Error::Unauthenticated`] when the server refuses the user name or
+/// password, wants credentials, or the TLS handshake fails on trust: its
+/// certificate is not trusted (hint: `ca=`), does not carry the name
+/// checked (`server_name=`), or it refuses our client certificate or its
+/// absence (`cert=`/`key=`);
 /// [`Error::ConnectionLost`] when no endpoint answers within the
-/// request timeout; [`Error::Backend`] for anything else the client or the
-/// server says (a malformed endpoint, failed authentication).
+/// request timeout, or one side speaks TLS and the other does not (the
+/// message says which); [`Error::Backend`] for anything else the client or
+/// the server says (a malformed endpoint, say).
 ///
 /// # Cancel safety
 /// Cancel safe in effect: dropped after the lease was granted, nothing keeps
 /// the lease alive and the server drops it after its TTL.
 pub async fn connect(options: EtcdOptions) -> Result<Session> {
     options.check()?;
+    // The TLS files are read before any I/O: a bad one is InvalidArgument.
+    let tls = options.effective_tls();
+    let material = tls.as_ref().map(coord_core::TlsOptions::load).transpose()?;
+    let client_options = options.client_options(material.as_ref())?;
+    let endpoints = options.dial_endpoints(material.is_some());
     let timeout = options.get_request_timeout();
     let client = match tokio::time::timeout(
         timeout,
-        Client::connect(options.endpoints(), Some(options.client_options())),
+        Client::connect(&endpoints, Some(client_options)),
     )
     .await
     {
         Ok(Ok(c)) => c,
-        Ok(Err(e)) => return Err(error::map(e)),
+        Ok(Err(e)) => {
+            return Err(error::map_connect(
+                e,
+                &endpoints,
+                material.as_ref(),
+                options.get_connect_timeout(),
+            )
+            .await)
+        }
         Err(_) => return Err(error::timed_out(timeout)),
     };
     // Granting twice would leak a lease, so only a request that never left
@@ -76,6 +97,11 @@ pub async fn connect(options: EtcdOptions) -> Result<Session> {
         let sent = tokio::time::Instant::now();
         match tokio::time::timeout(left, lease_client.grant(options.lease_ttl_secs(), None)).await {
             Ok(Ok(g)) => break (g, sent),
+            // A TLS handshake refused or a protocol mismatch: trying again
+            // cannot help, say what to fix at once.
+            Ok(Err(e)) if error::tls_error(&e, material.is_some()).is_some() => {
+                return Err(error::map_connect(e, &[], material.as_ref(), timeout).await)
+            }
             Ok(Err(e))
                 if error::never_sent(&e)
                     && deadline.saturating_duration_since(Instant::now()) > GRANT_RETRY.cap() =>
@@ -83,7 +109,10 @@ pub async fn connect(options: EtcdOptions) -> Result<Session> {
                 tokio::time::sleep(GRANT_RETRY.next(&mut attempt)).await;
             }
             // Unreachable everywhere: say why (refused, no route, …).
-            Ok(Err(e)) => return Err(error::map(e)),
+            Ok(Err(e)) => {
+                let probe = options.get_connect_timeout().min(left_after(deadline));
+                return Err(error::map_connect(e, &endpoints, material.as_ref(), probe).await);
+            }
             Err(_) => return Err(error::timed_out(timeout)),
         }
     };
@@ -113,6 +142,14 @@ pub async fn connect(options: EtcdOptions) -> Result<Session> {
         in_flight: Mutex::new(Vec::new()),
         in_flight_ids: AtomicU64::new(0),
     })))
+}
+
+/// The time left until `deadline`, at least 500 ms (a probe of why the
+/// connection failed gets that long, even at the deadline).
+fn left_after(deadline: Instant) -> Duration {
+    deadline
+        .saturating_duration_since(Instant::now())
+        .max(Duration::from_millis(500))
 }
 
 /// The [`PrimitiveSession`] for etcd.
@@ -245,8 +282,14 @@ impl EtcdSession {
         let mut retrying = false;
         let backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(1));
         let mut attempt = 0;
+        let path = match &plan {
+            Plan::Create(p) => p.path.clone(),
+            Plan::Set(p) => p.path.clone(),
+            Plan::Delete(p) => p.path.clone(),
+        };
         loop {
-            match shared.txn(&txn::build(&plan, fence.as_ref()), false).await {
+            let sent = shared.txn(&txn::build(&plan, fence.as_ref()), false).await;
+            match sent.map_err(error::at(&path)) {
                 Ok(resp) => {
                     shared.saw_header(resp.header());
                     let done = txn::interpret(&plan, fence.as_ref(), &resp, retrying)?;
@@ -280,7 +323,7 @@ impl EtcdSession {
         let prefix = shared.keys.child_prefix(dir);
         let under = || Some(GetOptions::new().with_prefix().with_keys_only());
         if dir == "/" {
-            let resp = shared.get(&prefix, under()).await?;
+            let resp = shared.get(&prefix, under()).await.map_err(error::at(dir))?;
             let revision = shared.saw_header(resp.header());
             return Ok((children_of(&prefix, resp.kvs()), revision));
         }
@@ -290,7 +333,7 @@ impl EtcdSession {
             TxnOp::get(dir_key.as_str(), Some(GetOptions::new().with_keys_only())),
             TxnOp::get(prefix.as_str(), under()),
         ]);
-        let resp = shared.txn(&listing, true).await?;
+        let resp = shared.txn(&listing, true).await.map_err(error::at(dir))?;
         let revision = shared.saw_header(resp.header());
         let mut answers = resp.op_responses().into_iter();
         let (Some(TxnOpResponse::Get(own)), Some(TxnOpResponse::Get(under))) =
@@ -410,7 +453,10 @@ impl PrimitiveSession for EtcdSession {
             // The root has no key and always exists.
             return Ok(Some(Node::new(Vec::new(), Stat::new(0, 0, false, None))));
         }
-        let resp = shared.get(&shared.keys.key(path), None).await?;
+        let resp = shared
+            .get(&shared.keys.key(path), None)
+            .await
+            .map_err(error::at(path))?;
         shared.saw_header(resp.header());
         Ok(resp
             .kvs()
@@ -466,7 +512,8 @@ impl PrimitiveSession for EtcdSession {
         let key = shared.keys.key(path);
         let resp = shared
             .get(&key, Some(GetOptions::new().with_keys_only()))
-            .await?;
+            .await
+            .map_err(error::at(path))?;
         let Some(found) = resp.kvs().first() else {
             return Ok(None);
         };
@@ -486,7 +533,7 @@ impl PrimitiveSession for EtcdSession {
         let shared = &self.shared;
         shared.check_open()?;
         let key = shared.keys.key(path);
-        let resp = shared.get(&key, None).await?;
+        let resp = shared.get(&key, None).await.map_err(error::at(path))?;
         let revision = shared.saw_header(resp.header());
         let Some(kv) = resp.kvs().first() else {
             return Ok(None);

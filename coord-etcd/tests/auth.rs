@@ -1,9 +1,9 @@
 //! Credential errors are typed. The shared test etcd runs without
-//! authentication (turning it on would break every other test), so the
-//! one refusal it can give live is to credentials it does not take; the
-//! mapping of the other statuses (wrong password, missing token,
-//! permission denied) is unit-tested in `src/error.rs`. Needs
-//! `COORD_TEST_ETCD`.
+//! authentication, so the one refusal it can give live is to credentials
+//! it does not take; the others (wrong password, no credentials, a role
+//! without the key, token expiry) are tested live on the secured etcd in
+//! tests/auth_secure.rs, and their mapping unit-tested in `src/error.rs`.
+//! Needs `COORD_TEST_ETCD`.
 
 use coord_core::Error;
 use coord_etcd::EtcdOptions;

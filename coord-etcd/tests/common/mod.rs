@@ -1,4 +1,6 @@
-//! What the coord-etcd integration tests share: a standalone etcd of a
+//! What the coord-etcd integration tests share: the conformance harness
+//! ([`harness`]), the secured test etcd's settings ([`secure`]), and a
+//! standalone etcd of a
 //! test's own, which it may `kill -9` and start again on the same ports and
 //! data dir (tests/restart.rs).
 //!
@@ -9,6 +11,9 @@
 //! directory removed. When it cannot be started the test fails, naming why.
 
 #![allow(dead_code)]
+
+pub mod harness;
+pub mod secure;
 
 use std::fs::File;
 use std::path::PathBuf;
