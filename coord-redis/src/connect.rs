@@ -33,10 +33,17 @@ use crate::session::RedisSession;
 /// # Errors
 /// [`Error::InvalidArgument`] for a bad URL or namespace, a session timeout
 /// out of [`crate::MIN_SESSION_TIMEOUT`]..=[`crate::MAX_SESSION_TIMEOUT`] or
-/// a zero or absurd request timeout (all before any I/O);
-/// [`Error::ConnectionLost`] when the server cannot be reached;
+/// a zero or absurd request timeout, bad TLS settings or an unreadable
+/// TLS file (see [`RedisOptions::tls`]; `server_name` other than the URL's
+/// host is refused too) — all before any I/O;
+/// [`Error::ConnectionLost`] when the server cannot be reached (without
+/// TLS, when it closes the connection at once or does not answer, the
+/// message says it may require TLS);
 /// [`Error::Unauthenticated`] when it wants a password it did not get, or
-/// refuses the user name or password; [`Error::PermissionDenied`] when the
+/// refuses the user name or password, and when TLS fails on a
+/// certificate: the server's not trusted or not valid for the host (the
+/// hint names `ca=`), the client's missing or refused (it names `cert=` and
+/// `key=`); [`Error::PermissionDenied`] when the
 /// ACL user lacks a command, key or channel coord needs;
 /// [`Error::Backend`] with a [`KeyspaceEventsError`] when keyspace
 /// notifications for expired keys are off and may not be turned on (see
@@ -53,8 +60,7 @@ pub async fn connect(options: impl Into<RedisOptions>) -> Result<Session> {
 
 pub(crate) async fn open(options: RedisOptions) -> Result<(Session, Arc<Core>)> {
     options.validate()?;
-    let client = redis::Client::open(options.url.as_str())
-        .map_err(|e| Error::InvalidArgument(format!("redis URL: {e}")))?;
+    let client = client(&options)?;
     let db = client.get_connection_info().redis_settings().db();
     let ttl = options.session_timeout;
     let request_timeout = options.effective_request_timeout();
@@ -65,7 +71,10 @@ pub(crate) async fn open(options: RedisOptions) -> Result<(Session, Arc<Core>)> 
         .set_response_timeout(Some(request_timeout));
     let mut conn = ConnectionManager::new_with_config(client.clone(), config)
         .await
-        .map_err(|e| error::map(e, None))?;
+        .map_err(|e| match options.uses_tls() {
+            true => error::map(e, None),
+            false => error::plain_connect(e, request_timeout),
+        })?;
     ensure_keyspace_events(
         &mut conn,
         &client,
@@ -106,6 +115,78 @@ pub(crate) async fn open(options: RedisOptions) -> Result<(Session, Arc<Core>)> 
         tasks,
     }));
     Ok((session, core))
+}
+
+/// The client every connection of a session is opened with (commands,
+/// pub/sub, the keyspace probe, the test hooks): plain, or TLS with the
+/// files of [`RedisOptions::tls`] read here, before any I/O.
+pub(crate) fn client(options: &RedisOptions) -> Result<redis::Client> {
+    use redis::{ConnectionAddr, IntoConnectionInfo};
+
+    let info = options
+        .url
+        .as_str()
+        .into_connection_info()
+        .map_err(|e| Error::InvalidArgument(format!("redis URL: {e}")))?;
+    let (host, port) = match info.addr() {
+        ConnectionAddr::TcpTls { insecure: true, .. } => {
+            return Err(Error::InvalidArgument(
+                "redis URL: `#insecure` (no certificate check) is not supported".into(),
+            ))
+        }
+        ConnectionAddr::TcpTls { host, port, .. } | ConnectionAddr::Tcp(host, port) => {
+            (host.clone(), *port)
+        }
+        ConnectionAddr::Unix(_) if options.uses_tls() => {
+            return Err(Error::InvalidArgument(
+                "redis: TLS over a unix socket is not supported".into(),
+            ))
+        }
+        ConnectionAddr::Unix(_) => return redis::Client::open(info).map_err(invalid_url),
+        _ => {
+            return Err(Error::InvalidArgument(
+                "redis URL: unsupported kind of address".into(),
+            ))
+        }
+    };
+    if !options.uses_tls() {
+        return redis::Client::open(info).map_err(invalid_url);
+    }
+    let tls = options.tls.clone().unwrap_or_default();
+    if let Some(name) = &tls.server_name {
+        let bare = host.trim_start_matches('[').trim_end_matches(']');
+        if !name.eq_ignore_ascii_case(bare) {
+            return Err(Error::InvalidArgument(format!(
+                "tls: server_name {name:?} is not supported on Redis (the redis client checks \
+                 the server's certificate against the URL's host, {host:?}); connect by a \
+                 name or address the certificate carries instead"
+            )));
+        }
+    }
+    let material = tls.load()?;
+    // rustls needs a process-wide provider; coord uses ring (the only one
+    // it compiles in). An application's own choice, made earlier, stands.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let certificates = redis::TlsCertificates {
+        client_tls: material.identity.map(|(cert, key)| redis::ClientTlsConfig {
+            client_cert: cert.into_bytes(),
+            client_key: key.into_bytes(),
+        }),
+        root_cert: material.ca.map(String::into_bytes),
+    };
+    let info = info.set_addr(ConnectionAddr::TcpTls {
+        host,
+        port,
+        insecure: false,
+        tls_params: None,
+    });
+    // Its errors name what failed to parse, never the key's contents.
+    redis::Client::build_with_tls(info, certificates)
+        .map_err(|e| Error::InvalidArgument(format!("tls: {e}")))
+}
+
+fn invalid_url(e: redis::RedisError) -> Error {
+    Error::InvalidArgument(format!("redis URL: {e}"))
 }
 
 fn has_expired_events(flags: &str) -> bool {

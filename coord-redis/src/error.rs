@@ -38,6 +38,9 @@ pub struct KeyspaceEventsError {
 /// The contract's outcome for an error reply of a script, or for a failed
 /// command. `expected` is the version a compare-and-set asked for.
 pub(crate) fn map(err: RedisError, expected: Option<u64>) -> Error {
+    if let Some(e) = tls_error(&err) {
+        return e;
+    }
     if is_transport(&err) {
         return Error::ConnectionLost(err.to_string());
     }
@@ -102,6 +105,101 @@ pub(crate) fn auth_error(err: &RedisError) -> Option<Error> {
         )),
         _ => None,
     }
+}
+
+/// The TLS failures, or `None`: the server's certificate not trusted, or
+/// not valid for the host (→ [`Error::Unauthenticated`], naming `ca=`),
+/// the server refusing the client's certificate or wanting one (→
+/// [`Error::Unauthenticated`], naming `cert=`/`key=`), and a server that
+/// does not speak TLS (→ [`Error::ConnectionLost`] saying so).
+pub(crate) fn tls_error(err: &RedisError) -> Option<Error> {
+    use rustls::{AlertDescription as Alert, CertificateError as Cert};
+
+    let tls = rustls_cause(err)?;
+    let unauthenticated = |hint: String| {
+        Some(Error::Unauthenticated {
+            backend: BACKEND,
+            hint,
+        })
+    };
+    match tls {
+        rustls::Error::InvalidCertificate(
+            Cert::NotValidForName | Cert::NotValidForNameContext { .. },
+        ) => unauthenticated(format!(
+            "TLS: the server's certificate is not valid for the host connected to ({tls}): \
+             connect by a name or address the certificate carries (Redis checks the \
+             URL's host; server_name= is not supported here), or fix the certificate"
+        )),
+        rustls::Error::InvalidCertificate(_) => unauthenticated(format!(
+            "TLS: the server's certificate is not trusted ({tls}): give the authority \
+             that signed it with ca=PATH (TlsOptions::with_ca); without ca= only the \
+             public web roots (Mozilla's list) are trusted"
+        )),
+        rustls::Error::AlertReceived(Alert::CertificateRequired)
+        | rustls::Error::NoCertificatesPresented => unauthenticated(format!(
+            "TLS: the server requires a client certificate (mutual TLS) ({tls}): give \
+             cert=PATH and key=PATH (TlsOptions::with_identity)"
+        )),
+        rustls::Error::AlertReceived(
+            Alert::BadCertificate
+            | Alert::UnknownCA
+            | Alert::CertificateUnknown
+            | Alert::UnsupportedCertificate
+            | Alert::CertificateRevoked
+            | Alert::CertificateExpired
+            | Alert::AccessDenied
+            | Alert::HandshakeFailure,
+        ) => unauthenticated(format!(
+            "TLS: the server refused the handshake ({tls}), most likely the client \
+             certificate: give cert=PATH and key=PATH of a certificate signed by an \
+             authority the server trusts"
+        )),
+        rustls::Error::InvalidMessage(_) | rustls::Error::InappropriateMessage { .. } => {
+            Some(Error::ConnectionLost(format!(
+                "TLS: the server did not answer in TLS ({tls}): it may not have TLS on \
+                 this port (use redis:// without TLS there)"
+            )))
+        }
+        _ => None,
+    }
+}
+
+/// The rustls error behind `err`, if any: the redis crate keeps it as an
+/// `Arc` of the I/O error tokio-rustls wrapped it in (an `Arc`'s own
+/// `source` skips the error it holds, hence the unwrapping here).
+fn rustls_cause(err: &RedisError) -> Option<&rustls::Error> {
+    type Shared = std::sync::Arc<dyn std::error::Error + Send + Sync>;
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(err);
+    while let Some(mut e) = cause {
+        if let Some(shared) = e.downcast_ref::<Shared>() {
+            e = &**shared;
+        }
+        if let Some(tls) = e.downcast_ref::<rustls::Error>() {
+            return Some(tls);
+        }
+        if let Some(tls) = e
+            .downcast_ref::<std::io::Error>()
+            .and_then(|io| io.get_ref())
+            .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+        {
+            return Some(tls);
+        }
+        cause = e.source();
+    }
+    None
+}
+
+/// An error of the first connection to a server, without TLS: one that
+/// closes it at once, or never answers, may be a TLS-only port, so the
+/// message says so. Other errors map as [`map`] does.
+pub(crate) fn plain_connect(err: RedisError, timeout: std::time::Duration) -> Error {
+    if is_transport(&err) && !err.is_connection_refusal() && tls_error(&err).is_none() {
+        return Error::ConnectionLost(format!(
+            "{err} (the server closed the connection or did not answer within \
+             {timeout:?}: if it requires TLS, connect with rediss:// or ?tls=true)"
+        ));
+    }
+    map(err, None)
 }
 
 /// Whether the request may not have reached the server, or its answer was

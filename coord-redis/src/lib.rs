@@ -41,8 +41,8 @@
 //!   by sequence; children without one score `inf` and so sort by name). All
 //!   of a store's keys start with `{ns}:` (a hash tag). The root `/` always
 //!   exists.
-//! - **Atomicity**: every operation is one Lua script (EVALSHA, falling back
-//!   to EVAL), so each create, set, delete and guarded write is atomic, and
+//! - **Atomicity**: every operation is one Lua script (EVALSHA, after a
+//!   SCRIPT LOAD where the server lacks it), so each create, set, delete and guarded write is atomic, and
 //!   each publishes its change notice in the same step: `{ns}:w:<path>` when
 //!   a node is deleted, `{ns}:u:<path>` when it is set or deleted,
 //!   `{ns}:cw:<dir>` when a directory's children change.
@@ -168,6 +168,38 @@
 //! include `K` and `x` (or `A`). [`connect`] adds them with `CONFIG SET`
 //! unless told otherwise ([`KeyspaceEvents`]), and fails with a
 //! [`KeyspaceEventsError`] saying what to set where it may not.
+//!
+//! ## TLS and ACL users
+//!
+//! `rediss://…` or [`RedisOptions::tls`] (a `coord_core::TlsOptions`: CA,
+//! client certificate and key for mutual TLS) puts every connection of a
+//! session on TLS: rustls with the ring provider, and without a CA the
+//! public web roots (Mozilla's list, built in; the system store is never
+//! read). A `server_name` other than the URL's host is refused: the
+//! `redis` crate checks the certificate against the host connected to.
+//! Handshake refusals are typed: an untrusted or misnamed server
+//! certificate, and a missing or refused client certificate, are
+//! [`coord_core::Error::Unauthenticated`] with a hint naming what to set.
+//!
+//! An ACL user needs no admin command. The simple grant:
+//! `user coord on >PASSWORD ~* &* +@all -@admin -@dangerous`. The
+//! narrowest one coord works with (tested), for namespace `NS` on
+//! database `DB`: its keys and channels, the keyspace channels of its keys
+//! (the second pattern literally, as `PSUBSCRIBE` needs), and the commands
+//! it sends, those its Lua scripts call included:
+//!
+//! ```text
+//! user coord on >PASSWORD resetkeys ~{NS}:* resetchannels &{NS}:*
+//!   &__keyspace@DB__:{NS}:* &__keyspace@DB__:{NS}:s:* -@all
+//!   +evalsha +script|load +set +exists +pexpire +ping
+//!   +subscribe +psubscribe +unsubscribe +punsubscribe
+//!   +del +get +hget +hmget +hset +incr +publish +sadd +smembers +srem
+//!   +time +zadd +zcard +zrange +zrem
+//! ```
+//!
+//! With `CONFIG` refused, keyspace notifications must be on in the
+//! server's config (`notify-keyspace-events Kx`); [`connect`] then checks
+//! them by watching a scratch key expire.
 #![warn(missing_docs)]
 
 mod background;

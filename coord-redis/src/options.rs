@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use coord_core::redact_url as redact;
-use coord_core::{limits, Error, Result};
+use coord_core::{limits, Error, Result, TlsOptions};
 
 /// The key namespace used when none is given.
 pub const DEFAULT_NAMESPACE: &str = "coord";
@@ -72,6 +72,7 @@ pub struct RedisOptions {
     pub(crate) session_timeout: Duration,
     pub(crate) request_timeout: Option<Duration>,
     pub(crate) keyspace_events: KeyspaceEvents,
+    pub(crate) tls: Option<TlsOptions>,
 }
 
 impl std::fmt::Debug for RedisOptions {
@@ -82,14 +83,15 @@ impl std::fmt::Debug for RedisOptions {
             .field("session_timeout", &self.session_timeout)
             .field("request_timeout", &self.request_timeout)
             .field("keyspace_events", &self.keyspace_events)
+            .field("tls", &self.tls)
             .finish()
     }
 }
 
 impl RedisOptions {
     /// Settings for the server at `url`:
-    /// `redis://[user:password@]host:port[/db]` (or `rediss://` where the
-    /// `redis` crate was built with TLS).
+    /// `redis://[user:password@]host:port[/db]`, or `rediss://…` for TLS
+    /// (with the public web roots unless [`RedisOptions::tls`] names a CA).
     pub fn new(url: impl Into<String>) -> Self {
         RedisOptions {
             url: url.into(),
@@ -97,6 +99,7 @@ impl RedisOptions {
             session_timeout: DEFAULT_SESSION_TIMEOUT,
             request_timeout: None,
             keyspace_events: KeyspaceEvents::default(),
+            tls: None,
         }
     }
 
@@ -137,6 +140,46 @@ impl RedisOptions {
     pub fn keyspace_events(mut self, mode: KeyspaceEvents) -> Self {
         self.keyspace_events = mode;
         self
+    }
+
+    /// Connect with TLS, with these settings (a `redis://` URL is then
+    /// taken as `rediss://`; `rediss://` alone means TLS with the defaults
+    /// of [`TlsOptions::new`]). Every connection of a session (commands,
+    /// pub/sub) uses it.
+    ///
+    /// - `ca`: trust these authorities; without it, the server's
+    ///   certificate must chain to the public web roots (Mozilla's list,
+    ///   built in with webpki-roots: the system's store is never read).
+    /// - `cert` + `key`: present this client certificate (mutual TLS, as
+    ///   `tls-auth-clients yes` requires).
+    /// - `server_name`: **not supported on Redis** (the `redis` crate
+    ///   checks the certificate against the URL's host and offers no
+    ///   override): [`crate::connect`] refuses a `server_name` other than
+    ///   the URL's host with [`Error::InvalidArgument`] before any I/O.
+    ///   Connect by a name or address the certificate carries instead.
+    ///
+    /// The files are read by [`crate::connect`] before any I/O
+    /// ([`TlsOptions::load`]). TLS is rustls with the ring provider.
+    pub fn tls(mut self, tls: TlsOptions) -> Self {
+        self.tls = Some(tls);
+        self
+    }
+
+    /// The TLS settings given with [`RedisOptions::tls`], if any (a
+    /// `rediss://` URL alone turns TLS on with the defaults but sets none:
+    /// see [`RedisOptions::uses_tls`]).
+    pub fn get_tls(&self) -> Option<&TlsOptions> {
+        self.tls.as_ref()
+    }
+
+    /// Whether sessions connect with TLS: a `rediss://` URL, or
+    /// [`RedisOptions::tls`] given.
+    pub fn uses_tls(&self) -> bool {
+        self.tls.is_some()
+            || self
+                .url
+                .get(..9)
+                .is_some_and(|scheme| scheme.eq_ignore_ascii_case("rediss://"))
     }
 
     /// The prefix of every key of this store: `{namespace}:` (a hash tag,
@@ -196,6 +239,9 @@ impl RedisOptions {
                 ));
             }
             limits::check("a redis request timeout", timeout, limits::MAX_TIMEOUT)?;
+        }
+        if let Some(tls) = &self.tls {
+            tls.check()?;
         }
         Ok(())
     }
@@ -267,6 +313,24 @@ mod tests {
             given.effective_request_timeout(),
             Duration::from_millis(1500)
         );
+    }
+
+    #[test]
+    fn tls_is_on_for_rediss_urls_and_with_tls_options() {
+        let plain = RedisOptions::new("redis://127.0.0.1:6379");
+        assert!(!plain.uses_tls());
+        assert!(plain.get_tls().is_none());
+        let rediss = RedisOptions::new("REDISS://127.0.0.1:6379");
+        assert!(rediss.uses_tls());
+        assert!(rediss.get_tls().is_none());
+        let tls = TlsOptions::new().with_ca("ca.pem");
+        let given = plain.tls(tls.clone());
+        assert!(given.uses_tls());
+        assert_eq!(given.get_tls(), Some(&tls));
+        // Checked with the rest, before any I/O.
+        let mut no_key = TlsOptions::new();
+        no_key.cert = Some("c.pem".into());
+        assert!(refused(&given.tls(no_key)));
     }
 
     #[test]

@@ -22,7 +22,7 @@ use crate::scripts;
 /// # Cancel safety
 /// Not cancel safe: the session may or may not have been ended.
 pub async fn expire(options: &RedisOptions, id: &SessionId) -> Result<()> {
-    let client = redis::Client::open(options.url.as_str()).map_err(|e| error::map(e, None))?;
+    let client = crate::connect::client(options)?;
     let mut conn = client
         .get_multiplexed_async_connection()
         .await
@@ -36,6 +36,17 @@ pub async fn expire(options: &RedisOptions, id: &SessionId) -> Result<()> {
         .await
         .map_err(|e| error::map(e, None))?;
     Ok(())
+}
+
+/// The `redis` client a session with `options` opens its connections with
+/// (TLS and credentials included), for tests that talk to the server
+/// directly.
+///
+/// # Errors
+/// [`coord_core::Error::InvalidArgument`] for a bad URL or TLS setting, or
+/// an unreadable TLS file (no I/O to the server).
+pub fn client(options: &RedisOptions) -> Result<redis::Client> {
+    crate::connect::client(options)
 }
 
 /// Hooks into one session, from [`connect_with_hooks`].

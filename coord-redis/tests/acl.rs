@@ -6,19 +6,12 @@
 //! server starts with `notify-keyspace-events Kx`). A missing password
 //! (`NOAUTH`) cannot be shown on this shared server without a password on
 //! its default user; `src/error.rs` tests its mapping on the server's
-//! reply.
+//! reply; tests/acl_secure.rs does, on the secured server. The checks
+//! themselves are in tests/common/acl.rs, shared by both.
 
-#[allow(dead_code)] // the harness; this file uses a few of its helpers
 mod common;
 
-use coord_core::{CreateMode, Error};
-use coord_redis::{KeyspaceEvents, RedisOptions};
-
-/// `redis://user:password@…` for the test server's host and port.
-fn with_user(url: &str, user: &str, password: &str) -> String {
-    let (host, _) = common::via(url, "");
-    format!("redis://{user}:{password}@{host}")
-}
+use coord_redis::RedisOptions;
 
 async fn admin() -> redis::aio::MultiplexedConnection {
     redis::Client::open(common::redis_url().as_str())
@@ -44,7 +37,7 @@ async fn credentials_and_acls_give_typed_errors() {
     let url = common::redis_url();
     let mut admin = admin().await;
     let id = uuid::Uuid::new_v4().simple().to_string();
-    let namespace = format!("coord-test-{}", &id[..12]);
+    let namespace = common::unique_namespace();
     let plain = format!("coord-acl-plain-{}", &id[..10]);
     let noeval = format!("coord-acl-noeval-{}", &id[..10]);
     let password = format!("pw-{}", &id[12..]);
@@ -68,83 +61,116 @@ async fn credentials_and_acls_give_typed_errors() {
     )
     .await;
     let options = |user: &str, pw: &str| {
-        RedisOptions::new(with_user(&url, user, pw)).namespace(namespace.clone())
+        RedisOptions::new(common::with_user(&url, user, pw)).namespace(namespace.clone())
     };
+    let outcomes = common::acl::try_accounts(common::acl::Accounts {
+        restricted: options(&plain, &password),
+        wrong_password: options(&plain, &wrong),
+        noeval: options(&noeval, &password),
+        secrets: vec![password.clone(), wrong.clone()],
+    })
+    .await;
+    acl(&mut admin, &["DELUSER", &plain, &noeval]).await;
+    outcomes.check();
+}
 
-    // The user really has no CONFIG: the connect below cannot have used it.
-    let config_get = async {
-        let mut c = redis::Client::open(with_user(&url, &plain, &password).as_str())
-            .expect("url")
-            .get_multiplexed_async_connection()
+/// The narrowest grant coord works with, for namespace `ns` on database 0
+/// (what the crate docs tell an operator): its keys, its channels and the
+/// keyspace channel of its keys, and the commands it sends (those its Lua
+/// scripts call included).
+fn minimal_rule(ns: &str) -> Vec<String> {
+    let mut rule: Vec<String> = [
+        "resetkeys".to_owned(),
+        format!("~{{{ns}}}:*"),
+        "resetchannels".to_owned(),
+        format!("&{{{ns}}}:*"),
+        format!("&__keyspace@0__:{{{ns}}}:*"),
+        // PSUBSCRIBE's pattern must appear literally.
+        format!("&__keyspace@0__:{{{ns}}}:s:*"),
+        "-@all".to_owned(),
+    ]
+    .into();
+    for command in [
+        "evalsha",
+        "script|load",
+        "set",
+        "exists",
+        "pexpire",
+        "subscribe",
+        "psubscribe",
+        "unsubscribe",
+        "punsubscribe",
+        "ping",
+        "del",
+        "get",
+        "hget",
+        "hmget",
+        "hset",
+        "incr",
+        "publish",
+        "sadd",
+        "smembers",
+        "srem",
+        "time",
+        "zadd",
+        "zcard",
+        "zrange",
+        "zrem",
+    ] {
+        rule.push(format!("+{command}"));
+    }
+    rule
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_minimal_grant_suffices() {
+    use coord_core::CreateMode;
+    use coord_redis::KeyspaceEvents;
+
+    let url = common::redis_url();
+    let mut admin = admin().await;
+    let id = uuid::Uuid::new_v4().simple().to_string();
+    let namespace = common::unique_namespace();
+    let user = format!("coord-acl-min-{}", &id[..10]);
+    let password = format!("pw-{}", &id[12..]);
+    let mut setuser = vec![
+        "SETUSER".to_owned(),
+        user.clone(),
+        "on".into(),
+        format!(">{password}"),
+    ];
+    setuser.extend(minimal_rule(&namespace));
+    acl(
+        &mut admin,
+        &setuser.iter().map(String::as_str).collect::<Vec<_>>(),
+    )
+    .await;
+    let options = RedisOptions::new(common::with_user(&url, &user, &password))
+        .namespace(namespace.clone())
+        .session_timeout(std::time::Duration::from_secs(1))
+        .keyspace_events(KeyspaceEvents::Require);
+    let outcome = async {
+        // Connecting subscribes the keyspace pattern and observes a notice.
+        let (a, hooks) = coord_redis::testing::connect_with_hooks(options.clone()).await?;
+        let b = coord_redis::connect(options).await?;
+        a.ensure_dir("/m").await?;
+        a.create("/m/e", b"1", CreateMode::Ephemeral).await?;
+        a.set("/m/e", b"2", None).await?;
+        let seen = b.get("/m/e").await?.map(|n| n.data);
+        let listed = b.children("/m").await?.len();
+        // A crashed holder's node is reaped once its key expires.
+        hooks.crash();
+        tokio::time::timeout(std::time::Duration::from_secs(10), b.wait_gone("/m/e"))
             .await
-            .expect("connect as the plain user");
-        redis::cmd("CONFIG")
-            .arg("GET")
-            .arg("notify-keyspace-events")
-            .query_async::<Vec<String>>(&mut c)
-            .await
+            .map_err(|_| coord_core::Error::ConnectionLost("not reaped in 10 s".into()))??;
+        b.delete("/m", None).await?;
+        b.close().await?;
+        drop(a);
+        Ok::<_, coord_core::Error>((seen, listed))
     }
     .await;
-    let without_config = coord_redis::connect(options(&plain, &password)).await;
-    let required =
-        coord_redis::connect(options(&plain, &password).keyspace_events(KeyspaceEvents::Require))
-            .await;
-    let wrong_password = coord_redis::connect(options(&plain, &wrong)).await;
-    let no_eval = coord_redis::connect(options(&noeval, &password)).await;
-    let mut worked = None;
-    if let Ok(s) = &without_config {
-        let path = format!("/acl/{}", &id[..8]);
-        let made = match s.ensure_dir("/acl").await {
-            Ok(()) => s.create(&path, b"x", CreateMode::Ephemeral).await.map(drop),
-            Err(e) => Err(e),
-        };
-        let read = s.get(&path).await;
-        worked = Some((made, read.map(|n| n.map(|n| n.data))));
-    }
-    for s in [&without_config, &required].into_iter().flatten() {
-        s.close().await.expect("close");
-    }
-
-    acl(&mut admin, &["DELUSER", &plain, &noeval]).await;
-
-    let refused = config_get.expect_err("CONFIG GET as a user without +config");
-    assert_eq!(refused.code(), Some("NOPERM"), "{refused}");
-    if let Err(e) = &without_config {
-        panic!("a user without CONFIG connects: {e}");
-    }
-    let (made, read) = worked.expect("the session was used");
-    made.expect("create as a user without CONFIG");
-    assert_eq!(read.expect("get"), Some(b"x".to_vec()));
-    if let Err(e) = &required {
-        panic!("Require without CONFIG: {e}");
-    }
-
-    match &wrong_password {
-        Err(Error::Unauthenticated { backend, hint }) => {
-            assert_eq!(*backend, "redis");
-            assert!(hint.contains("user:password"), "{hint}");
-        }
-        Err(other) => panic!("a wrong password: expected Unauthenticated, got {other:?}"),
-        Ok(_) => panic!("a wrong password was accepted"),
-    }
-    if let Err(e) = &wrong_password {
-        for shown in [e.to_string(), format!("{e:?}")] {
-            assert!(
-                !shown.contains(&wrong) && !shown.contains(&password),
-                "{shown}"
-            );
-        }
-        assert!(!e.is_retryable());
-    }
-
-    match &no_eval {
-        Err(Error::PermissionDenied { reason, .. }) => {
-            assert!(
-                reason.contains("evalsha") || reason.contains("eval"),
-                "{reason}"
-            );
-        }
-        Err(other) => panic!("a user without EVALSHA: expected PermissionDenied, got {other:?}"),
-        Ok(_) => panic!("a user without EVALSHA opened a session"),
-    }
+    acl(&mut admin, &["DELUSER", &user]).await;
+    let (seen, listed) = outcome.expect("a session as the minimally granted user");
+    assert_eq!(seen, Some(b"2".to_vec()));
+    assert_eq!(listed, 1);
 }

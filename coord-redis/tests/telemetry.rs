@@ -6,7 +6,6 @@
 //! feature (on for these tests) on a real server: a contended lock's wait
 //! is recorded with bounded labels.
 
-#[allow(dead_code)] // the harness; this file uses a few of its helpers
 mod common;
 
 use std::sync::{Arc, Mutex};

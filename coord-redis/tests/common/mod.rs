@@ -1,9 +1,15 @@
 //! The Redis test harness, shared by this crate's test files.
 
+// Each test file uses its own part of it.
+#![allow(dead_code)]
+
+pub mod acl;
+
 use std::time::Duration;
 
 use coord_conformance::fault::{Fault, FaultProxy};
 use coord_core::Session;
+use coord_core::TlsOptions;
 use coord_redis::RedisOptions;
 
 /// Where the test server is: `COORD_TEST_REDIS` (set by scripts/test-all).
@@ -15,6 +21,45 @@ pub fn redis_url() -> String {
              scripts/test-all, or start one and set COORD_TEST_REDIS=redis://127.0.0.1:<port>"
         ),
     }
+}
+
+/// A variable the tests need, or a panic saying what starts it.
+pub fn env(name: &str, what: &str) -> String {
+    match std::env::var(name) {
+        Ok(value) if !value.is_empty() => value,
+        _ => panic!(
+            "{name} is not set: these tests need {what}. Run scripts/test-all, or start \
+             scripts/servers/redis-secure.sh (start_redis_secure) and export its variables"
+        ),
+    }
+}
+
+/// The secured test server (scripts/servers/redis-secure.sh): its
+/// `rediss://127.0.0.1:<port>` URL (no credentials), from
+/// `COORD_TEST_REDIS_SECURE`.
+pub fn secure_url() -> String {
+    env("COORD_TEST_REDIS_SECURE", "the TLS-only Redis server")
+}
+
+/// A file of the test certificates (`COORD_TEST_CERTS`, made by
+/// `make_test_certs` in scripts/lib.sh).
+pub fn cert(file: &str) -> std::path::PathBuf {
+    std::path::Path::new(&env("COORD_TEST_CERTS", "the test certificates")).join(file)
+}
+
+/// TLS as the secured server wants it: its CA, and the client certificate
+/// it trusts (mutual TLS).
+pub fn mutual_tls() -> TlsOptions {
+    TlsOptions::new()
+        .with_ca(cert("ca.pem"))
+        .with_identity(cert("client.pem"), cert("client-key.pem"))
+}
+
+/// `scheme://user:password@host:port` for the server `url` names.
+pub fn with_user(url: &str, user: &str, password: &str) -> String {
+    let (host, _) = via(url, "");
+    let scheme = &url[..url.find("://").map_or(0, |i| i + 3)];
+    format!("{scheme}{user}:{password}@{host}")
 }
 
 /// The `host:port` a `redis://` URL names, and the URL with it replaced by
@@ -41,10 +86,14 @@ pub async fn behind_proxy(options: &RedisOptions) -> (FaultProxy, RedisOptions) 
     let (upstream, _) = via(options.url(), "");
     let proxy = FaultProxy::start(&upstream).await;
     let (_, url) = via(options.url(), &proxy.addr().to_string());
-    let proxied = RedisOptions::new(url)
+    let mut proxied = RedisOptions::new(url)
         .namespace(namespace_of(options))
         .session_timeout(options.get_session_timeout())
         .request_timeout(options.effective_request_timeout());
+    // TLS passes through the proxy (the certificate names 127.0.0.1).
+    if let Some(tls) = options.get_tls() {
+        proxied = proxied.tls(tls.clone());
+    }
     (proxy, proxied)
 }
 
@@ -62,14 +111,42 @@ pub fn namespace_of(options: &RedisOptions) -> String {
 pub struct RedisHarness {
     /// Settings every session of this harness uses.
     pub options: RedisOptions,
+    /// The harness's name in the suite's messages.
+    name: &'static str,
+}
+
+/// A namespace of its own for one harness or test.
+pub fn unique_namespace() -> String {
+    let id = uuid::Uuid::new_v4().simple().to_string();
+    format!("coord-test-{}", &id[..12])
 }
 
 impl RedisHarness {
     /// A harness on `COORD_TEST_REDIS`, with a namespace of its own.
     pub fn from_env() -> Self {
-        let id = uuid::Uuid::new_v4().simple().to_string();
         RedisHarness {
-            options: RedisOptions::new(redis_url()).namespace(format!("coord-test-{}", &id[..12])),
+            options: RedisOptions::new(redis_url()).namespace(unique_namespace()),
+            name: "redis",
+        }
+    }
+
+    /// A harness on the secured server (`COORD_TEST_REDIS_SECURE`):
+    /// mutual TLS, as the restricted ACL user `COORD_TEST_REDIS_SECURE_USER`
+    /// (no @admin, no @dangerous), with a namespace of its own.
+    pub fn secure_from_env() -> Self {
+        let url = with_user(
+            &secure_url(),
+            &env("COORD_TEST_REDIS_SECURE_USER", "the secured server's user"),
+            &env(
+                "COORD_TEST_REDIS_SECURE_PASSWORD",
+                "the secured server's password",
+            ),
+        );
+        RedisHarness {
+            options: RedisOptions::new(url)
+                .tls(mutual_tls())
+                .namespace(unique_namespace()),
+            name: "redis-secure",
         }
     }
 
@@ -82,14 +159,14 @@ impl RedisHarness {
 #[async_trait::async_trait]
 impl coord_conformance::Harness for RedisHarness {
     fn name(&self) -> &'static str {
-        "redis"
+        self.name
     }
 
     async fn open(&self) -> Session {
         match coord_redis::connect(self.options()).await {
             Ok(session) => session,
             Err(e) => panic!(
-                "cannot open a Redis session with {:?} (COORD_TEST_REDIS): {e}",
+                "cannot open a Redis session with {:?} (COORD_TEST_REDIS[_SECURE]): {e}",
                 self.options
             ),
         }
