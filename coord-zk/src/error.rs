@@ -34,8 +34,10 @@ impl<'a> Target<'a> {
 /// Connection-level failures (`ConnectionLoss`, the client's own I/O and
 /// timeout errors, a throttled request) become [`Error::ConnectionLost`]: the
 /// request may or may not have been applied and the session may still live.
-/// `SessionExpired`, `SessionMoved` and `AuthFailed` end the session.
-/// `NoAuth` (an ACL refusing the request) is [`Error::PermissionDenied`].
+/// `SessionExpired` and `SessionMoved` end the session. `AuthFailed` (the
+/// server refused the SASL credentials, or required SASL and got none; the
+/// session is over too) is [`Error::Unauthenticated`]. `NoAuth` (an ACL
+/// refusing the request) is [`Error::PermissionDenied`].
 pub(crate) fn map_error(err: zk::Error, target: Target<'_>) -> Error {
     let path = || target.path.to_owned();
     match err {
@@ -50,13 +52,14 @@ pub(crate) fn map_error(err: zk::Error, target: Target<'_>) -> Error {
             operation: "children of an ephemeral node",
             backend: BACKEND,
         },
-        zk::Error::SessionExpired | zk::Error::SessionMoved | zk::Error::AuthFailed => {
-            Error::SessionExpired
-        }
+        zk::Error::SessionExpired | zk::Error::SessionMoved => Error::SessionExpired,
+        zk::Error::AuthFailed => Error::Unauthenticated {
+            backend: BACKEND,
+            hint: AUTH_FAILED_HINT.into(),
+        },
         zk::Error::NoAuth => Error::PermissionDenied {
             path: path(),
-            reason: "the node's ZooKeeper ACL does not grant this client the operation (NoAuth)"
-                .into(),
+            reason: NO_AUTH_REASON.into(),
         },
         zk::Error::ClientClosed => Error::SessionClosed,
         zk::Error::ConnectionLoss
@@ -68,6 +71,18 @@ pub(crate) fn map_error(err: zk::Error, target: Target<'_>) -> Error {
         other => Error::backend(BACKEND, other),
     }
 }
+
+/// What [`Error::Unauthenticated`] says to fix after `AuthFailed`.
+const AUTH_FAILED_HINT: &str = "ZooKeeper refused the session's credentials (AUTH_FAILED): \
+     a wrong SASL user or password, or the server requires SASL authentication and the \
+     session offered none; check the user and password (ZkOptions::sasl_digest, \
+     `zk://user:password@…?auth=sasl`) against the server's JAAS configuration";
+
+/// What [`Error::PermissionDenied`] says after `NoAuth`.
+const NO_AUTH_REASON: &str = "ZooKeeper's ACL refuses this session's identity the operation \
+     (NoAuth): reading or changing a node needs the permission on the node itself, creating \
+     or deleting one needs CREATE or DELETE on its parent; every process sharing a recipe \
+     must use the same credentials (see coord_zk::ZkAcl)";
 
 /// Whether a ZooKeeper error says the connection (not the request) failed,
 /// so the request may or may not have been applied.
@@ -103,7 +118,8 @@ mod tests {
         assert!(matches!(map(zk::Error::NotEmpty), Error::NotEmpty { path } if path == "/a/b"));
         assert!(matches!(
             map(zk::Error::NoAuth),
-            Error::PermissionDenied { path, reason } if path == "/a/b" && reason.contains("ACL")
+            Error::PermissionDenied { path, reason }
+                if path == "/a/b" && reason.contains("ACL") && reason.contains("identity")
         ));
     }
 
@@ -125,7 +141,10 @@ mod tests {
             map(zk::Error::SessionMoved),
             Error::SessionExpired
         ));
-        assert!(matches!(map(zk::Error::AuthFailed), Error::SessionExpired));
+        assert!(matches!(
+            map(zk::Error::AuthFailed),
+            Error::Unauthenticated { backend: "zk", hint } if hint.contains("password")
+        ));
         assert!(matches!(map(zk::Error::ClientClosed), Error::SessionClosed));
     }
 

@@ -32,6 +32,49 @@
 //! answering; the server clamps it to its `minSessionTimeout` ..
 //! `maxSessionTimeout` (by default 2 to 20 ticks of `tickTime`).
 //!
+//! ## Authentication and ACLs
+//!
+//! [`ZkOptions::digest`] (ZooKeeper's `digest` scheme) and
+//! [`ZkOptions::sasl_digest`] (SASL DIGEST-MD5, checked by the server's JAAS
+//! users) give the session an identity, sent again on every reconnection.
+//! With one, every node coord creates gets [`ZkAcl::CreatorAllWorldRead`]
+//! unless [`ZkOptions::acl`] says otherwise, so a process under another
+//! identity cannot delete a lock node it does not own
+//! ([`coord_core::Error::PermissionDenied`]); all processes sharing a
+//! recipe must then use the same identity (see [`ZkAcl`]). Without one,
+//! nodes are open to all ([`ZkAcl::Open`]). A SASL login the server refuses
+//! is [`coord_core::Error::Unauthenticated`]; a digest password cannot be
+//! refused (ZooKeeper takes any), it is simply another identity.
+//!
+//! ```no_run
+//! # async fn demo() -> coord_core::Result<()> {
+//! use coord_zk::{ZkAcl, ZkOptions};
+//!
+//! let options = ZkOptions::new("zk1:2181/myapp")?
+//!     .digest("billing", "secret")
+//!     .acl(ZkAcl::CreatorAll);
+//! let session = coord_zk::connect(&options).await?;
+//! # drop(session); Ok(()) }
+//! ```
+//!
+//! ## TLS
+//!
+//! [`ZkOptions::tls`] reaches every host through TLS (the server's secure
+//! client port), optionally with a client certificate (mutual TLS):
+//!
+//! ```no_run
+//! # async fn demo() -> coord_core::Result<()> {
+//! let tls = coord_core::TlsOptions::new()
+//!     .with_ca("/etc/zk/ca.pem")
+//!     .with_identity("/etc/zk/client.pem", "/etc/zk/client-key.pem");
+//! let options = coord_zk::ZkOptions::new("zk1:2281,zk2:2281")?.tls(tls);
+//! let session = coord_zk::connect(&options).await?;
+//! # Ok(()) }
+//! ```
+//!
+//! The certificate is checked against each host as given: `server_name`
+//! cannot be set on ZooKeeper (see [`ZkOptions::tls`]).
+//!
 //! ## How the contract maps onto ZooKeeper
 //!
 //! | contract | ZooKeeper |
@@ -86,13 +129,16 @@
 
 use std::sync::Arc;
 
+mod auth;
 mod error;
 mod names;
 mod options;
 mod primitive;
 mod session;
 mod state;
+mod tls;
 
+pub use auth::ZkAcl;
 pub use options::{ZkOptions, DEFAULT_SESSION_TIMEOUT};
 pub use session::{SessionCredentials, ZkSession};
 
@@ -123,7 +169,8 @@ pub mod testing {
     use crate::{SessionCredentials, ZkOptions};
 
     /// Make the server end the session `credentials` name, as if it had
-    /// missed its timeout: a second client takes the session over (the
+    /// missed its timeout: a second client, with the same `options`
+    /// (credentials and TLS), takes the session over (the
     /// server drops the first one's connection) and closes it. The first
     /// client learns of it when it reconnects and is told the session has
     /// expired, as after a real expiry.
@@ -133,14 +180,16 @@ pub mod testing {
     /// because the session is gone. Returns once the server has ended it.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for timeouts out of range (as
-    /// [`crate::connect`]); [`Error::ConnectionLost`] when that does not
+    /// [`Error::InvalidArgument`] for timeouts out of range or TLS files
+    /// that cannot be used (as [`crate::connect`]);
+    /// [`Error::ConnectionLost`] when that does not
     /// happen within 60 s.
     ///
     /// # Cancel safety
     /// Cancel safe; the session may or may not be ended.
     pub async fn expire(options: &ZkOptions, credentials: &SessionCredentials) -> Result<()> {
         options.validate()?;
+        let tls = options.load_tls()?;
         let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
         let mut last = String::from("never tried");
         // A fixed step (first = cap), jittered.
@@ -148,12 +197,11 @@ pub mod testing {
             coord_core::backoff::Backoff::new(Duration::from_millis(50), Duration::from_millis(50));
         let mut attempt = 0;
         while tokio::time::Instant::now() < deadline {
-            let connected = options
+            let connector = options
                 .connector()
                 .with_connection_timeout(Duration::from_millis(500))
-                .with_session(credentials.0.clone())
-                .connect(options.hosts())
-                .await;
+                .with_session(credentials.0.clone());
+            let connected = crate::tls::dial(connector, options.hosts(), tls.as_ref()).await;
             let client = match connected {
                 Err(zk::Error::SessionExpired) => return Ok(()),
                 Err(e) => {

@@ -2,10 +2,14 @@
 
 use std::time::Duration;
 
-use coord_core::{limits, Error, Result};
+use coord_core::{limits, Error, Result, TlsOptions};
+
+use crate::auth::{Credentials, ZkAcl};
 
 /// Where and how to connect: the ensemble's hosts, an optional chroot, the
-/// session timeout.
+/// session timeout, credentials ([`ZkOptions::digest`],
+/// [`ZkOptions::sasl_digest`]) and the ACL of the nodes coord creates
+/// ([`ZkOptions::acl`]). `Debug` never shows a password.
 ///
 /// ```
 /// # fn main() -> coord_core::Result<()> {
@@ -23,6 +27,10 @@ pub struct ZkOptions {
     session_timeout: Duration,
     connection_timeout: Option<Duration>,
     create_chroot: bool,
+    digest: Option<Credentials>,
+    sasl: Option<Credentials>,
+    acl: Option<ZkAcl>,
+    tls: Option<TlsOptions>,
 }
 
 /// The session timeout asked for unless set: the server clamps it to its
@@ -55,6 +63,10 @@ impl ZkOptions {
             session_timeout: DEFAULT_SESSION_TIMEOUT,
             connection_timeout: None,
             create_chroot: true,
+            digest: None,
+            sasl: None,
+            acl: None,
+            tls: None,
         };
         match chroot {
             Some(c) => options.with_chroot(c),
@@ -102,6 +114,106 @@ impl ZkOptions {
         self
     }
 
+    /// Authenticate the session with ZooKeeper's `digest` scheme as
+    /// `user` (an `addauth digest user:password` sent on every connection,
+    /// reconnections included). The session's identity is then
+    /// `digest:user:<hash of password>`, which the creator ACLs of
+    /// [`ZkAcl`] name.
+    ///
+    /// ZooKeeper accepts any digest credentials: a wrong password is not
+    /// refused at connect, it is another identity, refused
+    /// ([`Error::PermissionDenied`]) by the nodes the right one created.
+    /// An empty `user`, or one containing `:`, is refused by
+    /// [`crate::connect`] with [`Error::InvalidArgument`] before any I/O.
+    pub fn digest(mut self, user: impl Into<String>, password: impl Into<String>) -> Self {
+        self.digest = Some(Credentials::new(user.into(), password.into()));
+        self
+    }
+
+    /// Authenticate the session with SASL DIGEST-MD5 as `user` (a user of
+    /// the server's JAAS `Server` section, `DigestLoginModule`), on every
+    /// connection. The session's identity is then `sasl:user`, which the
+    /// creator ACLs of [`ZkAcl`] name. A wrong password or an unknown user
+    /// makes [`crate::connect`] fail with [`Error::Unauthenticated`]; so does
+    /// a server without SASL when it requires it. An empty `user` is
+    /// refused with [`Error::InvalidArgument`] before any I/O.
+    pub fn sasl_digest(mut self, user: impl Into<String>, password: impl Into<String>) -> Self {
+        self.sasl = Some(Credentials::new(user.into(), password.into()));
+        self
+    }
+
+    /// The ACL of every node coord creates (see [`ZkAcl`]). Default:
+    /// [`ZkAcl::CreatorAllWorldRead`] with credentials (digest or SASL),
+    /// [`ZkAcl::Open`] without. A creator ACL with neither credentials nor
+    /// a TLS client certificate (which ZooKeeper's x509 provider turns into
+    /// an identity) is refused by [`crate::connect`] with
+    /// [`Error::InvalidArgument`] before any I/O (ZooKeeper would refuse
+    /// every create with `InvalidACL`).
+    pub fn acl(mut self, acl: ZkAcl) -> Self {
+        self.acl = Some(acl);
+        self
+    }
+
+    /// Reach every host of the connect string through TLS (rustls with the
+    /// ring provider): the server's certificate must chain to `tls.ca` (a
+    /// PEM file), or without one to the public web roots (Mozilla's list,
+    /// built in; the system's store is never read), and carry the host of
+    /// the address connected to (a DNS name or an IP address); with
+    /// `tls.cert` and `tls.key` the session presents a client certificate
+    /// (mutual TLS, ZooKeeper's `ssl.clientAuth=need`). The server needs a
+    /// secure client port (`secureClientPort`, Netty).
+    ///
+    /// The files are read when the session connects, before any network
+    /// I/O; [`crate::connect`] refuses, with [`Error::InvalidArgument`], a
+    /// file it cannot read or use, and `tls.server_name`: the zookeeper
+    /// client checks the certificate against each host and cannot check
+    /// another name (connect by a name the certificate carries instead). A
+    /// handshake the server or the client refuses is
+    /// [`Error::Unauthenticated`], with a hint naming `ca=` or `cert=`/`key=`.
+    pub fn tls(mut self, tls: TlsOptions) -> Self {
+        self.tls = Some(tls);
+        self
+    }
+
+    /// The TLS settings, if [`ZkOptions::tls`] was set.
+    pub fn get_tls(&self) -> Option<&TlsOptions> {
+        self.tls.as_ref()
+    }
+
+    /// Read the TLS files, if TLS is set, and build the client's TLS
+    /// options; call [`ZkOptions::validate`] first. File I/O only.
+    pub(crate) fn load_tls(&self) -> Result<Option<crate::tls::LoadedTls>> {
+        self.tls
+            .as_ref()
+            .map(|tls| crate::tls::load(tls, &self.hosts))
+            .transpose()
+    }
+
+    /// The ACL nodes are created with: the one set by [`ZkOptions::acl`],
+    /// or the default for these credentials.
+    pub fn get_acl(&self) -> ZkAcl {
+        self.acl.unwrap_or(if self.has_credentials() {
+            ZkAcl::CreatorAllWorldRead
+        } else {
+            ZkAcl::Open
+        })
+    }
+
+    /// The digest user, if [`ZkOptions::digest`] was set.
+    pub fn digest_user(&self) -> Option<&str> {
+        self.digest.as_ref().map(|c| c.user.as_str())
+    }
+
+    /// The SASL user, if [`ZkOptions::sasl_digest`] was set.
+    pub fn sasl_user(&self) -> Option<&str> {
+        self.sasl.as_ref().map(|c| c.user.as_str())
+    }
+
+    /// Whether the session will carry an identity (digest or SASL).
+    pub fn has_credentials(&self) -> bool {
+        self.digest.is_some() || self.sasl.is_some()
+    }
+
     /// The hosts, as given (`h1:2181,h2:2181`).
     pub fn hosts(&self) -> &str {
         &self.hosts
@@ -139,6 +251,26 @@ impl ZkOptions {
             }
             limits::check("a connection timeout", timeout, limits::MAX_SESSION_TIMEOUT)?;
         }
+        if let Some(digest) = &self.digest {
+            digest.check_digest()?;
+        }
+        if let Some(sasl) = &self.sasl {
+            sasl.check_sasl()?;
+        }
+        if let Some(tls) = &self.tls {
+            crate::tls::check(tls, &self.hosts)?;
+        }
+        // A client certificate is an identity too (ZooKeeper's x509
+        // provider names the session by it), so a creator ACL set
+        // explicitly is let through with one.
+        let has_certificate = self.tls.as_ref().is_some_and(|t| t.cert.is_some());
+        if self.get_acl().needs_identity() && !self.has_credentials() && !has_certificate {
+            return Err(Error::InvalidArgument(format!(
+                "zookeeper ACL {:?} names the creator, but the session has no credentials \
+                 (set digest or SASL credentials or a client certificate, or use ZkAcl::Open)",
+                self.get_acl()
+            )));
+        }
         Ok(())
     }
 
@@ -148,6 +280,15 @@ impl ZkOptions {
             zookeeper_client::Client::connector().with_session_timeout(self.session_timeout);
         if let Some(timeout) = self.connection_timeout {
             connector = connector.with_connection_timeout(timeout);
+        }
+        if let Some(digest) = &self.digest {
+            connector = connector.with_auth("digest", &digest.digest_auth());
+        }
+        if let Some(sasl) = &self.sasl {
+            connector = connector.with_sasl(zookeeper_client::SaslOptions::digest_md5(
+                sasl.user.clone(),
+                sasl.password.0.clone(),
+            ));
         }
         connector
     }
@@ -210,6 +351,48 @@ mod tests {
         assert!(o.validate().is_ok());
         // The largest accepted timeout fits the client's i32 milliseconds.
         assert!(i32::try_from(limits::MAX_SESSION_TIMEOUT.as_millis()).is_ok());
+    }
+
+    #[test]
+    fn credentials_and_acls() {
+        let base = ZkOptions::new("127.0.0.1:2181").expect("valid");
+        assert_eq!(base.get_acl(), ZkAcl::Open);
+        assert!(!base.has_credentials());
+        let digest = base.clone().digest("alice", "s3cret-pw");
+        assert_eq!(digest.get_acl(), ZkAcl::CreatorAllWorldRead);
+        assert_eq!(digest.digest_user(), Some("alice"));
+        assert!(digest.validate().is_ok());
+        let sasl = base.clone().sasl_digest("bob", "s3cret-pw");
+        assert_eq!(sasl.get_acl(), ZkAcl::CreatorAllWorldRead);
+        assert_eq!(sasl.sasl_user(), Some("bob"));
+        assert_eq!(
+            digest.clone().acl(ZkAcl::CreatorAll).get_acl(),
+            ZkAcl::CreatorAll
+        );
+        assert_eq!(digest.clone().acl(ZkAcl::Open).get_acl(), ZkAcl::Open);
+        for shown in [format!("{digest:?}"), format!("{sasl:?}")] {
+            assert!(!shown.contains("s3cret-pw"), "{shown}");
+        }
+        // A creator ACL needs an identity; bad users are refused.
+        for bad in [
+            base.clone().acl(ZkAcl::CreatorAll),
+            base.clone().acl(ZkAcl::CreatorAllWorldRead),
+            base.clone().digest("", "s3cret-pw"),
+            base.clone().digest("a:b", "s3cret-pw"),
+            base.clone().sasl_digest("", "s3cret-pw"),
+        ] {
+            match bad.validate() {
+                Err(Error::InvalidArgument(m)) => assert!(!m.contains("s3cret-pw"), "{m}"),
+                other => panic!("{bad:?}: {other:?}"),
+            }
+        }
+        // A client certificate is an identity: an explicit creator ACL is
+        // let through, the default stays open.
+        let cert = base
+            .clone()
+            .tls(TlsOptions::new().with_identity("client.pem", "client-key.pem"));
+        assert_eq!(cert.get_acl(), ZkAcl::Open);
+        assert!(cert.acl(ZkAcl::CreatorAll).validate().is_ok());
     }
 
     #[test]

@@ -221,11 +221,9 @@ impl ZkSession {
         let added = writer
             .add_check_version(fence_path, stat.version)
             .and_then(|()| match (op, target) {
-                (Op::Create { data, mode, .. }, Some(target)) => writer.add_create(
-                    &target.path,
-                    data,
-                    &zk_mode(*mode).with_acls(zk::Acls::anyone_all()),
-                ),
+                (Op::Create { data, mode, .. }, Some(target)) => {
+                    writer.add_create(&target.path, data, &zk_mode(*mode).with_acls(self.acls()))
+                }
                 (
                     Op::Set {
                         path,
@@ -355,7 +353,7 @@ impl PrimitiveSession for ZkSession {
     /// is first polled.
     async fn create(&self, path: &str, data: &[u8], mode: CreateMode) -> Result<Created> {
         let target = CreateTarget::new(path, mode);
-        let options = zk_mode(mode).with_acls(zk::Acls::anyone_all());
+        let options = zk_mode(mode).with_acls(self.acls());
         let mut retry = self.retry_clock();
         let mut lost = false;
         let mut parent_rounds = 0;

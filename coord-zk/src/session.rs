@@ -64,6 +64,8 @@ pub struct ZkSession {
     requests: AtomicU64,
     /// The client's side of the session's life; renewed by [`ping`].
     lease: Arc<LeaseClock>,
+    /// The ACL of every node the session creates ([`ZkOptions::acl`]).
+    acls: zk::Acls<'static>,
 }
 
 impl std::fmt::Debug for ZkSession {
@@ -107,24 +109,35 @@ impl ZkSession {
     /// # Errors
     /// [`Error::InvalidArgument`], before any I/O, for a session or
     /// connection timeout of zero or over
-    /// [`coord_core::limits::MAX_SESSION_TIMEOUT`];
+    /// [`coord_core::limits::MAX_SESSION_TIMEOUT`], an empty digest or SASL
+    /// user, a digest user containing `:`, or a creator [`crate::ZkAcl`]
+    /// without credentials; also before any network I/O, TLS settings or
+    /// files that cannot be used, and a TLS `server_name` (see
+    /// [`ZkOptions::tls`]);
     /// [`Error::ConnectionLost`] when no host answered within about the
-    /// session timeout; [`Error::SessionExpired`] when the server refused the
-    /// session; [`Error::Backend`] for anything else the server says.
+    /// session timeout, or at once when a plaintext session reached a
+    /// TLS-only port (the message says the server may require TLS);
+    /// [`Error::Unauthenticated`], at once, when a TLS handshake failed on
+    /// the server's certificate (hint: `ca=`) or on the client's (hint:
+    /// `cert=`/`key=`); [`Error::SessionExpired`] when the server refused the
+    /// session; [`Error::Unauthenticated`] when it refused the SASL
+    /// credentials (or required SASL and got none);
+    /// [`Error::PermissionDenied`] when the chroot cannot be made under an
+    /// existing node's ACL; [`Error::Backend`] for anything else the server
+    /// says.
     ///
     /// # Cancel safety
     /// Cancel safe: dropped before it returns, the half-made session is
     /// closed, or left to expire if the handshake was under way.
     pub async fn connect(options: &ZkOptions) -> Result<ZkSession> {
         options.validate()?;
+        // TLS files are read before any network I/O.
+        let tls = options.load_tls()?;
         // The session lives on the server at least until this instant plus
         // its timeout: the connect request was sent after it.
         let sent = Instant::now();
-        let client = options
-            .connector()
-            .connect(options.hosts())
-            .await
-            .map_err(|e| connect_error(options, e))?;
+        let client =
+            crate::tls::connect(options, tls.as_ref(), |e| connect_error(options, e)).await?;
         // The negotiated timeout (the client reports the larger of it and
         // its connection timeout, which it keeps below the negotiated one).
         let session_timeout = client.session_timeout();
@@ -133,12 +146,18 @@ impl ZkSession {
             None => client,
             Some(chroot) => {
                 if options.creates_chroot() {
-                    let persistent = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
+                    let persistent = zk::CreateMode::Persistent.with_acls(options.get_acl().acls());
                     let mkdir_sent = Instant::now();
-                    client
-                        .mkdir(chroot, &persistent)
-                        .await
-                        .map_err(|e| map_error(e, Target::path(chroot)))?;
+                    match client.mkdir(chroot, &persistent).await {
+                        Ok(()) => {}
+                        // ZooKeeper checks CREATE on the parent before it
+                        // looks for the node: an existing chroot under a
+                        // foreign ACL is refused, though there is nothing
+                        // to make.
+                        Err(zk::Error::NoAuth)
+                            if matches!(client.check_stat(chroot).await, Ok(Some(_))) => {}
+                        Err(e) => return Err(map_error(e, Target::path(chroot))),
+                    }
                     lease.renewed(mkdir_sent);
                 }
                 client.chroot(chroot.to_owned()).map_err(|_| {
@@ -178,6 +197,7 @@ impl ZkSession {
             retry_budget: session_timeout.saturating_mul(2),
             requests: AtomicU64::new(0),
             lease,
+            acls: options.get_acl().acls(),
         })
     }
 
@@ -201,6 +221,11 @@ impl ZkSession {
 
     pub(crate) fn id(&self) -> SessionId {
         self.id.clone()
+    }
+
+    /// The ACL to create nodes with (see [`crate::ZkAcl`]).
+    pub(crate) fn acls(&self) -> zk::Acls<'static> {
+        self.acls
     }
 
     pub(crate) fn lease_clock(&self) -> &LeaseClock {
@@ -294,12 +319,14 @@ impl ZkSession {
     /// Make `dir` and its missing ancestors as container nodes (ZooKeeper
     /// deletes a container once its last child is gone, so emptied lock and
     /// queue directories do not pile up). Concurrent makers are fine: an
-    /// existing node counts as made.
+    /// existing node counts as made, also when the parent's ACL refuses
+    /// this identity CREATE (ZooKeeper checks that before it looks for the
+    /// node). The directories get the session's ACL ([`crate::ZkAcl`]).
     pub(crate) async fn make_parents(&self, dir: &str) -> Result<()> {
         if dir == "/" {
             return Ok(());
         }
-        let container = zk::CreateMode::Container.with_acls(zk::Acls::anyone_all());
+        let container = zk::CreateMode::Container.with_acls(self.acls);
         let mut todo = vec![dir.to_owned()];
         let mut retry = self.retry_clock();
         let mut steps = 0;
@@ -329,10 +356,22 @@ impl ZkSession {
                     todo.push(parent);
                 }
                 Err(e) if is_connection_error(&e) && self.pause(&mut retry).await => {}
+                Err(zk::Error::NoAuth) if self.node_exists(path).await => {
+                    todo.pop();
+                }
                 Err(e) => return Err(self.map(e, Target::path(path))),
             }
         }
         Ok(())
+    }
+
+    /// Whether `path` is there (an `exists`, retried through connection
+    /// losses); `false` when that cannot be told.
+    async fn node_exists(&self, path: &str) -> bool {
+        matches!(
+            self.read(|c| async move { c.check_stat(path).await }).await,
+            Ok(Some(_))
+        )
     }
 
     /// Look for the node a sequential create made under `dir` whose answer

@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub mod harness;
 pub mod server;
 
 use std::time::Duration;
@@ -19,11 +20,61 @@ pub fn options_from_env() -> ZkOptions {
              ZooKeeper and set COORD_TEST_ZK=127.0.0.1:<port>"
         )
     });
-    ZkOptions::new(&addr)
-        .unwrap_or_else(|e| panic!("COORD_TEST_ZK={addr:?} is not a connect string: {e}"))
+    plain_options(&addr)
+}
+
+/// Options for the plaintext server at `connect` (`host:port`).
+pub fn plain_options(connect: &str) -> ZkOptions {
+    ZkOptions::new(connect)
+        .unwrap_or_else(|e| panic!("{connect:?} is not a zookeeper connect string: {e}"))
         // Short, so a test that waits out a session does not wait long; the
         // test server allows 1 s .. 10 s.
         .session_timeout(Duration::from_secs(4))
+}
+
+/// The variable `name`, or a panic saying how to get it: these tests never
+/// skip.
+pub fn secure_env(name: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| {
+        panic!(
+            "{name} is not set: run `scripts/test-all -p coord-zk`, or start \
+             scripts/servers/zk-secure.sh (start_zk_secure, with COORD_TEST_CERTS from \
+             make_test_certs in scripts/lib.sh) and export what it exports"
+        )
+    })
+}
+
+/// The secured ZooKeeper's address, from `COORD_TEST_ZK_SECURE`.
+pub fn secure_addr_from_env() -> String {
+    secure_env("COORD_TEST_ZK_SECURE")
+}
+
+/// The test certificates' directory (`COORD_TEST_CERTS`, made by
+/// `make_test_certs` in scripts/lib.sh).
+pub fn certs_dir() -> std::path::PathBuf {
+    secure_env("COORD_TEST_CERTS").into()
+}
+
+/// Options for the secured server at `connect`: TLS trusting the test CA,
+/// with the test client certificate (the server requires one), and digest
+/// credentials (`COORD_TEST_ZK_SECURE_USER` / `_PASSWORD`).
+pub fn secure_options(connect: &str) -> ZkOptions {
+    let certs = certs_dir();
+    let tls = coord_core::TlsOptions::new()
+        .with_ca(certs.join("ca.pem"))
+        .with_identity(certs.join("client.pem"), certs.join("client-key.pem"));
+    plain_options(connect)
+        .tls(tls)
+        .digest(
+            secure_env("COORD_TEST_ZK_SECURE_USER"),
+            secure_env("COORD_TEST_ZK_SECURE_PASSWORD"),
+        )
+        // 8 s, not 4: the client gives up a connection attempt after 2/5 of
+        // the session timeout, and on a loaded 2-core machine the server's
+        // JVM has taken longer than 1.6 s for a TLS handshake (2 of 12 runs
+        // lost a test to it). Tests that wait out a session use
+        // open_faulty's own timeout, or expire it through the hook.
+        .session_timeout(Duration::from_secs(8))
 }
 
 /// Open a session, panicking with a clear message when the server cannot be

@@ -9,6 +9,10 @@
 //! when there is one). Only the pid it started is ever killed; dropped,
 //! the server is killed and the directory removed. When it cannot be
 //! started the test fails, naming why.
+//!
+//! [`ZkServer::start_with_sasl`] starts one that also takes SASL
+//! DIGEST-MD5 logins (a JAAS `Server` section with `DigestLoginModule`
+//! users), as a secured ensemble is set up (tests/auth.rs).
 
 use std::fs::File;
 use std::path::PathBuf;
@@ -26,6 +30,8 @@ pub struct ZkServer {
     child: Option<Child>,
     port: u16,
     dir: PathBuf,
+    /// The JAAS file, for a server that takes SASL logins.
+    jaas: Option<PathBuf>,
 }
 
 /// Where the test servers keep their data: /dev/shm when there is one.
@@ -52,19 +58,52 @@ pub fn free_port() -> u16 {
 impl ZkServer {
     /// Start a server and wait until it serves.
     pub async fn start() -> Self {
+        Self::start_configured(&[]).await
+    }
+
+    /// Start a server that also authenticates SASL DIGEST-MD5 logins of
+    /// `users` (name, password): SASL is offered, not required, so
+    /// sessions without it still connect; a failed login ends the session
+    /// with AUTH_FAILED.
+    pub async fn start_with_sasl(users: &[(&str, &str)]) -> Self {
+        assert!(!users.is_empty(), "a SASL server needs users");
+        Self::start_configured(users).await
+    }
+
+    async fn start_configured(sasl_users: &[(&str, &str)]) -> Self {
         let dir = scratch_dir("coord-zk-restart");
         let port = free_port();
-        let config = format!(
+        let mut config = format!(
             "tickTime=500\nminSessionTimeout=1000\nmaxSessionTimeout=20000\n\
              dataDir={}\nclientPort={port}\nclientPortAddress=127.0.0.1\n\
              admin.enableServer=false\n4lw.commands.whitelist=ruok,srvr\nmaxClientCnxns=0\n",
             dir.join("data").display()
         );
+        let jaas = (!sasl_users.is_empty()).then(|| {
+            config.push_str(
+                "authProvider.sasl=org.apache.zookeeper.server.auth.SASLAuthenticationProvider\n",
+            );
+            let users: String = sasl_users
+                .iter()
+                .map(|(user, password)| format!("    user_{user}=\"{password}\"\n"))
+                .collect();
+            let jaas = dir.join("jaas.conf");
+            std::fs::write(
+                &jaas,
+                format!(
+                    "Server {{\n    org.apache.zookeeper.server.auth.DigestLoginModule required\n\
+                     {users}    ;\n}};\n"
+                ),
+            )
+            .expect("write jaas.conf");
+            jaas
+        });
         std::fs::write(dir.join("zoo.cfg"), config).expect("write zoo.cfg");
         let mut server = ZkServer {
             child: None,
             port,
             dir,
+            jaas,
         };
         server.spawn().await;
         server
@@ -90,6 +129,11 @@ impl ZkServer {
         let child = Command::new("java")
             .args(["-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"])
             .arg("-Dorg.slf4j.simpleLogger.defaultLogLevel=info")
+            .args(
+                self.jaas
+                    .iter()
+                    .map(|jaas| format!("-Djava.security.auth.login.config={}", jaas.display())),
+            )
             .args([
                 "-cp",
                 "/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-simple.jar",
