@@ -10,7 +10,7 @@ use coord_core::recipes::Queue;
 use coord_core::Error;
 use tokio::task::JoinSet;
 
-use crate::{within, Harness};
+use crate::{within, within_for, Harness};
 
 /// offer / peek / poll / len / take in FIFO order; poll on empty is None,
 /// a take with a deadline on empty times out.
@@ -154,7 +154,11 @@ pub async fn queue_four_by_four(h: &dyn Harness) {
         });
     }
     let mut seen = vec![vec![0u32; ITEMS]; PRODUCERS];
-    while let Some(r) = within("producers and consumers finish", tasks.join_next()).await {
+    // 4000 operations: on etcd with TLS and authentication (a permission
+    // check per request) on a loaded 2-core machine, a phase has taken 27 s.
+    let bound = Duration::from_secs(100);
+    while let Some(r) = within_for("producers and consumers finish", bound, tasks.join_next()).await
+    {
         let mine = r.expect("task panicked");
         let mut last: HashMap<usize, usize> = HashMap::new();
         for (p, k) in mine {

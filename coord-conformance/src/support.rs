@@ -17,8 +17,22 @@ pub const WAIT: Duration = Duration::from_secs(30);
 /// # Cancel safety
 /// As cancel safe as `fut`.
 pub async fn within<F: Future>(what: &str, fut: F) -> F::Output {
-    match tokio::time::timeout(WAIT, fut).await {
+    within_for(what, WAIT, fut).await
+}
+
+/// [`within`] with a bound of its own, for the few tests whose work grows
+/// with their size (thousands of operations), where a loaded machine and a
+/// server checking TLS and permissions on every request can take longer
+/// than [`WAIT`] without anything being wrong.
+///
+/// # Errors
+/// Panics (naming `what`) when `limit` passes.
+///
+/// # Cancel safety
+/// As cancel safe as `fut`.
+pub async fn within_for<F: Future>(what: &str, limit: Duration, fut: F) -> F::Output {
+    match tokio::time::timeout(limit, fut).await {
         Ok(out) => out,
-        Err(_) => panic!("{what}: did not happen within {WAIT:?}"),
+        Err(_) => panic!("{what}: did not happen within {limit:?}"),
     }
 }
