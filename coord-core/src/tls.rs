@@ -248,7 +248,10 @@ mod tests {
             .load()
             .expect_err("cert.pem holds no certificate");
         let msg = err.to_string();
-        assert!(msg.contains("cert.pem") && msg.contains("CERTIFICATE"), "{msg}");
+        assert!(
+            msg.contains("cert.pem") && msg.contains("CERTIFICATE"),
+            "{msg}"
+        );
         std::fs::write(
             &cert,
             "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n",

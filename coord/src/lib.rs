@@ -117,7 +117,7 @@ pub use coord_core::traits::{
 };
 pub use coord_core::{
     limits, path, Child, CreateMode, Created, Error, Fence, Node, Op, OpResult, Result, Session,
-    SessionId, SessionState, Stat,
+    SessionId, SessionState, Stat, TlsOptions,
 };
 pub use recipes::{
     period_index, revocation, AddOutcome, Barrier, Contender, ContenderState, Counter,

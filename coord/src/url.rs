@@ -146,14 +146,15 @@ pub(crate) fn parse(url: &str) -> Result<Parsed, ConnectError> {
         "mem" => Backend::Mem,
         "zk" => Backend::Zk,
         "etcd" => Backend::Etcd,
-        "redis" => Backend::Redis,
+        "redis" | "rediss" => Backend::Redis,
         other => {
             let reason = match other {
-                "rediss" => {
-                    "TLS (rediss://) is not compiled into coord's Redis client; use redis://"
-                }
+                "zks" | "etcds" => "write zk://… or etcd://… with ?tls=true (and ca=, cert=, key=)",
                 "redis+unix" | "unix" => "Unix sockets are not supported; use redis://host:port",
-                "http" | "https" => "write etcd://host:port for etcd, zk://host:port for ZooKeeper",
+                "http" | "https" => {
+                    "write etcd://host:port for etcd, zk://host:port for ZooKeeper \
+                     (add ?tls=true, with ca=, cert= and key= as needed, for TLS)"
+                }
                 _ => "the supported schemes are mem, zk, etcd and redis",
             };
             return Err(ConnectError::UnsupportedScheme {
@@ -171,8 +172,28 @@ pub(crate) fn parse(url: &str) -> Result<Parsed, ConnectError> {
         });
     }
     let known: &[&str] = match backend {
-        Backend::Redis => &["session_timeout", "namespace", "keyspace_events"],
-        _ => &["session_timeout"],
+        Backend::Mem => &["session_timeout"],
+        Backend::Zk => &[
+            "session_timeout",
+            "auth",
+            "acl",
+            "tls",
+            "ca",
+            "cert",
+            "key",
+            "server_name",
+        ],
+        Backend::Etcd => &["session_timeout", "tls", "ca", "cert", "key", "server_name"],
+        Backend::Redis => &[
+            "session_timeout",
+            "namespace",
+            "keyspace_events",
+            "tls",
+            "ca",
+            "cert",
+            "key",
+            "server_name",
+        ],
     };
     let mut session_timeout = None;
     for (k, v) in &pieces.params {
@@ -221,6 +242,59 @@ pub(crate) fn parse(url: &str) -> Result<Parsed, ConnectError> {
         session_timeout,
         shown,
     })
+}
+
+/// The TLS settings of a URL: `tls=true|false`, `ca`, `cert`, `key` and
+/// `server_name` (percent-decoded; any of the last four turns TLS on), and
+/// `rediss://`, which turns it on for Redis. `None`: no TLS. Checked here,
+/// before any I/O; the files are read when the session connects.
+#[cfg(any(feature = "zk", feature = "etcd", feature = "redis"))]
+fn tls(p: &Pieces<'_>) -> Result<Option<coord_core::TlsOptions>, String> {
+    let param = |name: &str| p.params.iter().find(|(k, _)| *k == name).map(|(_, v)| *v);
+    let decoded = |name: &str| {
+        param(name)
+            .map(|v| {
+                percent_encoding::percent_decode_str(v)
+                    .decode_utf8()
+                    .map(std::borrow::Cow::into_owned)
+                    .map_err(|_| format!("{name}: not UTF-8 once %-decoded"))
+            })
+            .transpose()
+    };
+    let (ca, cert, key, server_name) = (
+        decoded("ca")?,
+        decoded("cert")?,
+        decoded("key")?,
+        decoded("server_name")?,
+    );
+    let implied = ca.is_some() || cert.is_some() || key.is_some() || server_name.is_some();
+    let on = match param("tls") {
+        None => p.scheme == "rediss" || implied,
+        Some("true") => true,
+        Some("false") if p.scheme == "rediss" => {
+            return Err(
+                "rediss:// is Redis over TLS: tls=false contradicts it (write redis://)".into(),
+            )
+        }
+        Some("false") if implied => {
+            return Err("tls=false, but ca, cert, key or server_name is given".into())
+        }
+        Some("false") => false,
+        Some(other) => return Err(format!("tls {other:?}: use true or false")),
+    };
+    if !on {
+        return Ok(None);
+    }
+    let mut options = coord_core::TlsOptions::new();
+    options.ca = ca.map(Into::into);
+    options.cert = cert.map(Into::into);
+    options.key = key.map(Into::into);
+    options.server_name = server_name;
+    options.check().map_err(|e| match e {
+        coord_core::Error::InvalidArgument(m) => m,
+        e => e.to_string(),
+    })?;
+    Ok(Some(options))
 }
 
 /// Refuse a session timeout the backend cannot use: zero, over
@@ -285,37 +359,77 @@ fn host_list(list: &str, default_port: u16) -> Result<String, String> {
 
 #[cfg(feature = "zk")]
 fn zk(p: &Pieces<'_>) -> Result<coord_zk::ZkOptions, String> {
-    if p.userinfo.is_some() {
-        return Err(
-            "credentials in a zk:// URL are not supported (everything before \
-                    the last '@' is taken as user info, so a chroot cannot hold an '@')"
-                .into(),
-        );
-    }
+    use coord_zk::ZkAcl;
     let hosts = host_list(p.authority, 2181)?;
-    coord_zk::ZkOptions::new(&format!("{hosts}{}", p.path)).map_err(|e| format!("chroot: {e}"))
+    let mut options = coord_zk::ZkOptions::new(&format!("{hosts}{}", p.path))
+        .map_err(|e| format!("chroot: {e}"))?;
+    let param = |name: &str| p.params.iter().find(|(k, _)| *k == name).map(|(_, v)| *v);
+    match &p.userinfo {
+        Some(info) => {
+            let info = info.clone()?;
+            let password = info.password.ok_or(
+                "ZooKeeper credentials must be user:password (everything before the last \
+                 '@' is the user info, so a chroot cannot hold a raw '@': write %40)",
+            )?;
+            if info.user.is_empty() {
+                return Err("the ZooKeeper user name is empty".into());
+            }
+            options = match param("auth").unwrap_or("digest") {
+                "digest" => options.digest(info.user, password),
+                "sasl" => options.sasl_digest(info.user, password),
+                other => return Err(format!("auth {other:?}: use digest or sasl")),
+            };
+        }
+        None if param("auth").is_some() => {
+            return Err("auth= needs credentials: zk://user:password@hosts/…".into())
+        }
+        None => {}
+    }
+    if let Some(acl) = param("acl") {
+        let acl = match acl {
+            "creator" => ZkAcl::CreatorAllWorldRead,
+            "creator_only" => ZkAcl::CreatorAll,
+            "open" => ZkAcl::Open,
+            other => return Err(format!("acl {other:?}: use creator, creator_only or open")),
+        };
+        if p.userinfo.is_none() && acl != ZkAcl::Open {
+            return Err(
+                "acl=creator and acl=creator_only need credentials (zk://user:password@…): \
+                 ZooKeeper refuses a creator ACL from a session without an identity"
+                    .into(),
+            );
+        }
+        options = options.acl(acl);
+    }
+    if let Some(tls) = tls(p)? {
+        options = options.tls(tls);
+    }
+    Ok(options)
 }
 
 #[cfg(feature = "etcd")]
 fn etcd(p: &Pieces<'_>) -> Result<coord_etcd::EtcdOptions, String> {
-    let options = coord_etcd::EtcdOptions::from_url(&format!("etcd://{}{}", p.authority, p.path))
-        .map_err(|e| match e {
-        coord_core::Error::InvalidArgument(m) => m,
-        e => e.to_string(),
-    })?;
-    Ok(match &p.userinfo {
-        Some(info) => {
-            let info = info.clone()?;
-            let password = info
-                .password
-                .ok_or("etcd credentials must be user:password")?;
-            if info.user.is_empty() {
-                return Err("the etcd user name is empty".into());
-            }
-            options.user(info.user, password)
+    let mut options =
+        coord_etcd::EtcdOptions::from_url(&format!("etcd://{}{}", p.authority, p.path)).map_err(
+            |e| match e {
+                coord_core::Error::InvalidArgument(m) => m,
+                e => e.to_string(),
+            },
+        )?;
+    if let Some(info) = &p.userinfo {
+        let info = info.clone()?;
+        let password = info
+            .password
+            .ok_or("etcd credentials must be user:password")?;
+        if info.user.is_empty() {
+            return Err("the etcd user name is empty".into());
         }
-        None => options,
-    })
+        options = options.user(info.user, password);
+    }
+    if let Some(tls) = tls(p)? {
+        options = options.tls(tls);
+    }
+    Ok(options)
 }
 
 #[cfg(feature = "redis")]
@@ -381,6 +495,9 @@ fn redis(p: &Pieces<'_>) -> Result<coord_redis::RedisOptions, String> {
                 ))
             }
         });
+    }
+    if let Some(tls) = tls(p)? {
+        options = options.tls(tls);
     }
     Ok(options)
 }
@@ -450,12 +567,13 @@ mod tests {
     #[test]
     fn unsupported_schemes() {
         assert!(matches!(
-            parse("rediss://h:6379"),
+            parse("zks://h:2181"),
             Err(ConnectError::UnsupportedScheme { .. })
         ));
-        assert!(reason("rediss://u:secret@h:6379").contains("TLS"));
-        assert!(!reason("rediss://u:secret@h:6379").contains("secret"));
+        assert!(reason("zks://u:secret@h:2181").contains("tls=true"));
+        assert!(!reason("etcds://u:secret@h:2379").contains("secret"));
         assert!(reason("http://h:2379").contains("etcd://"));
+        assert!(reason("https://h:2379").contains("tls=true"));
         assert!(reason("foo://h").contains("supported schemes"));
     }
 
@@ -519,8 +637,84 @@ mod tests {
         assert!(reason("zk://").contains("no host"));
         assert!(reason("zk://h:x").contains("port"));
         assert!(reason("zk://h:1/a//b").contains("chroot"));
-        assert!(reason("zk://u:p@h:1").contains("credentials"));
         assert!(reason("zk://h:1?namespace=x").contains("unknown query parameter"));
+    }
+
+    /// `zk://user:password@…` is digest auth (or SASL with `auth=sasl`);
+    /// `acl=` chooses the ACL of the nodes coord creates.
+    #[cfg(feature = "zk")]
+    #[test]
+    fn zk_credentials_and_acls() {
+        use coord_zk::ZkAcl;
+        for (url, want) in [
+            ("zk://app:pw@h:1/c", ZkAcl::CreatorAllWorldRead),
+            ("zk://app:pw@h:1/c?acl=creator", ZkAcl::CreatorAllWorldRead),
+            ("zk://app:pw@h:1/c?acl=creator_only", ZkAcl::CreatorAll),
+            ("zk://app:pw@h:1/c?acl=open&auth=sasl", ZkAcl::Open),
+            ("zk://h:1/c", ZkAcl::Open),
+            ("zk://h:1/c?acl=open", ZkAcl::Open),
+        ] {
+            let p = parse(url).unwrap_or_else(|e| panic!("{url}: {e}"));
+            let Target::Zk(o) = p.target else {
+                panic!("not zk")
+            };
+            assert_eq!(o.get_acl(), want, "{url}");
+            assert!(!format!("{o:?}").contains("pw@") && !format!("{o:?}").contains("\"pw\""));
+        }
+        assert!(reason("zk://nopassword@h:1").contains("user:password"));
+        assert!(reason("zk://:pw@h:1").contains("user name is empty"));
+        assert!(reason("zk://u:p@h:1?auth=kerberos").contains("digest or sasl"));
+        assert!(reason("zk://h:1?auth=sasl").contains("needs credentials"));
+        assert!(reason("zk://h:1?acl=creator").contains("need credentials"));
+        assert!(reason("zk://u:p@h:1?acl=world").contains("creator, creator_only or open"));
+    }
+
+    /// The TLS parameters mean the same on every server backend.
+    #[cfg(all(feature = "zk", feature = "etcd", feature = "redis"))]
+    #[test]
+    fn tls_parameters() {
+        fn tls_of(url: &str) -> Option<coord_core::TlsOptions> {
+            match parse(url).unwrap_or_else(|e| panic!("{url}: {e}")).target {
+                Target::Zk(o) => o.get_tls().cloned(),
+                Target::Etcd(o) => o.get_tls().cloned(),
+                Target::Redis(o) => o.get_tls().cloned(),
+                Target::Mem => panic!("mem"),
+            }
+        }
+        let full = coord_core::TlsOptions::new()
+            .with_ca("/etc/ca dir/ca.pem")
+            .with_identity("/c/client.pem", "/c/client-key.pem")
+            .with_server_name("coord.example");
+        for scheme in ["zk", "etcd", "redis"] {
+            assert_eq!(tls_of(&format!("{scheme}://h:1")), None, "{scheme}");
+            assert_eq!(
+                tls_of(&format!("{scheme}://h:1?tls=false")),
+                None,
+                "{scheme}"
+            );
+            assert_eq!(
+                tls_of(&format!("{scheme}://h:1?tls=true")),
+                Some(coord_core::TlsOptions::new()),
+                "{scheme}"
+            );
+            let url = format!(
+                "{scheme}://h:1?ca=/etc/ca%20dir/ca.pem&cert=/c/client.pem&key=/c/client-key.pem\
+                 &server_name=coord.example"
+            );
+            assert_eq!(tls_of(&url), Some(full.clone()), "{url}");
+            assert!(reason(&format!("{scheme}://h:1?tls=yes")).contains("true or false"));
+            assert!(reason(&format!("{scheme}://h:1?tls=false&ca=/x")).contains("tls=false"));
+            assert!(reason(&format!("{scheme}://h:1?cert=/c.pem")).contains("private key"));
+            assert!(reason(&format!("{scheme}://h:1?key=/k.pem")).contains("certificate"));
+            assert!(reason(&format!("{scheme}://h:1?server_name=a..b")).contains("server_name"));
+        }
+        assert_eq!(tls_of("rediss://h:1"), Some(coord_core::TlsOptions::new()));
+        assert_eq!(
+            tls_of("rediss://u:p@h:1/2?ca=/x.pem"),
+            Some(coord_core::TlsOptions::new().with_ca("/x.pem"))
+        );
+        assert!(reason("rediss://h:1?tls=false").contains("contradicts"));
+        assert!(reason("mem://?tls=true").contains("unknown query parameter"));
     }
 
     #[cfg(feature = "etcd")]

@@ -11,11 +11,28 @@ On ZooKeeper, etcd, Redis, or in memory.";
 const AFTER_HELP: &str = "\
 Backends (--url or COORD_URL):
   mem://                              in-memory, this process only (default)
-  zk://h1:2181,h2:2181[/chroot]       ZooKeeper
+  zk://[user:pw@]h1:2181,h2:2181[/chroot]
+                                      ZooKeeper; user:pw is digest auth
+                                      (?auth=sasl for SASL DIGEST-MD5);
+                                      ?acl=creator|creator_only|open is the
+                                      ACL of created nodes (default: creator,
+                                      i.e. creator-all + world-read, when
+                                      authenticated; open otherwise)
   etcd://[user:pw@]h1:2379,h2:2379[/namespace]
                                       etcd (if built with the etcd feature)
   redis://[user:pw@]host:6379[/db]    Redis; ?namespace=NAME keys under {NAME}:
+  rediss://[user:pw@]host:6379[/db]   Redis over TLS
   Any URL takes ?session_timeout=DURATION (default 10s).
+
+  TLS, the same on zk://, etcd:// and redis:// (any of ca, cert, key or
+  server_name turns it on; paths may be %-encoded):
+    ?tls=true                         TLS, trusting the public web roots
+    &ca=PATH                          trust the CAs of this PEM file instead
+    &cert=PATH&key=PATH               client certificate and key (PEM): mutual TLS
+    &server_name=NAME                 check the server's certificate for NAME
+                                      instead of the host connected to (etcd
+                                      only: refused on zk:// and redis://)
+  e.g. etcd://coord:pw@10.0.0.5:2379?ca=/etc/coord/ca.pem&cert=/etc/coord/client.pem&key=/etc/coord/client-key.pem
 
   mem:// is only visible inside one coordctl process: two coordctl processes
   given mem:// share nothing. Use it for `coordctl demo` and to try commands;

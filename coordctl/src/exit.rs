@@ -19,6 +19,12 @@ pub const BACKEND: u8 = 5;
 /// `lock --revocable`: a release was asked for (`coordctl revoke`), so CMD
 /// was sent SIGTERM and, once it ended, the lock was released.
 pub const REVOKED: u8 = 6;
+/// The server refused this identity: credentials missing or wrong, a
+/// client certificate refused or a server certificate not trusted
+/// (`Error::Unauthenticated`), or an ACL refused an operation
+/// (`Error::PermissionDenied`). Retrying will not help; the settings must
+/// change.
+pub const DENIED: u8 = 7;
 /// CMD exists but could not be executed.
 pub const CANNOT_EXECUTE: u8 = 126;
 /// CMD was not found.
@@ -39,6 +45,9 @@ Exit status:
            queue pop: stdout could not be written (the item stays queued)
   6        lock --revocable: a release was requested (coordctl revoke): CMD
            was sent SIGTERM (SIGKILL 10s later), then the lock was released
+  7        refused: authentication failed (wrong or missing credentials,
+           client certificate refused, server certificate not trusted) or
+           permission denied (an ACL, an etcd role, a Redis ACL rule)
   126/127  CMD could not be executed / was not found
   130/143  interrupted by SIGINT/SIGTERM (everything held was released first)";
 
@@ -64,6 +73,7 @@ impl Failure {
             Error::Timeout(_) => TIMEOUT,
             Error::LockLost { .. } => LOST,
             Error::InvalidPath { .. } | Error::InvalidArgument(_) => USAGE,
+            Error::Unauthenticated { .. } | Error::PermissionDenied { .. } => DENIED,
             _ => BACKEND,
         };
         Failure::new(code, format!("{what}: {e}"))
@@ -85,6 +95,10 @@ impl From<ConnectError> for Failure {
                 ),
             ),
             e if e.is_usage() => Failure::new(USAGE, e.to_string()),
+            e @ ConnectError::Connect {
+                source: Error::Unauthenticated { .. } | Error::PermissionDenied { .. },
+                ..
+            } => Failure::new(DENIED, e.to_string()),
             e => Failure::new(BACKEND, e.to_string()),
         }
     }
