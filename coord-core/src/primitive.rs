@@ -63,7 +63,53 @@ impl std::fmt::Display for SessionId {
     }
 }
 
-/// How a node is created: persistent or ephemeral, sequential or not.
+/// How a node is created: persistent or ephemeral, sequential or not, and
+/// for a persistent node optionally with a TTL.
+///
+/// # TTL nodes
+/// [`CreateMode::PersistentWithTtl`] and
+/// [`CreateMode::PersistentSequentialWithTtl`] make a persistent node (it
+/// does not belong to the creating session and outlives its close or
+/// expiry) that the backend deletes once it has gone its TTL without a
+/// change. A `set` on the node is a change and restarts the TTL; a read is
+/// not. The TTL must be at least [`MIN_NODE_TTL`] and at most
+/// [`MAX_NODE_TTL`] (ZooKeeper's limit, used on every backend), otherwise
+/// [`crate::Session::create`] refuses it with
+/// [`crate::Error::InvalidArgument`] before any I/O. TTL creates are not
+/// allowed in [`crate::Session::guarded`] (refused the same way).
+///
+/// The deletion is not exact to the millisecond, and differs per backend:
+/// - ZooKeeper (3.5.3+): the server deletes the node at the first check of
+///   its container reaper (`znode.container.checkIntervalMs`, 60 s by
+///   default) after the TTL has passed since the last `set` (its `mtime`)
+///   and while the node has no children: a child keeps it alive. The
+///   server must run with `-Dzookeeper.extendedTypesEnabled=true`; a server
+///   without it refuses the create, which coord reports as
+///   [`crate::Error::NotSupported`] with `operation` naming the flag. The
+///   TTL is rounded up to whole milliseconds.
+/// - memory: as ZooKeeper, with an exact timer: deleted when the TTL has
+///   passed since the create or the last `set`, or, if it still has
+///   children then, as soon as the last one is gone.
+/// - etcd: the key is attached to a lease of its own granted with the TTL
+///   (rounded up to whole seconds, and at least the server's minimum lease
+///   TTL), marked as a TTL node's by a key outside the tree on the same
+///   lease; a `set` renews that lease once (a keep-alive), which restarts
+///   its full TTL. etcd would delete the key alone and leave children
+///   behind, so children of a TTL node are refused
+///   ([`crate::Error::NotSupported`]), as under an ephemeral node. `get`,
+///   `get_watch` and `set` cost one more read for a node on a lease not
+///   the session's own (to tell a TTL node from another session's
+///   ephemeral node). A TTL node deleted by hand leaves its lease (and
+///   marker) on the server until the TTL runs out.
+/// - Redis: the node gets a key of its own that expires after the TTL
+///   (`PX`, set again by every `set`), tracked like a session's key: when
+///   it expires, the node is deleted (and dropped from its parent's
+///   children) by the same mechanism that deletes an ended session's
+///   ephemeral nodes (the key's expiry notice, or the next read that finds
+///   it gone). Children are refused as on etcd.
+///
+/// On every backend a TTL node's [`Stat`] says `ephemeral: false` and
+/// `owner: None`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum CreateMode {
@@ -76,7 +122,20 @@ pub enum CreateMode {
     Ephemeral,
     /// Deleted when its session ends; unique name and a sequence.
     EphemeralSequential,
+    /// Persistent, but deleted by the backend once it has gone this long
+    /// without a change (see [TTL nodes](CreateMode#ttl-nodes)).
+    PersistentWithTtl(std::time::Duration),
+    /// As [`CreateMode::PersistentWithTtl`], with a unique name and a
+    /// sequence as [`CreateMode::PersistentSequential`].
+    PersistentSequentialWithTtl(std::time::Duration),
 }
+
+/// The shortest TTL of a TTL node: 1 ms.
+pub const MIN_NODE_TTL: std::time::Duration = std::time::Duration::from_millis(1);
+
+/// The longest TTL of a TTL node: 2^40 - 1 ms (about 34.8 years),
+/// ZooKeeper's limit, used on every backend.
+pub const MAX_NODE_TTL: std::time::Duration = std::time::Duration::from_millis(0xFF_FFFF_FFFF);
 
 impl CreateMode {
     /// Whether the node dies with its session.
@@ -91,8 +150,40 @@ impl CreateMode {
     pub fn is_sequential(self) -> bool {
         matches!(
             self,
-            CreateMode::PersistentSequential | CreateMode::EphemeralSequential
+            CreateMode::PersistentSequential
+                | CreateMode::EphemeralSequential
+                | CreateMode::PersistentSequentialWithTtl(_)
         )
+    }
+
+    /// The TTL of a TTL mode, `None` for the others.
+    pub fn ttl(self) -> Option<std::time::Duration> {
+        match self {
+            CreateMode::PersistentWithTtl(ttl) | CreateMode::PersistentSequentialWithTtl(ttl) => {
+                Some(ttl)
+            }
+            CreateMode::Persistent
+            | CreateMode::PersistentSequential
+            | CreateMode::Ephemeral
+            | CreateMode::EphemeralSequential => None,
+        }
+    }
+
+    /// Check a TTL mode's TTL: between [`MIN_NODE_TTL`] and
+    /// [`MAX_NODE_TTL`]. Every other mode is valid.
+    ///
+    /// # Errors
+    /// [`crate::Error::InvalidArgument`] for a TTL out of that range.
+    pub fn validate(self) -> Result<()> {
+        let Some(ttl) = self.ttl() else {
+            return Ok(());
+        };
+        if ttl < MIN_NODE_TTL {
+            return Err(crate::Error::InvalidArgument(format!(
+                "a node TTL of {ttl:?} is shorter than the minimum of {MIN_NODE_TTL:?}"
+            )));
+        }
+        crate::limits::check("a node TTL", ttl, MAX_NODE_TTL).map(drop)
     }
 }
 

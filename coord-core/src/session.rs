@@ -339,8 +339,11 @@ impl Session {
     /// Create a node; see [`PrimitiveSession::create`].
     ///
     /// # Errors
-    /// `InvalidPath` (also for `/`), `InvalidArgument` for oversized data,
-    /// then the backend's.
+    /// `InvalidPath` (also for `/`), `InvalidArgument` for oversized data
+    /// or a TTL mode's TTL out of range (see
+    /// [TTL nodes](CreateMode#ttl-nodes)), then the backend's;
+    /// `NotSupported` for a TTL mode on a ZooKeeper server without TTL
+    /// nodes enabled.
     ///
     /// # Cancel safety
     /// Not cancel safe: dropped after the request left, the node may exist.
@@ -349,6 +352,7 @@ impl Session {
     pub async fn create(&self, path: &str, data: &[u8], mode: CreateMode) -> Result<Created> {
         path::validate_non_root(path)?;
         path::validate_data(data)?;
+        mode.validate()?;
         self.run(self.inner.create(path, data, mode)).await
     }
 
@@ -477,7 +481,9 @@ impl Session {
     /// Do `op` only while `fence` holds, atomically.
     ///
     /// # Errors
-    /// `InvalidPath`, `InvalidArgument` for the fence or the op; `LockLost`
+    /// `InvalidPath`, `InvalidArgument` for the fence or the op (also for
+    /// an `Op::Create` with a TTL mode: TTL nodes are not made by guarded
+    /// writes); `LockLost`
     /// when the fence does not hold; then the op's own.
     ///
     /// # Cancel safety
@@ -485,6 +491,11 @@ impl Session {
     pub async fn guarded(&self, fence: &Fence, op: Op) -> Result<OpResult> {
         path::validate_non_root(&fence.path)?;
         match &op {
+            Op::Create { mode, .. } if mode.ttl().is_some() => {
+                return Err(Error::InvalidArgument(
+                    "a guarded write cannot create a TTL node".into(),
+                ));
+            }
             Op::Create { path, data, .. } | Op::Set { path, data, .. } => {
                 path::validate_non_root(path)?;
                 path::validate_data(data)?;

@@ -42,6 +42,12 @@ impl KeySpace {
         }
     }
 
+    /// The marker key of a TTL node's lease (see `crate::ttl`): outside the
+    /// tree (no path's key or child prefix starts `<namespace>!`).
+    pub(crate) fn ttl_marker(&self, lease: i64) -> String {
+        format!("{}!ttl/{lease:x}", self.namespace)
+    }
+
     /// The keys of the proper ancestors of `path`, below the root, from the
     /// top down: `/a/b/c` → keys of `/a`, `/a/b`.
     pub(crate) fn ancestors(&self, path: &str) -> Vec<String> {

@@ -92,6 +92,7 @@ mod options;
 mod probe;
 mod session;
 mod shared;
+mod ttl;
 mod txn;
 mod watch;
 

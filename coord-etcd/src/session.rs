@@ -240,6 +240,32 @@ impl EtcdSession {
         }
     }
 
+    /// A TTL node's create: a lease of its own (see `crate::ttl`), revoked
+    /// again if the create fails.
+    async fn create_ttl(
+        &self,
+        path: &str,
+        data: &[u8],
+        mode: CreateMode,
+        ttl: Duration,
+    ) -> Result<Created> {
+        self.shared.check_open()?;
+        let lease = crate::ttl::grant(&self.shared, ttl).await?;
+        let mut plan = self.create_plan(path, data, mode);
+        plan.lease = lease;
+        // A key found on this fresh lease after a lost answer is this
+        // create's.
+        plan.own_lease = lease;
+        match self.write(Plan::Create(plan), None).await {
+            Ok(OpResult::Created(c)) => Ok(c),
+            Ok(_) => Err(error::unexpected("a create that did not create")),
+            Err(e) => {
+                crate::ttl::revoke(&self.shared, lease).await;
+                Err(e)
+            }
+        }
+    }
+
     /// The plan for a create, naming a sequential node.
     fn create_plan(&self, path: &str, data: &[u8], mode: CreateMode) -> CreatePlan {
         let shared = &self.shared;
@@ -415,6 +441,9 @@ impl PrimitiveSession for EtcdSession {
     /// right behind their create, so an uncontended acquire costs one round
     /// trip and its release one more, as etcd's Go mutex does.
     async fn create(&self, path: &str, data: &[u8], mode: CreateMode) -> Result<Created> {
+        if let Some(ttl) = mode.ttl() {
+            return self.create_ttl(path, data, mode, ttl).await;
+        }
         let mut plan = self.create_plan(path, data, mode);
         let parent = parent_of(&plan.path).to_owned();
         let in_flight = if mode == CreateMode::EphemeralSequential && parent != "/" {
@@ -458,10 +487,14 @@ impl PrimitiveSession for EtcdSession {
             .await
             .map_err(error::at(path))?;
         shared.saw_header(resp.header());
-        Ok(resp
-            .kvs()
-            .first()
-            .map(|kv| Node::new(kv.value().to_vec(), stat_of(kv))))
+        let Some(kv) = resp.kvs().first() else {
+            return Ok(None);
+        };
+        let mut stat = stat_of(kv);
+        if crate::ttl::ttl_lease(shared, &stat).await?.is_some() {
+            stat = crate::ttl::persistent(stat);
+        }
+        Ok(Some(Node::new(kv.value().to_vec(), stat)))
     }
 
     async fn set(&self, path: &str, data: &[u8], version: Option<u64>) -> Result<Stat> {
@@ -471,9 +504,17 @@ impl PrimitiveSession for EtcdSession {
             data: data.to_vec(),
             version,
         });
-        match self.write(plan, None).await? {
-            OpResult::Set(s) => Ok(s),
-            _ => Err(error::unexpected("a set that did not set")),
+        let stat = match self.write(plan, None).await? {
+            OpResult::Set(s) => s,
+            _ => return Err(error::unexpected("a set that did not set")),
+        };
+        // A TTL node's set restarts its TTL.
+        match crate::ttl::ttl_lease(&self.shared, &stat).await? {
+            Some(lease) => {
+                crate::ttl::restart(&self.shared, lease).await?;
+                Ok(crate::ttl::persistent(stat))
+            }
+            None => Ok(stat),
         }
     }
 
@@ -538,7 +579,13 @@ impl PrimitiveSession for EtcdSession {
         let Some(kv) = resp.kvs().first() else {
             return Ok(None);
         };
-        let node = Node::new(kv.value().to_vec(), stat_of(kv));
+        // The watch starts from the read's revision: the marker read below
+        // cannot make it miss a change.
+        let mut stat = stat_of(kv);
+        if crate::ttl::ttl_lease(shared, &stat).await?.is_some() {
+            stat = crate::ttl::persistent(stat);
+        }
+        let node = Node::new(kv.value().to_vec(), stat);
         let changed = crate::watch::wait_changed(
             shared.clone(),
             key,

@@ -92,6 +92,13 @@ impl PrimitiveSession for MemSession {
     async fn create(&self, path: &str, data: &[u8], mode: CreateMode) -> Result<Created> {
         let mut state = self.live()?;
         let created = state.tree.create(path, data, mode, self.key)?;
+        if mode.ttl().is_some() {
+            tokio::spawn(reap_ttl(
+                Arc::downgrade(&self.shared),
+                created.path.clone(),
+                created.stamp,
+            ));
+        }
         if !state.take_lost_create_answer(self.key) {
             return Ok(created);
         }
@@ -228,5 +235,27 @@ impl PrimitiveSession for MemSession {
 
     async fn abandon(&self) {
         self.shared.lock().abandon(self.key);
+    }
+}
+
+/// How often a TTL node kept past its TTL by children is looked at again.
+const TTL_RECHECK: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// A TTL node's reaper: sleeps until the node's TTL runs out (a `set`
+/// meanwhile moves that), then deletes it if it has no children. Ends once
+/// the node is gone or the store is dropped.
+async fn reap_ttl(shared: std::sync::Weak<Shared>, path: String, stamp: u64) {
+    loop {
+        let next = {
+            let Some(shared) = shared.upgrade() else {
+                return;
+            };
+            let mut state = shared.lock();
+            state.tree.reap_ttl(&path, stamp, TTL_RECHECK)
+        };
+        match next {
+            Some(at) => tokio::time::sleep_until(at).await,
+            None => return,
+        }
     }
 }

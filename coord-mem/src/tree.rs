@@ -2,10 +2,11 @@
 //! changed only under the store's one lock, never awaited on.
 
 use std::collections::{BTreeSet, HashMap};
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use coord_core::{path, Child, CreateMode, Created, Error, Node, Result, Stat};
 use tokio::sync::oneshot;
+use tokio::time::Instant;
 
 /// The backend name in errors.
 pub(crate) const BACKEND: &str = "mem";
@@ -40,6 +41,11 @@ struct Entry {
     /// The store's clock at the create; `None` for the root, which no
     /// create made.
     created_at: Option<SystemTime>,
+    /// A TTL node's TTL.
+    ttl: Option<Duration>,
+    /// When the node was created or last set (ZooKeeper's `mtime`), for
+    /// its TTL.
+    mtime: Instant,
 }
 
 impl Entry {
@@ -59,6 +65,8 @@ impl Entry {
             children: BTreeSet::new(),
             next_sequence: 0,
             created_at,
+            ttl: None,
+            mtime: Instant::now(),
         }
     }
 
@@ -177,6 +185,9 @@ impl Tree {
         }
         let owner = mode.is_ephemeral().then_some(owner);
         let stamp = self.insert(path.clone(), data.to_vec(), owner, sequence);
+        if let Some(entry) = self.nodes.get_mut(&path) {
+            entry.ttl = mode.ttl();
+        }
         if let Some(owner) = owner {
             self.ephemerals
                 .entry(owner)
@@ -215,6 +226,8 @@ impl Tree {
         check_version(path, entry, version)?;
         entry.data = data.to_vec();
         entry.version += 1;
+        // A change: a TTL node's TTL starts again.
+        entry.mtime = Instant::now();
         // Owner and stamp stay: a set by another session (a revoker's)
         // leaves the node ephemeral of its creator and its fence valid.
         let stat = entry.stat();
@@ -260,6 +273,32 @@ impl Tree {
         fire(&mut self.change_waiters, path);
         fire(&mut self.children_waiters, path);
         fire(&mut self.children_waiters, parent);
+    }
+
+    /// Reap the TTL node at `path` made with `stamp` if it has gone its TTL
+    /// without a change and has no children (as ZooKeeper's reaper does).
+    /// `None` once that node is gone (reaped now, or deleted before);
+    /// otherwise when to look again: when its TTL runs out, or, while
+    /// children keep it, after `recheck`.
+    pub(crate) fn reap_ttl(
+        &mut self,
+        path: &str,
+        stamp: u64,
+        recheck: Duration,
+    ) -> Option<Instant> {
+        let now = Instant::now();
+        let entry = self.nodes.get(path).filter(|e| e.stamp == stamp)?;
+        let ttl = entry.ttl?;
+        let due = entry.mtime.checked_add(ttl)?;
+        if now < due {
+            return Some(due);
+        }
+        if !entry.children.is_empty() {
+            return Some(now + recheck.min(ttl));
+        }
+        tracing::debug!(path, ?ttl, "mem TTL node went its TTL without a change");
+        self.remove(path);
+        None
     }
 
     /// Delete every ephemeral node of `owner` (its session ended).

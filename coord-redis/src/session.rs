@@ -122,12 +122,19 @@ impl RedisSession {
         mode: CreateMode,
         recover: bool,
     ) -> Result<Created> {
+        // A TTL node's TTL in whole milliseconds, rounded up (the session
+        // checked it is within `MAX_NODE_TTL`, a whole number of them).
+        let ttl = mode
+            .ttl()
+            .map(|t| t.as_nanos().div_ceil(1_000_000).max(1).to_string())
+            .unwrap_or_default();
         let args = [
             path.as_bytes(),
             data,
             flag(mode.is_ephemeral()),
             flag(mode.is_sequential()),
             flag(recover),
+            ttl.as_bytes(),
         ];
         let value = self.core.call(&scripts::CREATE, &args, None).await?;
         decode_created(&value)

@@ -16,7 +16,9 @@ use zookeeper_client as zk;
 
 use crate::error::{is_connection_error, map_error, Target};
 use crate::names;
-use crate::session::{client_in, created, stamp_of, stat_of, ZkSession, MAX_PARENT_ROUNDS};
+use crate::session::{
+    client_in, created, session_owner, stamp_of, stat_of, ZkSession, MAX_PARENT_ROUNDS,
+};
 use crate::state::Shared;
 use crate::BACKEND;
 
@@ -32,6 +34,22 @@ fn zk_mode(mode: CreateMode) -> zk::CreateMode {
         (false, true) => zk::CreateMode::PersistentSequential,
         (true, false) => zk::CreateMode::Ephemeral,
         (true, true) => zk::CreateMode::EphemeralSequential,
+    }
+}
+
+/// The create options for `mode`: the session's ACLs, and a TTL mode's TTL
+/// rounded up to whole milliseconds (the server counts in milliseconds; the
+/// session already checked it is within [`coord_core::MAX_NODE_TTL`], a
+/// whole number of milliseconds, so rounding up stays within it).
+fn zk_options(mode: CreateMode, acls: zk::Acls<'static>) -> zk::CreateOptions<'static> {
+    let options = zk_mode(mode).with_acls(acls);
+    match mode.ttl() {
+        Some(ttl) => {
+            let ms = ttl.as_nanos().div_ceil(1_000_000);
+            let ms = u64::try_from(ms).unwrap_or(u64::MAX).max(1);
+            options.with_ttl(Duration::from_millis(ms))
+        }
+        None => options,
     }
 }
 
@@ -151,7 +169,9 @@ impl ZkSession {
             {
                 Ok(created(path.to_owned(), None, &stat))
             }
-            Ok((_, stat)) if !mode.is_ephemeral() && stat.ephemeral_owner == 0 => {
+            Ok((_, stat))
+                if !mode.is_ephemeral() && session_owner(stat.ephemeral_owner).is_none() =>
+            {
                 Err(Error::ConnectionLost(format!(
                     "the answer to creating {path} was lost and a node is there now; \
                      it may be the one this create made"
@@ -222,7 +242,7 @@ impl ZkSession {
             .add_check_version(fence_path, stat.version)
             .and_then(|()| match (op, target) {
                 (Op::Create { data, mode, .. }, Some(target)) => {
-                    writer.add_create(&target.path, data, &zk_mode(*mode).with_acls(self.acls()))
+                    writer.add_create(&target.path, data, &zk_options(*mode, self.acls()))
                 }
                 (
                     Op::Set {
@@ -353,7 +373,7 @@ impl PrimitiveSession for ZkSession {
     /// is first polled.
     async fn create(&self, path: &str, data: &[u8], mode: CreateMode) -> Result<Created> {
         let target = CreateTarget::new(path, mode);
-        let options = zk_mode(mode).with_acls(self.acls());
+        let options = zk_options(mode, self.acls());
         let mut retry = self.retry_clock();
         let mut lost = false;
         let mut parent_rounds = 0;
@@ -393,6 +413,14 @@ impl PrimitiveSession for ZkSession {
                 Err(e) if is_connection_error(&e) && self.pause(&mut retry).await => {
                     tracing::debug!(%path, error = %e, "zk create's answer lost; looking for it");
                     lost = true;
+                }
+                Err(zk::Error::Unimplemented) if mode.ttl().is_some() => {
+                    tracing::debug!(%path, "zk server refused a TTL node: TTL nodes disabled");
+                    return Err(Error::NotSupported {
+                        operation: "TTL nodes (the ZooKeeper server needs \
+                                    -Dzookeeper.extendedTypesEnabled=true)",
+                        backend: BACKEND,
+                    });
                 }
                 Err(e) => return Err(self.map(e, Target::path(path))),
             }

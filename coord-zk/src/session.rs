@@ -614,17 +614,26 @@ pub(crate) fn version_of(stat: &zk::Stat) -> u64 {
 
 /// coord's stat of a ZooKeeper stat.
 pub(crate) fn stat_of(stat: &zk::Stat) -> coord_core::Stat {
+    let owner = session_owner(stat.ephemeral_owner);
     coord_core::Stat::new(
         version_of(stat),
         stamp_of(stat),
-        stat.ephemeral_owner != 0,
+        owner.is_some(),
         created_at_of(stat),
     )
     .with_owner(
         // As the owner's `id()` shows it: the client's session id, `0x…`.
-        (stat.ephemeral_owner != 0)
-            .then(|| SessionId(zk::SessionId(stat.ephemeral_owner).to_string())),
+        owner.map(|o| SessionId(zk::SessionId(o).to_string())),
     )
+}
+
+/// The session owning a node, from its `ephemeralOwner`: `None` for 0 (a
+/// persistent node) and for the values ZooKeeper stores there for nodes
+/// that no session owns: a container (`i64::MIN`) and the extended types
+/// (top byte `0xff`: a TTL node keeps its TTL in the low 40 bits).
+pub(crate) fn session_owner(ephemeral_owner: i64) -> Option<i64> {
+    let extended = (ephemeral_owner as u64) >> 56 == 0xff;
+    (ephemeral_owner != 0 && ephemeral_owner != i64::MIN && !extended).then_some(ephemeral_owner)
 }
 
 /// The creation time: `ctime`, milliseconds since the epoch by the clock of
@@ -670,6 +679,20 @@ mod tests {
                 "{bad:?}: {result:?}"
             );
         }
+    }
+
+    /// Only a real session id owns a node: not 0 (persistent), not a
+    /// container's `i64::MIN`, not a TTL node's `0xff…` with its TTL.
+    #[test]
+    fn only_sessions_own_nodes() {
+        assert_eq!(session_owner(0), None);
+        assert_eq!(session_owner(i64::MIN), None);
+        let ttl_node = (0xffu64 << 56 | 2000) as i64;
+        assert_eq!(session_owner(ttl_node), None);
+        assert_eq!(
+            session_owner(0x0100_0123_4567_0001),
+            Some(0x0100_0123_4567_0001)
+        );
     }
 
     #[test]

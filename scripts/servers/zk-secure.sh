@@ -89,7 +89,10 @@ EOF
   for j in netty-codec netty-resolver netty-transport-native-unix-common; do
     cp="$cp:/usr/share/java/$j.jar"
   done
+  # TTL nodes and a 200 ms reaper, as scripts/servers/zk.sh (the
+  # conformance suite's TTL tests run here too).
   java -Xmx256m -XX:+UseSerialGC -Dorg.slf4j.simpleLogger.defaultLogLevel=info \
+    -Dzookeeper.extendedTypesEnabled=true -Dznode.container.checkIntervalMs=200 \
     -Djava.security.auth.login.config="$dir/jaas.conf" \
     -cp "$cp" org.apache.zookeeper.server.quorum.QuorumPeerMain "$dir/zoo.cfg" \
     >"$dir/zookeeper.log" 2>&1 </dev/null &

@@ -78,6 +78,7 @@ EOF
     cluster_member "$ctl" "$n" "$dir/$n/zookeeper.log" "$dir/$n/zoo.cfg" "${ports[n]}" -- \
       java -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \
       -Dorg.slf4j.simpleLogger.defaultLogLevel=info \
+      -Dzookeeper.extendedTypesEnabled=true -Dznode.container.checkIntervalMs=200 \
       -cp "/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-simple.jar" \
       org.apache.zookeeper.server.quorum.QuorumPeerMain "$dir/$n/zoo.cfg"
   done

@@ -9,13 +9,18 @@
 --   n:<path>   hash of a node: d data, v version, s stamp, o owner session
 --              ('' unless ephemeral), c creating session, q sequence ('' if none),
 --              t creation time (ms since the epoch by the server's TIME; absent
---              on nodes made by older versions)
+--              on nodes made by older versions); on a TTL node only: x its TTL
+--              id, l its TTL in ms
 --   c:<path>   sorted set of a node's children: score = sequence, or inf
 --              for children without one (ties order by name)
 --   q:<path>   counter of the sequential children of a directory
 --   s:<sid>    a session: exists while it lives (PX TTL, kept by heartbeats)
 --   e:<sid>    set of the paths of a session's ephemeral nodes
 --   sessions   set of the ids of sessions not yet reaped
+--   A TTL node is reaped as an ephemeral node is: it has a TTL id
+--   ('ttl-<its stamp>') that is a session of its own, s:<id> with PX set to
+--   the node's TTL (again by every set), e:<id> holding the node's path; so
+--   the key's expiry notice or a read that finds it gone deletes the node.
 --   stamp      the last stamp or version handed out (see next_stamp); absent
 --              on a fresh (or data-losing restarted) server
 -- Channels: w:<path> (the node was deleted; message = its stamp), u:<path> (the node was
@@ -90,11 +95,16 @@ end
 
 -- Remove an existing node that has no live children, with its notices.
 local function unlink(p)
-  local f = redis.call('HMGET', nkey(p), 'o', 's')
+  local f = redis.call('HMGET', nkey(p), 'o', 's', 'x')
   redis.call('DEL', nkey(p), ckey(p), qkey(p))
   local d = parent(p)
   redis.call('ZREM', ckey(d), base(p))
   if f[1] and f[1] ~= '' then redis.call('SREM', ekey(f[1]), p) end
+  if f[3] and f[3] ~= '' then
+    -- A TTL node: its TTL id goes with it.
+    redis.call('DEL', skey(f[3]), ekey(f[3]))
+    redis.call('SREM', NS .. 'sessions', f[3])
+  end
   notify_gone(p, f[2] or '0')
   notify_changed(p, f[2] or '0')
   notify_children(d)
@@ -108,7 +118,8 @@ local function reap(s)
   local paths = redis.call('SMEMBERS', ekey(s))
   local n = 0
   for _, p in ipairs(paths) do
-    if redis.call('HGET', nkey(p), 'o') == s then
+    local f = redis.call('HMGET', nkey(p), 'o', 'x')
+    if f[1] == s or f[2] == s then
       unlink(p)
       n = n + 1
     end
@@ -124,10 +135,15 @@ end
 -- nodes) if it is an ephemeral whose session is gone. The root always exists.
 local function live(p)
   if p == '/' then return true end
-  local o = redis.call('HGET', nkey(p), 'o')
+  local f = redis.call('HMGET', nkey(p), 'o', 'x')
+  local o, x = f[1], f[2]
   if not o then return false end
   if o ~= '' and redis.call('EXISTS', skey(o)) == 0 then
     reap(o)
+    return false
+  end
+  if x and x ~= '' and redis.call('EXISTS', skey(x)) == 0 then
+    reap(x)
     return false
   end
   return true
@@ -140,15 +156,19 @@ local function check_session()
   return fail('SESSIONEXPIRED', SID)
 end
 
+-- Whether p may have no children: an ephemeral or a TTL node.
 local function is_ephemeral(p)
-  return p ~= '/' and redis.call('HGET', nkey(p), 'o') ~= ''
+  if p == '/' then return false end
+  local f = redis.call('HMGET', nkey(p), 'o', 'x')
+  return f[1] ~= '' or (f[2] and f[2] ~= '')
 end
 
 -- Create a node: path (a prefix when seq == '1'), data, eph/seq '1' or '0'.
 -- With recover == '1' (a retry after a lost answer), first return the node
 -- this session already made under that prefix, if any.
+-- ttl: a TTL node's TTL in ms, or nil or '' for none.
 -- Returns {path, sequence or -1, stamp, version}.
-local function do_create(path, data, eph, seq, recover)
+local function do_create(path, data, eph, seq, recover, ttl)
   local d = parent(path)
   local chain = {}
   local a = d
@@ -208,6 +228,13 @@ local function do_create(path, data, eph, seq, recover)
     redis.call('SADD', ekey(SID), path)
   end
   redis.call('HSET', nkey(path), 'd', data, 'v', st, 's', st, 'o', owner, 'c', SID, 'q', sq, 't', created)
+  if ttl and ttl ~= '' then
+    local tid = 'ttl-' .. st
+    redis.call('SET', skey(tid), '1', 'PX', ttl)
+    redis.call('SADD', NS .. 'sessions', tid)
+    redis.call('SADD', ekey(tid), path)
+    redis.call('HSET', nkey(path), 'x', tid, 'l', ttl)
+  end
   redis.call('ZADD', ckey(d), score, base(path))
   notify_children(d)
   local rsq = -1
@@ -229,7 +256,11 @@ local function do_set(path, data, expected)
   local _, now_us = server_time()
   local v = next_stamp(now_us)
   redis.call('HSET', k, 'd', data, 'v', v)
-  local f = redis.call('HMGET', k, 's', 'o', 't')
+  local f = redis.call('HMGET', k, 's', 'o', 't', 'x', 'l')
+  if f[4] and f[4] ~= '' then
+    -- A TTL node: a change, so its TTL starts again.
+    redis.call('PEXPIRE', skey(f[4]), f[5])
+  end
   local eph = 0
   if f[2] ~= '' then eph = 1 end
   notify_changed(path, f[1])

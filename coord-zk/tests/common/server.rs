@@ -4,7 +4,9 @@
 //! Started as scripts/servers/zk.sh starts the shared one: Debian's
 //! `/usr/share/java/zookeeper.jar` with slf4j-simple, `tickTime=500`,
 //! sessions of 1 s .. 20 s (zk.sh allows 10 s; 20 s lets a waiter outlive
-//! a restart and the client's backing-off reconnect on a loaded machine).
+//! a restart and the client's backing-off reconnect on a loaded machine),
+//! but without zk.sh's `-Dzookeeper.extendedTypesEnabled=true`: TTL nodes
+//! are disabled here, which tests/ttl.rs relies on.
 //! Its config, data and log are in a directory of its own (under /dev/shm
 //! when there is one). Only the pid it started is ever killed; dropped,
 //! the server is killed and the directory removed. When it cannot be
