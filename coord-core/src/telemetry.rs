@@ -16,7 +16,7 @@
 //! |---|---|
 //! | `coord.lock.acquire` | every acquire (`acquire`, `try_acquire`, `acquire_timeout`) of `Lock`, `SimpleLock`, `Semaphore`/`SemaphoreMutex`, `ReadLock`/`WriteLock` (`RwLock::read`/`write`), `ReentrantLock` (its span holds the inner lock's) |
 //! | `coord.election.campaign` | `Election::campaign`(`_timeout`) and a `Participant`'s campaign |
-//! | `coord.queue.take` | `take`, `take_timeout`, `poll` of `Queue` and `ReliableQueue` |
+//! | `coord.queue.take` | `take`, `take_timeout`, `poll` of `Queue`, `PriorityQueue`, `DelayQueue` (recipe `queue`) and their reliable forms (recipe `reliable_queue`) |
 //! | `coord.group.join` | `Group::join`, `Group::join_as` |
 //! | `coord.periodic_job.run` | `PeriodicJob::run`, `try_run`; one more field, `period` |
 //!

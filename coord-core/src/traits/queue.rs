@@ -10,7 +10,10 @@ use crate::error::Result;
 /// [`Queue`](crate::recipes::Queue) (`Item = Vec<u8>`: a take removes the
 /// item) and [`ReliableQueue`](crate::recipes::ReliableQueue)
 /// (`Item = Delivery`: a taken item is leased until acknowledged, and comes
-/// back if its consumer dies).
+/// back if its consumer dies), and likewise by
+/// [`PriorityQueue`](crate::recipes::PriorityQueue) and
+/// [`DelayQueue`](crate::recipes::DelayQueue) and their reliable forms,
+/// whose trait `offer` offers at priority 0, or due at once.
 ///
 /// ```
 /// # async fn demo(session: coord_core::Session) -> coord_core::Result<()> {

@@ -36,9 +36,21 @@ impl Cache {
         }
     }
 
-    /// Add the names of a new listing, in order.
+    /// Add the names of a new listing, in order. Data read ahead for
+    /// names not in it is dropped (those items are gone).
     pub(crate) fn extend(&mut self, names: Vec<String>) {
+        if self.names.is_empty() && !self.data.is_empty() {
+            let listed: std::collections::HashSet<&String> = names.iter().collect();
+            self.data.retain(|n, _| listed.contains(n));
+        }
         self.names.extend(names);
+    }
+
+    /// Forget the names not tried yet (keeping data read ahead, which
+    /// stays the item's as long as it exists), so the next take lists
+    /// afresh.
+    pub(crate) fn clear_names(&mut self) {
+        self.names.clear();
     }
 
     /// The data read ahead for `name`: `None` when not read yet,

@@ -16,6 +16,7 @@ use crate::recipes::machinery::stats::Stats;
 use crate::recipes::machinery::wait::Wait;
 use crate::recipes::queue::cache::Cache;
 use crate::recipes::queue::claim::{try_claim, Claim};
+use crate::recipes::queue::keys::{now_ms, Arranged, Order};
 use crate::session::Session;
 use crate::telemetry::{self, Recipe};
 
@@ -35,6 +36,8 @@ pub(crate) struct Engine {
     items: String,
     claims: String,
     reliable: bool,
+    /// The order items are taken in (FIFO, priority, delay).
+    order: Order,
     pub(crate) stats: Stats,
     /// Names from the last listing not tried yet, in order.
     cache: Arc<tokio::sync::Mutex<Cache>>,
@@ -43,13 +46,17 @@ pub(crate) struct Engine {
     stash: Mutex<VecDeque<Stashed>>,
 }
 
-/// Shows as the queue it serves: `Queue { items, reliable }`.
+/// Shows as the queue it serves: `Queue { items, reliable }` (a priority
+/// or delay queue's with its `order`).
 impl std::fmt::Debug for Engine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Queue")
-            .field("items", &self.items)
-            .field("reliable", &self.reliable)
-            .finish()
+        let mut d = f.debug_struct("Queue");
+        d.field("items", &self.items)
+            .field("reliable", &self.reliable);
+        if self.order != Order::Fifo {
+            d.field("order", &self.order);
+        }
+        d.finish()
     }
 }
 
@@ -66,10 +73,15 @@ impl Drop for Engine {
         // left to take them here: put them back (at the tail), retrying
         // through connection losses; `Session::close` waits for it.
         let session = self.session.clone();
-        let prefix = path::join(&self.items, &names::protected(ITEM_MARKER));
+        let (items, order) = (self.items.clone(), self.order);
         let s = session.clone();
         session.spawn_work(async move {
             for item in stashed {
+                // Put back under its old key (priority, due time).
+                let prefix = path::join(
+                    &items,
+                    &(names::protected(ITEM_MARKER) + &order.key_of(&item.name)),
+                );
                 let mut attempt = 0;
                 loop {
                     match s
@@ -109,6 +121,20 @@ impl Engine {
     /// # Errors
     /// [`Error::InvalidPath`] for a bad path or `/`.
     pub(crate) fn new(session: &Session, path: &str, reliable: bool) -> Result<Self> {
+        Self::ordered(session, path, reliable, Order::Fifo)
+    }
+
+    /// The engine of the queue at `path`, plain or `reliable`, taking
+    /// items in `order`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidPath`] for a bad path or `/`.
+    pub(crate) fn ordered(
+        session: &Session,
+        path: &str,
+        reliable: bool,
+        order: Order,
+    ) -> Result<Self> {
         path::validate_non_root(path)?;
         Ok(Engine {
             session: session.clone(),
@@ -116,6 +142,7 @@ impl Engine {
             items: path::join(path, "items"),
             claims: path::join(path, "claims"),
             reliable,
+            order,
             stats: Stats::new(),
             cache: Arc::new(tokio::sync::Mutex::new(Cache::default())),
             stash: Mutex::new(VecDeque::new()),
@@ -124,8 +151,14 @@ impl Engine {
 
     /// Add an item at the tail.
     pub(crate) async fn offer(&self, data: &[u8]) -> Result<()> {
+        self.offer_keyed(data, "").await
+    }
+
+    /// Add an item whose name carries `key` (see
+    /// [`keys`](crate::recipes::queue::keys)) after the item marker.
+    pub(crate) async fn offer_keyed(&self, data: &[u8], key: &str) -> Result<()> {
         path::validate_data(data)?;
-        let prefix = path::join(&self.items, &names::protected(ITEM_MARKER));
+        let prefix = path::join(&self.items, &(names::protected(ITEM_MARKER) + key));
         self.session
             .create(&prefix, data, CreateMode::PersistentSequential)
             .await?;
@@ -135,7 +168,7 @@ impl Engine {
     /// The first available item, without taking it.
     pub(crate) async fn peek(&self) -> Result<Option<Vec<u8>>> {
         loop {
-            let names = self.available().await?;
+            let names = self.available().await?.names;
             if names.is_empty() {
                 return Ok(None);
             }
@@ -152,8 +185,9 @@ impl Engine {
         Ok(self.list(&self.items).await?.len())
     }
 
-    /// Names of the sequenced children of `dir`; a missing dir is empty.
-    async fn list(&self, dir: &str) -> Result<Vec<String>> {
+    /// The sequenced children of `dir`, by sequence; a missing dir is
+    /// empty.
+    async fn list(&self, dir: &str) -> Result<Vec<Child>> {
         let mut attempt = 0;
         loop {
             self.stats.listed();
@@ -162,7 +196,7 @@ impl Engine {
                     if dir == self.items {
                         telemetry::queue_depth(&self.session, &self.dir, c.len());
                     }
-                    return Ok(names_of(c));
+                    return Ok(c.into_iter().filter(|c| c.sequence.is_some()).collect());
                 }
                 Err(Error::NotFound { .. }) => return Ok(Vec::new()),
                 Err(e) if e.is_retryable() => backoff(&mut attempt).await,
@@ -171,14 +205,15 @@ impl Engine {
         }
     }
 
-    /// Items in order, less the leased ones in reliable mode.
-    async fn available(&self) -> Result<Vec<String>> {
+    /// Items in order, less the leased ones in reliable mode (and in delay
+    /// order, less those not due yet).
+    async fn available(&self) -> Result<Arranged> {
         let items = self.list(&self.items).await?;
         if !self.reliable || items.is_empty() {
-            return Ok(items);
+            return Ok(self.order.arrange(items, None, now_ms()));
         }
         let claims = self.list_all(&self.claims).await?;
-        Ok(items.into_iter().filter(|n| !claims.contains(n)).collect())
+        Ok(self.order.arrange(items, Some(&claims), now_ms()))
     }
 
     /// Names of every child of `dir`; a missing dir is empty.
@@ -222,6 +257,11 @@ impl Engine {
             self.stats.acquired();
             return Ok(Some(Got::Plain(item.data)));
         }
+        if self.order != Order::Fifo {
+            // An item offered since the last listing may come first (a
+            // higher priority, an earlier due time): order by a fresh one.
+            cache.clear_names();
+        }
         loop {
             // The name leaves the cache only once tried: a take dropped
             // mid-try leaves it at the front for the next one.
@@ -242,7 +282,7 @@ impl Engine {
                     return Ok(got);
                 }
             }
-            let names = self.available().await?;
+            let names = self.available().await?.names;
             if !names.is_empty() {
                 cache.extend(names);
                 continue;
@@ -255,32 +295,44 @@ impl Engine {
             self.stats.listed();
             let (items, items_changed) = list_watch_retrying(&self.session, &self.items).await?;
             telemetry::queue_depth(&self.session, &self.dir, items.len());
-            let claims_changed = if self.reliable {
+            let (claims_changed, claimed) = if self.reliable {
                 self.stats.listed();
                 let (claims, w) = list_watch_retrying(&self.session, &self.claims).await?;
                 let claimed: std::collections::HashSet<_> =
                     claims.into_iter().map(|c| c.name).collect();
-                let free: Vec<String> = names_of(items)
-                    .into_iter()
-                    .filter(|n| !claimed.contains(n))
-                    .collect();
-                if !free.is_empty() {
-                    cache.extend(free);
-                    continue;
-                }
-                Some(w)
+                (Some(w), Some(claimed))
             } else {
-                let names = names_of(items);
-                if !names.is_empty() {
-                    cache.extend(names);
-                    continue;
-                }
-                None
+                (None, None)
             };
+            let Arranged { names, next_due } =
+                self.order.arrange(items, claimed.as_ref(), now_ms());
+            if !names.is_empty() {
+                cache.extend(names);
+                continue;
+            }
+            // Delay order: wake when the earliest item not due yet falls
+            // due (by this process's clock), if no change comes first.
+            let due = next_due.map(|at| {
+                let ms = at.saturating_sub(now_ms()).max(1);
+                tokio::time::Instant::now() + std::time::Duration::from_millis(ms)
+            });
             let changed = async {
+                let timer = async {
+                    match due {
+                        Some(t) => tokio::time::sleep_until(t).await,
+                        None => std::future::pending().await,
+                    }
+                };
                 match claims_changed {
-                    Some(c) => tokio::select! { r = items_changed => r, r = c => r },
-                    None => items_changed.await,
+                    Some(c) => tokio::select! {
+                        r = items_changed => r,
+                        r = c => r,
+                        () = timer => Ok(()),
+                    },
+                    None => tokio::select! {
+                        r = items_changed => r,
+                        () = timer => Ok(()),
+                    },
                 }
             };
             let r = match wait {
@@ -368,14 +420,6 @@ impl Engine {
             .map(|s| s.data);
         Ok((data, cache))
     }
-}
-
-fn names_of(children: Vec<Child>) -> Vec<String> {
-    children
-        .into_iter()
-        .filter(|c| c.sequence.is_some())
-        .map(|c| c.name)
-        .collect()
 }
 
 impl Got {

@@ -32,6 +32,14 @@
 //! the order offered, and each consumer receives any one producer's items
 //! in that order. In reliable mode an item whose lease is lost is delivered
 //! again after later ones may have been.
+//!
+//! # Priority and delay queues
+//! [`PriorityQueue`] (lowest priority number first) and [`DelayQueue`]
+//! (each item visible from its due time, earliest due first) run the same
+//! engine, plain or reliable ([`ReliablePriorityQueue`],
+//! [`ReliableDelayQueue`]) with the same delivery guarantees; the item's
+//! name carries its key in Curator's layout (`_c_<uuid>-item-<key><seq>`),
+//! and a take orders a fresh listing by it.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -44,10 +52,14 @@ use crate::session::Session;
 mod cache;
 mod claim;
 mod engine;
+mod keys;
+mod ordered;
 mod reliable;
 
 pub use engine::ITEM_MARKER;
 use engine::{Engine, Got};
+pub use keys::MAX_DELAY;
+pub use ordered::{DelayQueue, PriorityQueue, ReliableDelayQueue, ReliablePriorityQueue};
 pub use reliable::{Delivery, ReliableQueue};
 
 /// A distributed FIFO queue at a directory path. Clones share the

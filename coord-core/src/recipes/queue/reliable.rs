@@ -157,7 +157,7 @@ pub struct Delivery {
 }
 
 impl Delivery {
-    fn new(claim: Claim) -> Self {
+    pub(crate) fn new(claim: Claim) -> Self {
         Delivery {
             claim: claim.held,
             item: claim.item,
