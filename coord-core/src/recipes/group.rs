@@ -229,12 +229,12 @@ impl GroupWatcher {
         loop {
             settle_watch(&mut self.watch, &mut attempt).await?;
             let (children, w) = list_watch_retrying(&session, &self.group.dir).await?;
-            self.watch = Some(w);
             let names: Vec<String> = children.into_iter().map(|c| c.name).collect();
             if self.last.as_ref() == Some(&names) {
+                self.watch = Some(w);
                 continue;
             }
-            let before = self.last.take().unwrap_or_default();
+            let before = self.last.clone().unwrap_or_default();
             let joined = names
                 .iter()
                 .filter(|n| !before.contains(n))
@@ -245,7 +245,11 @@ impl GroupWatcher {
                 .filter(|n| !names.contains(n))
                 .cloned()
                 .collect();
+            // Keep the watch only once the change is returned: dropped while
+            // reading the members, the next call lists again at once instead
+            // of waiting on a watch that has already seen this change.
             let members = self.group.read_members(names.clone()).await?;
+            self.watch = Some(w);
             self.last = Some(names);
             return Ok(GroupChange {
                 members,

@@ -18,7 +18,10 @@
 //! - [`Election::participate`] runs `LeaderElectionSupport`'s state machine
 //!   in a task and delivers its events (`START`, `OFFER_*`, `DETERMINE_*`,
 //!   `ELECTED_*`, `READY_*`, `FAILED`, `STOP_*`) in order, see
-//!   [`Participant`].
+//!   [`Participant`];
+//! - [`Election::latch`] (or [`LeaderLatch::start`]) is Curator's
+//!   `LeaderLatch` over a participant: `has_leadership`, `await_leadership`,
+//!   `IsLeader` / `NotLeader` events.
 //!
 //! Anyone, participant or not, can read the leader ([`Election::leader`]) and
 //! follow leader changes ([`Election::observe`]).
@@ -39,12 +42,14 @@ use crate::traits::LeaderElection;
 
 mod campaign;
 mod events;
+mod latch;
 mod leadership;
 mod participant;
 
 use campaign::Candidate;
 pub use campaign::{ElectionLayout, OFFER_MARKER};
 pub use events::{ElectionEvent, ElectionState};
+pub use latch::{LatchEvent, LatchWatcher, LeaderLatch};
 pub use leadership::Leadership;
 pub use participant::{Participant, ParticipantStatus};
 
@@ -185,6 +190,19 @@ impl Election {
             self.layout,
             value.to_vec(),
         ))
+    }
+
+    /// Start a [`LeaderLatch`] (Curator's `LeaderLatch`) offering `value`:
+    /// a [`Participant`] seen as leading or not. Needs a tokio runtime.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a value over the data limit.
+    ///
+    /// # Panics
+    /// Outside a tokio runtime (the latch's participant is a task).
+    pub fn latch(&self, value: &[u8]) -> Result<LeaderLatch> {
+        let participant = self.participate(value)?;
+        Ok(LeaderLatch::over(participant, value.to_vec()))
     }
 
     /// The current leader: the live offer with the lowest sequence, or

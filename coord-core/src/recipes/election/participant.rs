@@ -130,6 +130,12 @@ impl Participant {
         self.status.borrow().clone()
     }
 
+    /// A receiver of the status, for recipes built on a participant
+    /// (the leader latch).
+    pub(crate) fn status_receiver(&self) -> watch::Receiver<ParticipantStatus> {
+        self.status.clone()
+    }
+
     /// The current state.
     pub fn state(&self) -> ElectionState {
         self.status.borrow().state

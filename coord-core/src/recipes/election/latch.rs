@@ -1,0 +1,257 @@
+//! Curator's `LeaderLatch` over an [`Election`](super::Election)'s
+//! [`Participant`]: start, `await`, `hasLeadership`, a listener of
+//! `isLeader` / `notLeader`, close.
+
+use std::time::Duration;
+
+use tokio::sync::watch;
+
+use crate::error::{Error, Result};
+use crate::primitive::Fence;
+use crate::recipes::election::events::ElectionState;
+use crate::recipes::election::participant::{Participant, ParticipantStatus};
+use crate::recipes::election::Election;
+use crate::session::Session;
+
+/// What a [`LeaderLatch`] is now, as its [`LatchWatcher`] reports it
+/// (Curator's `LeaderLatchListener.isLeader` / `notLeader`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum LatchEvent {
+    /// This latch leads; `token` is its fencing token (its offer's stamp),
+    /// strictly larger than every earlier leader's of the election.
+    IsLeader {
+        /// The fencing token of this term.
+        token: u64,
+    },
+    /// This latch does not lead (yet, or any more).
+    NotLeader,
+}
+
+/// A leader latch (Curator's `LeaderLatch`): it joins the election at once
+/// and stays in it until closed; [`LeaderLatch::has_leadership`] says
+/// whether it leads now, [`LeaderLatch::await_leadership`] waits until it
+/// does, [`LeaderLatch::watch`] follows `IsLeader` / `NotLeader`.
+///
+/// It is a thin layer over [`Election::participate`]: the offer is an
+/// ephemeral-sequential node `_c_<uuid>-latch-<seq>` (Curator
+/// `LeaderLatch`'s names, by the election's default layout), the lowest
+/// live offer leads and each other latch watches only its predecessor.
+///
+/// A latch stops leading before its offer is deleted ([`LeaderLatch::close`]),
+/// so two latches of live sessions never both lead. A latch whose session
+/// expires reports [`LatchEvent::NotLeader`] once its client learns of it
+/// (no later than the session's lease deadline); it cannot rejoin, since
+/// an expired session is final: start a new latch on a new session. Guard
+/// the writes made as leader with [`LeaderLatch::fence`].
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> coord_core::Result<()> {
+/// # let store = coord_mem::MemStore::new();
+/// # let session = store.open();
+/// use coord_core::recipes::{LatchEvent, LeaderLatch};
+///
+/// let latch = LeaderLatch::start(&session, "/latches/scheduler", "host-a")?;
+/// let token = latch.await_leadership().await?;
+/// assert!(latch.has_leadership());
+/// assert_eq!(latch.watch().next().await, Some(LatchEvent::IsLeader { token }));
+/// latch.close().await?;
+/// # Ok(()) }
+/// ```
+#[must_use = "dropping a latch withdraws it from the election"]
+#[derive(Debug)]
+pub struct LeaderLatch {
+    participant: Participant,
+    status: watch::Receiver<ParticipantStatus>,
+    id: Vec<u8>,
+}
+
+/// The [`LatchEvent`] a participant's status amounts to.
+fn event_of(s: &ParticipantStatus) -> LatchEvent {
+    match (s.state, s.leader_token) {
+        (ElectionState::Elected, Some(token)) => LatchEvent::IsLeader { token },
+        _ => LatchEvent::NotLeader,
+    }
+}
+
+/// Whether the participant is over (failed or stopped): it will never lead.
+fn is_over(s: &ParticipantStatus) -> bool {
+    matches!(s.state, ElectionState::Failed | ElectionState::Stop)
+}
+
+impl LeaderLatch {
+    /// Start a latch in the election at `path` with id `id` (the offer's
+    /// data, which [`Election::leader`] reads back; Curator's latch id).
+    /// Needs a tokio runtime.
+    ///
+    /// # Errors
+    /// [`Error::InvalidPath`] for a bad path or `/`;
+    /// [`Error::InvalidArgument`] for an id over the data limit. Errors met
+    /// later end the latch: it reports [`LatchEvent::NotLeader`] and
+    /// [`LeaderLatch::close`] returns the error.
+    ///
+    /// # Panics
+    /// Outside a tokio runtime (the latch's participant is a task).
+    pub fn start(session: &Session, path: &str, id: &str) -> Result<Self> {
+        Election::new(session, path)?.latch(id.as_bytes())
+    }
+
+    /// A latch over `participant`, offering `id`.
+    pub(crate) fn over(participant: Participant, id: Vec<u8>) -> Self {
+        let status = participant.status_receiver();
+        LeaderLatch {
+            participant,
+            status,
+            id,
+        }
+    }
+
+    /// The id this latch offered.
+    pub fn id(&self) -> &[u8] {
+        &self.id
+    }
+
+    /// Whether this latch leads now (Curator's `hasLeadership`).
+    pub fn has_leadership(&self) -> bool {
+        matches!(event_of(&self.status.borrow()), LatchEvent::IsLeader { .. })
+    }
+
+    /// The fencing token while leading.
+    pub fn fencing_token(&self) -> Option<u64> {
+        match event_of(&self.status.borrow()) {
+            LatchEvent::IsLeader { token } => Some(token),
+            LatchEvent::NotLeader => None,
+        }
+    }
+
+    /// The fence for guarded writes while leading.
+    pub fn fence(&self) -> Option<Fence> {
+        self.participant.fence()
+    }
+
+    /// The latch's offer node, once made.
+    pub fn node_path(&self) -> Option<String> {
+        self.status.borrow().node.clone()
+    }
+
+    /// Wait until this latch leads (Curator's `await()`), and return its
+    /// fencing token. Returns at once if it leads already.
+    ///
+    /// # Errors
+    /// [`Error::LockLost`] if the latch failed (its session ended, its offer
+    /// was deleted) or was closed before leading.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only watches; the latch stays in the election.
+    pub async fn await_leadership(&self) -> Result<u64> {
+        let mut rx = self.status.clone();
+        let lost = |s: &ParticipantStatus| Error::LockLost {
+            path: s.node.clone().unwrap_or_default(),
+        };
+        let r = rx
+            .wait_for(|s| matches!(event_of(s), LatchEvent::IsLeader { .. }) || is_over(s))
+            .await;
+        match r {
+            Ok(s) => match event_of(&s) {
+                LatchEvent::IsLeader { token } => Ok(token),
+                LatchEvent::NotLeader => Err(lost(&s)),
+            },
+            Err(_) => Err(Error::LockLost {
+                path: String::new(),
+            }),
+        }
+    }
+
+    /// [`LeaderLatch::await_leadership`], giving up after `timeout`
+    /// (Curator's `await(timeout, unit)`, which returns `false` instead).
+    ///
+    /// # Errors
+    /// [`Error::Timeout`] when it runs out (the latch stays in the election
+    /// and may lead later); [`Error::InvalidArgument`] for a timeout over
+    /// [`crate::limits::MAX_TIMEOUT`]; otherwise as
+    /// [`LeaderLatch::await_leadership`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only watches.
+    pub async fn await_leadership_timeout(&self, timeout: Duration) -> Result<u64> {
+        crate::limits::check_timeout(timeout)?;
+        match tokio::time::timeout(timeout, self.await_leadership()).await {
+            Ok(r) => r,
+            Err(_) => Err(Error::Timeout(timeout)),
+        }
+    }
+
+    /// Follow this latch's `IsLeader` / `NotLeader` changes; see
+    /// [`LatchWatcher`]. Any number of watchers may follow one latch.
+    pub fn watch(&self) -> LatchWatcher {
+        LatchWatcher {
+            status: self.status.clone(),
+            last: None,
+        }
+    }
+
+    /// Leave the election (Curator's `close()`): stop leading (if it
+    /// does) before the offer is deleted, which wakes the next latch.
+    ///
+    /// # Errors
+    /// The error that ended the latch, if one did (say
+    /// [`Error::SessionExpired`]); the error of deleting the offer
+    /// otherwise.
+    ///
+    /// # Cancel safety
+    /// Cancel safe in effect: once called, the close goes on in the
+    /// latch's task even if this future is dropped.
+    pub async fn close(mut self) -> Result<()> {
+        self.participant.stop().await
+    }
+}
+
+/// Follows a [`LeaderLatch`]: the first [`LatchWatcher::next`] returns the
+/// latch's state now, each later one the next *change* (`IsLeader` to
+/// `NotLeader` or back). It reads the latest state, so a watcher that looks
+/// late sees where the latch is now, never a stale transition; a latch
+/// leads at most once (an ended latch does not rejoin), so a watcher sees
+/// every term of it, at worst after the fact as `IsLeader` then
+/// `NotLeader` collapsed to the later.
+#[derive(Debug, Clone)]
+pub struct LatchWatcher {
+    status: watch::Receiver<ParticipantStatus>,
+    last: Option<LatchEvent>,
+}
+
+impl LatchWatcher {
+    /// The latch's state now on the first call, then the next change;
+    /// `None` once the latch has ended (closed, dropped, or failed) and
+    /// its last state has been returned.
+    ///
+    /// # Errors
+    /// None: a latch's failure shows as [`LatchEvent::NotLeader`], then
+    /// `None`.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: dropped, nothing is consumed.
+    pub async fn next(&mut self) -> Option<LatchEvent> {
+        loop {
+            let now = event_of(&self.status.borrow_and_update());
+            if self.last != Some(now) {
+                self.last = Some(now);
+                return Some(now);
+            }
+            if self.status.changed().await.is_err() {
+                // The latch's task is over: read its last word, then stop.
+                let now = event_of(&self.status.borrow());
+                if self.last != Some(now) {
+                    self.last = Some(now);
+                    return Some(now);
+                }
+                return None;
+            }
+        }
+    }
+
+    /// The latch's state now, without waiting.
+    pub fn current(&self) -> LatchEvent {
+        event_of(&self.status.borrow())
+    }
+}

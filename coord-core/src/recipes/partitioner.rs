@@ -1,0 +1,641 @@
+//! A set partitioner (kazoo's `SetPartitioner`, tooz's partitioner): the
+//! members of a group split a set of work items so that each item has one
+//! owner, and re-split it when members come and go.
+//!
+//! Layout under the partitioner's directory `<path>`:
+//! - `<path>/party/<member id>`: each member's ephemeral node (a
+//!   [`Group`] joined by name), so a member whose session ends leaves;
+//! - `<path>/locks/<item>`: one exclusive [`Lock`] per item (kazoo's
+//!   layout too, though kazoo's party nodes are named differently, so the
+//!   two do not share a partition).
+//!
+//! # The guarantee: no item has two owners at once
+//!
+//! A member *owns* an item only while it holds that item's lock: it takes
+//! every lock of its share before it reports [`PartitionState::Acquired`],
+//! and gives them up only after the user has acknowledged
+//! [`PartitionState::Release`] with [`Partitioner::release`] (or closed
+//! it). The lock is exclusive, so two members of live sessions never hold
+//! one item's lock at once, whatever their views of the membership; views
+//! that disagree (one member has seen a join, another not yet) only make a
+//! member wait for a lock, never share one. While it takes its locks, a
+//! member watches the membership: a change makes it drop what it took and
+//! split again, so members with crossed views cannot deadlock.
+//!
+//! A member whose session ends loses its locks with it; it reports
+//! [`PartitionState::Failed`] once its client learns of it, no later than
+//! the session's lease deadline, which is before the server can end the
+//! session in the normal course. An operator (or a test) that ends a session
+//! on the server directly skips that margin: fence your writes with the
+//! item's token ([`Partitioner::fencing_token`]) when that matters.
+//!
+//! # The split
+//!
+//! kazoo's default: items sorted, members sorted by id, member `i` of `n`
+//! takes items `i, i + n, i + 2n, …`. Every member computes it from the same
+//! sorted lists, so once the membership is stable all agree.
+//!
+//! # States (kazoo's `PartitionState`)
+//!
+//! `Allocating` → `Acquired(items)` → (membership changes) `Release` → the
+//! user calls [`Partitioner::release`] → `Allocating` → …; `Failed` is
+//! final (the session ended, or a lock was deleted under the member):
+//! start a new partitioner on a new session; so is `Closed`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::future::Future;
+use std::pin::Pin;
+use std::task::Poll;
+use std::time::Duration;
+
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio::task::{JoinHandle, JoinSet};
+
+use crate::error::{Error, Result};
+use crate::path;
+use crate::recipes::group::{Group, GroupWatcher, Membership};
+use crate::recipes::lock::{Lock, LockGuard};
+use crate::session::Session;
+
+/// The directory of the members, under the partitioner's.
+pub const PARTY_DIR: &str = "party";
+/// The directory of the per-item locks, under the partitioner's.
+pub const LOCKS_DIR: &str = "locks";
+
+/// The state of a [`Partitioner`] (kazoo's `PartitionState`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PartitionState {
+    /// Splitting the set: reading the members and taking the locks of this
+    /// member's share. Owns nothing.
+    Allocating,
+    /// This member owns these items (sorted) until the next `Release`.
+    Acquired(Vec<String>),
+    /// The membership changed: finish with the items owned, then call
+    /// [`Partitioner::release`]. They stay owned (locked) until then.
+    Release,
+    /// Ended by an error (the session's end, a lock deleted under us):
+    /// owns nothing, final. [`Partitioner::close`] returns the error.
+    Failed,
+    /// Closed by its owner ([`Partitioner::close`] or drop): owns nothing,
+    /// final.
+    Closed,
+}
+
+/// The members' split of the items: kazoo's default. `items` and `members`
+/// need not be sorted; returns `member`'s share, sorted, or nothing if it
+/// is not among `members`.
+pub fn split(items: &[String], members: &[String], member: &str) -> Vec<String> {
+    let items: BTreeSet<&String> = items.iter().collect();
+    let members: BTreeSet<&str> = members.iter().map(String::as_str).collect();
+    let Some(i) = members.iter().position(|m| *m == member) else {
+        return Vec::new();
+    };
+    let n = members.len();
+    items.into_iter().skip(i).step_by(n).cloned().collect()
+}
+
+/// A partitioner's settings, checked before any I/O; [`SetPartitioner::join`]
+/// starts one.
+#[derive(Debug, Clone)]
+pub struct SetPartitioner {
+    session: Session,
+    dir: String,
+    member: String,
+    items: Vec<String>,
+    settle: Duration,
+}
+
+/// Check that `name` is one path segment under `dir`.
+fn check_segment(dir: &str, name: &str) -> Result<String> {
+    let node = path::join(dir, name);
+    path::validate_non_root(&node)?;
+    if path::parent(&node) != dir {
+        return Err(Error::InvalidPath {
+            path: node,
+            kind: crate::PathErrorKind::EmptySegment,
+        });
+    }
+    Ok(node)
+}
+
+impl SetPartitioner {
+    /// Member `member_id` of the partitioner at `path`, splitting `items`
+    /// (duplicates count once). Every member must be given the same items.
+    ///
+    /// # Errors
+    /// [`Error::InvalidPath`] for a bad path, or a member id or an item
+    /// that is not one path segment (empty, with a `/`, …).
+    pub fn new<I, S>(session: &Session, path: &str, member_id: &str, items: I) -> Result<Self>
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        path::validate_non_root(path)?;
+        check_segment(&path::join(path, PARTY_DIR), member_id)?;
+        let locks = path::join(path, LOCKS_DIR);
+        let items: BTreeSet<String> = items.into_iter().map(Into::into).collect();
+        for item in &items {
+            check_segment(&locks, item)?;
+        }
+        Ok(SetPartitioner {
+            session: session.clone(),
+            dir: path.to_owned(),
+            member: member_id.to_owned(),
+            items: items.into_iter().collect(),
+            settle: Duration::ZERO,
+        })
+    }
+
+    /// Wait until the membership has not changed for `settle` before each
+    /// split (kazoo's `time_boundary`, default zero here): fewer re-splits
+    /// when members arrive one after another.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a duration over
+    /// [`crate::limits::MAX_TIMEOUT`].
+    pub fn settle(mut self, settle: Duration) -> Result<Self> {
+        crate::limits::check_timeout(settle)?;
+        self.settle = settle;
+        Ok(self)
+    }
+
+    /// Join the party and start splitting in a task of its own. Needs a
+    /// tokio runtime.
+    ///
+    /// # Errors
+    /// [`Error::AlreadyExists`] when a live member has this id; session
+    /// errors. Errors met later end the partitioner with
+    /// [`PartitionState::Failed`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe: dropped before it returns, no member node is left
+    /// behind and no task runs.
+    pub async fn join(&self) -> Result<Partitioner> {
+        let party = Group::new(&self.session, &path::join(&self.dir, PARTY_DIR))?;
+        let membership = party.join_as(&self.member, b"").await?;
+        let (state_tx, state_rx) = watch::channel(Status::default());
+        let (cmd_tx, cmd_rx) = mpsc::unbounded_channel();
+        let member = Member {
+            session: self.session.clone(),
+            locks: path::join(&self.dir, LOCKS_DIR),
+            id: self.member.clone(),
+            items: self.items.clone(),
+            settle: self.settle,
+            watcher: party.watch(),
+            membership,
+            held: BTreeMap::new(),
+            status: state_tx,
+        };
+        let task = tokio::spawn(member.run(cmd_rx));
+        Ok(Partitioner {
+            status: state_rx,
+            cmds: cmd_tx,
+            task: Some(task),
+            member: self.member.clone(),
+        })
+    }
+}
+
+/// What the task publishes: the state and the tokens of the items held.
+#[derive(Debug, Clone)]
+struct Status {
+    state: PartitionState,
+    tokens: BTreeMap<String, u64>,
+}
+
+impl Default for Status {
+    fn default() -> Self {
+        Status {
+            state: PartitionState::Allocating,
+            tokens: BTreeMap::new(),
+        }
+    }
+}
+
+enum Command {
+    Release(oneshot::Sender<Result<()>>),
+    Close,
+}
+
+/// One member of a set partition, running kazoo's `SetPartitioner` state
+/// machine in a task; made by [`Partitioner::join`] or
+/// [`SetPartitioner::join`]. See the [module docs](self) for the guarantee.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> coord_core::Result<()> {
+/// # let store = coord_mem::MemStore::new();
+/// # let session = store.open();
+/// use coord_core::recipes::{PartitionState, Partitioner};
+///
+/// let items = ["q1", "q2", "q3"];
+/// let worker = Partitioner::join(&session, "/partitions/queues", "worker-1", items).await?;
+/// let mine = worker.wait_acquired().await?; // alone: all three
+/// assert_eq!(mine, ["q1", "q2", "q3"]);
+/// assert_eq!(worker.owned(), mine);
+/// // On `PartitionState::Release`, stop working on them and call
+/// // `worker.release().await?`; it then splits again.
+/// worker.close().await?;
+/// # Ok(()) }
+/// ```
+#[must_use = "dropping a partitioner releases its items and leaves the party"]
+#[derive(Debug)]
+pub struct Partitioner {
+    status: watch::Receiver<Status>,
+    cmds: mpsc::UnboundedSender<Command>,
+    task: Option<JoinHandle<Result<()>>>,
+    member: String,
+}
+
+impl Partitioner {
+    /// [`SetPartitioner::new`] then [`SetPartitioner::join`].
+    ///
+    /// # Errors
+    /// As [`SetPartitioner::new`] (before any I/O) and
+    /// [`SetPartitioner::join`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe, as [`SetPartitioner::join`].
+    pub async fn join<I, S>(
+        session: &Session,
+        path: &str,
+        member_id: &str,
+        items: I,
+    ) -> Result<Partitioner>
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        SetPartitioner::new(session, path, member_id, items)?
+            .join()
+            .await
+    }
+
+    /// This member's id.
+    pub fn member_id(&self) -> &str {
+        &self.member
+    }
+
+    /// The state now.
+    pub fn state(&self) -> PartitionState {
+        self.status.borrow().state.clone()
+    }
+
+    /// The items this member owns now: its share while
+    /// [`PartitionState::Acquired`] and, until [`Partitioner::release`] is
+    /// called, while [`PartitionState::Release`]; none otherwise.
+    pub fn owned(&self) -> Vec<String> {
+        self.status.borrow().tokens.keys().cloned().collect()
+    }
+
+    /// The fencing token of an owned item (its lock's token): strictly
+    /// larger for every later owner of the item.
+    pub fn fencing_token(&self, item: &str) -> Option<u64> {
+        self.status.borrow().tokens.get(item).copied()
+    }
+
+    /// Follow the state; see [`PartitionWatcher`].
+    pub fn watch(&self) -> PartitionWatcher {
+        PartitionWatcher {
+            status: self.status.clone(),
+            first: true,
+        }
+    }
+
+    /// Wait until the state is [`PartitionState::Acquired`] and return the
+    /// items owned (kazoo's `wait_for_acquire`).
+    ///
+    /// # Errors
+    /// [`Error::LockLost`] if the partitioner failed or was closed first.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only watches.
+    pub async fn wait_acquired(&self) -> Result<Vec<String>> {
+        let mut rx = self.status.clone();
+        let r = rx
+            .wait_for(|s| {
+                matches!(
+                    s.state,
+                    PartitionState::Acquired(_) | PartitionState::Failed | PartitionState::Closed
+                )
+            })
+            .await;
+        match r.as_deref().map(|s| &s.state) {
+            Ok(PartitionState::Acquired(items)) => Ok(items.clone()),
+            _ => Err(Error::LockLost {
+                path: self.member.clone(),
+            }),
+        }
+    }
+
+    /// Acknowledge [`PartitionState::Release`] (kazoo's `release_set`):
+    /// release every item owned, then split again (`Allocating`). Called
+    /// in another state, it gives up the items owned (if any) and splits
+    /// again all the same. Stop working on the items before calling it.
+    ///
+    /// # Errors
+    /// [`Error::LockLost`] if the partitioner has failed or is closed; the
+    /// error of releasing a lock (the partitioner then fails).
+    ///
+    /// # Cancel safety
+    /// Cancel safe in effect: once called, the release goes on in the
+    /// partitioner's task even if this future is dropped.
+    pub async fn release(&self) -> Result<()> {
+        let gone = || Error::LockLost {
+            path: self.member.clone(),
+        };
+        let (tx, rx) = oneshot::channel();
+        self.cmds.send(Command::Release(tx)).map_err(|_| gone())?;
+        rx.await.map_err(|_| gone())?
+    }
+
+    /// Release every item and leave the party (kazoo's `finish`).
+    ///
+    /// # Errors
+    /// The error that made the partitioner fail, if it did; the error of
+    /// releasing or leaving otherwise.
+    ///
+    /// # Cancel safety
+    /// Cancel safe in effect: once called, the close goes on in the task.
+    pub async fn close(mut self) -> Result<()> {
+        let _ = self.cmds.send(Command::Close);
+        match self.task.take() {
+            Some(task) => task
+                .await
+                .unwrap_or_else(|e| Err(Error::backend("coord", e))),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for Partitioner {
+    fn drop(&mut self) {
+        // The task sees the close and releases everything.
+        let _ = self.cmds.send(Command::Close);
+    }
+}
+
+/// Follows a [`Partitioner`]'s state: the first [`PartitionWatcher::next`]
+/// returns the state now, each later one the state after the next change.
+/// It reads the latest state, so a brief `Allocating` may be skipped, but
+/// `Release` waits for [`Partitioner::release`], so a watcher never misses
+/// that it must let go.
+#[derive(Debug, Clone)]
+pub struct PartitionWatcher {
+    status: watch::Receiver<Status>,
+    first: bool,
+}
+
+impl PartitionWatcher {
+    /// The state now on the first call, then the next state; `None` once
+    /// the partitioner's task is over and its last state was returned.
+    ///
+    /// # Errors
+    /// None: failures show as [`PartitionState::Failed`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe: dropped, nothing is consumed.
+    pub async fn next(&mut self) -> Option<PartitionState> {
+        if std::mem::take(&mut self.first) {
+            return Some(self.status.borrow_and_update().state.clone());
+        }
+        match self.status.changed().await {
+            Ok(()) => Some(self.status.borrow_and_update().state.clone()),
+            Err(_) if self.status.has_changed().unwrap_or(false) => {
+                Some(self.status.borrow_and_update().state.clone())
+            }
+            Err(_) => None,
+        }
+    }
+}
+
+/// Why a wait of the task ended.
+enum Wake {
+    Members(Result<Vec<String>>),
+    Command(Option<Command>),
+    Lost(Error),
+    Locked(Result<(String, LockGuard)>),
+}
+
+/// The task's side: the member, its locks, and what it publishes.
+struct Member {
+    session: Session,
+    locks: String,
+    id: String,
+    items: Vec<String>,
+    settle: Duration,
+    watcher: GroupWatcher,
+    membership: Membership,
+    held: BTreeMap<String, LockGuard>,
+    status: watch::Sender<Status>,
+}
+
+/// Resolve with the first of `held`'s locks to be lost; never if none.
+async fn first_lost(held: &BTreeMap<String, LockGuard>) -> Error {
+    let mut waits: Vec<Pin<Box<dyn Future<Output = Error> + Send + '_>>> =
+        held.values().map(|g| Box::pin(g.lost()) as _).collect();
+    if waits.is_empty() {
+        return std::future::pending().await;
+    }
+    std::future::poll_fn(|cx| {
+        for w in waits.iter_mut() {
+            if let Poll::Ready(e) = w.as_mut().poll(cx) {
+                return Poll::Ready(e);
+            }
+        }
+        Poll::Pending
+    })
+    .await
+}
+
+async fn next_members(watcher: &mut GroupWatcher) -> Result<Vec<String>> {
+    let change = watcher.next().await?;
+    Ok(change.members.into_iter().map(|m| m.name).collect())
+}
+
+impl Member {
+    fn publish(&self, state: PartitionState) {
+        let tokens = self
+            .held
+            .iter()
+            .map(|(k, g)| (k.clone(), g.fencing_token()))
+            .collect();
+        self.status.send_replace(Status { state, tokens });
+    }
+
+    /// Release every held lock; the first error, after trying them all.
+    async fn release_all(&mut self) -> Result<()> {
+        let mut first = Ok(());
+        for (_, guard) in std::mem::take(&mut self.held) {
+            if let Err(e) = guard.release().await {
+                if first.is_ok() {
+                    first = Err(e);
+                }
+            }
+        }
+        first
+    }
+
+    async fn run(mut self, mut cmds: mpsc::UnboundedReceiver<Command>) -> Result<()> {
+        let r = self.cycle(&mut cmds).await;
+        match r {
+            // Closed: let go of everything, then leave.
+            Ok(()) => {
+                let released = self.release_all().await;
+                self.publish(PartitionState::Closed);
+                let left = self.membership.leave().await;
+                released.and(left)
+            }
+            Err(e) => {
+                tracing::warn!(member = self.id.as_str(), error = %e, "set partitioner failed");
+                // Dropped guards release in the background (the session's
+                // end is the backstop); we own nothing from here on.
+                self.held.clear();
+                self.publish(PartitionState::Failed);
+                // Answer release() with the failure until closed.
+                while let Some(cmd) = cmds.recv().await {
+                    match cmd {
+                        Command::Release(tx) => {
+                            let _ = tx.send(Err(Error::LockLost {
+                                path: self.id.clone(),
+                            }));
+                        }
+                        Command::Close => break,
+                    }
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Allocate, hold, release, again, until closed (`Ok`) or failed.
+    async fn cycle(&mut self, cmds: &mut mpsc::UnboundedReceiver<Command>) -> Result<()> {
+        let mut members = next_members(&mut self.watcher).await?;
+        loop {
+            // ALLOCATING: settle, then take the locks of our share.
+            self.publish(PartitionState::Allocating);
+            if !self.settle.is_zero() {
+                while let Ok(m) = tokio::time::timeout(self.settle, self.watcher.next()).await {
+                    members = m?.members.into_iter().map(|m| m.name).collect();
+                }
+            }
+            if !members.contains(&self.id) {
+                // Our node is gone (or not listed yet): wait for a change.
+                match self.wait(cmds, None).await? {
+                    Wake::Members(m) => members = m?,
+                    Wake::Command(None | Some(Command::Close)) => return Ok(()),
+                    Wake::Command(Some(Command::Release(tx))) => {
+                        let _ = tx.send(Ok(()));
+                    }
+                    Wake::Lost(e) => return Err(e),
+                    Wake::Locked(_) => {}
+                }
+                continue;
+            }
+            let share = split(&self.items, &members, &self.id);
+            let mut taking = JoinSet::new();
+            for item in &share {
+                let lock = Lock::new(&self.session, &path::join(&self.locks, item))?;
+                let item = item.clone();
+                taking.spawn(async move { lock.acquire().await.map(|g| (item, g)) });
+            }
+            let mut changed = false;
+            while !taking.is_empty() {
+                match self.wait(cmds, Some(&mut taking)).await? {
+                    Wake::Locked(Ok((item, guard))) => {
+                        self.held.insert(item, guard);
+                    }
+                    Wake::Locked(Err(e)) => return Err(e),
+                    Wake::Members(m) => {
+                        members = m?;
+                        changed = true;
+                        break;
+                    }
+                    Wake::Command(None | Some(Command::Close)) => return Ok(()),
+                    Wake::Command(Some(Command::Release(tx))) => {
+                        // Nothing acquired yet to hand back: split again.
+                        changed = true;
+                        let _ = tx.send(Ok(()));
+                        break;
+                    }
+                    Wake::Lost(e) => return Err(e),
+                }
+            }
+            if changed {
+                // Abort: the pending acquires are dropped (cancel safe, no
+                // node left), the locks taken are released.
+                drop(taking);
+                self.release_all().await?;
+                continue;
+            }
+            // ACQUIRED until the membership changes.
+            self.publish(PartitionState::Acquired(share));
+            let ack = loop {
+                match self.wait(cmds, None).await? {
+                    Wake::Members(m) => {
+                        members = m?;
+                        break None;
+                    }
+                    Wake::Command(None | Some(Command::Close)) => return Ok(()),
+                    Wake::Command(Some(Command::Release(tx))) => break Some(tx),
+                    Wake::Lost(e) => return Err(e),
+                    Wake::Locked(_) => {}
+                }
+            };
+            let ack = match ack {
+                Some(tx) => tx,
+                None => {
+                    // RELEASE: the items stay ours until the user says so.
+                    self.publish(PartitionState::Release);
+                    loop {
+                        match self.wait(cmds, None).await? {
+                            Wake::Members(m) => members = m?,
+                            Wake::Command(None | Some(Command::Close)) => return Ok(()),
+                            Wake::Command(Some(Command::Release(tx))) => break tx,
+                            Wake::Lost(e) => return Err(e),
+                            Wake::Locked(_) => {}
+                        }
+                    }
+                }
+            };
+            if let Err(e) = self.release_all().await {
+                // Typically the session ended under us: the caller of
+                // `release` learns why, the partitioner fails.
+                let _ = ack.send(Err(e));
+                return Err(Error::LockLost {
+                    path: self.id.clone(),
+                });
+            }
+            let _ = ack.send(Ok(()));
+        }
+    }
+
+    /// Wait for the next thing that matters: a membership change, a
+    /// command, a hold lost (membership or a lock), or, when `taking`, the
+    /// next lock taken.
+    async fn wait(
+        &mut self,
+        cmds: &mut mpsc::UnboundedReceiver<Command>,
+        taking: Option<&mut JoinSet<Result<(String, LockGuard)>>>,
+    ) -> Result<Wake> {
+        let backend = self.session.backend();
+        let locked = async {
+            match taking {
+                Some(t) => match t.join_next().await {
+                    Some(r) => r.map_err(|e| Error::backend(backend, e))?,
+                    None => std::future::pending().await,
+                },
+                None => std::future::pending().await,
+            }
+        };
+        let wake = tokio::select! {
+            m = next_members(&mut self.watcher) => Wake::Members(m),
+            c = cmds.recv() => Wake::Command(c),
+            e = self.membership.lost() => Wake::Lost(e),
+            e = first_lost(&self.held) => Wake::Lost(e),
+            r = locked => Wake::Locked(r),
+        };
+        Ok(wake)
+    }
+}
