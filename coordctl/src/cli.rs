@@ -163,6 +163,14 @@ pub enum Command {
     #[command(after_long_help = crate::exit::TABLE)]
     Counter(CounterArgs),
 
+    /// Watch PATH and its subtree (a tree cache; `--children` for its
+    /// children only, `--node` for the node only) and print one line per
+    /// event until interrupted: `added PATH DATA`, `updated PATH DATA`,
+    /// `removed PATH`, `initialized` (after the nodes present at the start),
+    /// DATA as UTF-8 (invalid bytes replaced).
+    #[command(after_long_help = crate::exit::TABLE)]
+    Watch(CacheWatchArgs),
+
     /// Join the group at PATH with DATA; print `joined NAME`.
     ///
     /// Without CMD, stay a member until interrupted (exit 4 if membership
@@ -245,6 +253,7 @@ impl Command {
             Command::Leader(_) => "leader",
             Command::Queue(_) => "queue",
             Command::Counter(_) => "counter",
+            Command::Watch(_) => "watch",
             Command::Join(_) => "join",
             Command::Participants(_) => "participants",
             Command::Revoke(_) => "revoke",
@@ -458,6 +467,21 @@ pub enum QueueCommand {
         /// The queue's path.
         path: String,
     },
+}
+
+#[derive(Debug, Args)]
+pub struct CacheWatchArgs {
+    /// The path to watch.
+    pub path: String,
+    /// Watch PATH's children (with their data) only.
+    #[arg(long, conflicts_with = "node")]
+    pub children: bool,
+    /// Watch the node at PATH only.
+    #[arg(long)]
+    pub node: bool,
+    /// How many levels below PATH a tree watch covers.
+    #[arg(long, default_value_t = 64)]
+    pub depth: usize,
 }
 
 #[derive(Debug, Args)]

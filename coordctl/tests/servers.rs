@@ -1817,6 +1817,46 @@ fn demo_runs(url: &str) {
     assert!(stdout(&out).contains("invariants held"), "{out:?}");
 }
 
+/// `coordctl watch`: prints the nodes present, `initialized`, then one
+/// line per change made through the library by another session; SIGINT
+/// ends it with 130.
+fn watch_prints_cache_events(url: &str) {
+    let root = unique("watch");
+    let (a, b) = (format!("{root}/a"), format!("{root}/a/b"));
+    with_session(url, async |s| {
+        s.create(&a, b"one", coord::CreateMode::Persistent)
+            .await
+            .unwrap_or_else(|e| panic!("create: {e}"))
+    });
+    let mut watch = Running::start(coordctl(url, &["watch", &root]));
+    let mut initial = vec![watch.line(20), watch.line(20)];
+    initial.sort();
+    assert_eq!(
+        initial,
+        [format!("added {root} "), format!("added {a} one")]
+    );
+    assert_eq!(watch.line(20), "initialized");
+    with_session(url, async |s| {
+        s.create(&b, b"two", coord::CreateMode::Persistent)
+            .await
+            .unwrap_or_else(|e| panic!("create: {e}"))
+    });
+    assert_eq!(watch.line(20), format!("added {b} two"));
+    with_session(url, async |s| {
+        s.set(&a, b"uno", None)
+            .await
+            .unwrap_or_else(|e| panic!("set: {e}"))
+    });
+    assert_eq!(watch.line(20), format!("updated {a} uno"));
+    with_session(url, async |s| {
+        s.delete(&b, None)
+            .await
+            .unwrap_or_else(|e| panic!("delete: {e}"))
+    });
+    assert_eq!(watch.line(20), format!("removed {b}"));
+    assert_eq!(code(watch.signal_and_wait(Signal::SIGINT, 20)), Some(130));
+}
+
 macro_rules! on_backend {
     ($backend:ident, $url:path) => {
         mod $backend {
@@ -1925,6 +1965,11 @@ macro_rules! on_backend {
             #[test]
             fn counter_commands() {
                 super::counter_commands(&$url());
+            }
+
+            #[test]
+            fn watch_prints_cache_events() {
+                super::watch_prints_cache_events(&$url());
             }
 
             #[test]

@@ -9,6 +9,7 @@ mod lock;
 mod participants;
 mod queue;
 mod run_once;
+mod watch;
 
 use std::io::Write;
 
@@ -24,6 +25,7 @@ pub async fn run(ctx: &Ctx, command: Command) -> Result<u8, Failure> {
         Command::Leader(a) => elect::leader(ctx, a).await,
         Command::Queue(q) => queue::queue(ctx, q).await,
         Command::Counter(a) => counter::counter(ctx, a).await,
+        Command::Watch(a) => watch::watch(ctx, a).await,
         Command::Join(a) => group::join(ctx, a).await,
         Command::Members(a) => group::members(ctx, a).await,
         Command::Participants(a) => participants::participants(ctx, a).await,
