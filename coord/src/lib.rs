@@ -117,7 +117,7 @@ pub use coord_core::traits::{
 };
 pub use coord_core::{
     limits, path, Child, CreateMode, Created, Error, Fence, Node, Op, OpResult, Result, Session,
-    SessionId, SessionState, Stat, TlsOptions,
+    SessionId, SessionState, Stat, TlsOptions, MAX_NODE_TTL, MIN_NODE_TTL,
 };
 pub use recipes::{
     period_index, revocation, AddOutcome, Barrier, Contender, ContenderState, Counter,
@@ -126,6 +126,12 @@ pub use recipes::{
     Lease, Lock, LockGuard, Member, Membership, MultiLock, MultiLockGuard, OnCrash, Participant,
     PeriodicJob, Queue, ReadLock, ReentrantLock, ReliableQueue, RunContext, RunOutcome, RwLock,
     Semaphore, SemaphoreMutex, SimpleLock, WriteLock,
+};
+pub use recipes::{CacheEvent, ChildrenCache, NodeCache, TreeCache};
+pub use recipes::{DelayQueue, PriorityQueue, ReliableDelayQueue, ReliablePriorityQueue};
+pub use recipes::{
+    LatchEvent, LatchWatcher, LeaderLatch, PartitionState, PartitionWatcher, Partitioner,
+    SetPartitioner,
 };
 
 /// `use coord::prelude::*`: the traits, so their methods (`run`, `lead`,

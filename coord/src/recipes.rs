@@ -154,6 +154,89 @@
 //! # Ok(()) }
 //! ```
 //!
+//! # [`PriorityQueue`] and [`DelayQueue`]: by priority, or from a time
+//!
+//! The same engine, plain or reliable ([`ReliablePriorityQueue`],
+//! [`ReliableDelayQueue`]), with Curator's item names. Lower priority
+//! numbers come first, FIFO among equals; a delayed item is taken from its
+//! due time, by the taker's clock.
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::time::Duration;
+//! use coord::{DelayQueue, PriorityQueue};
+//!
+//! let session = coord::connect("mem://").await?;
+//! let jobs = PriorityQueue::new(&session, "/queues/jobs")?;
+//! jobs.offer(b"batch", 10).await?;
+//! jobs.offer(b"interactive", 0).await?;
+//! assert_eq!(jobs.take().await?, b"interactive");
+//!
+//! let reminders = DelayQueue::reliable(&session, "/queues/reminders")?;
+//! reminders.offer(b"call back", Duration::from_millis(100)).await?;
+//! assert!(reminders.poll().await?.is_none()); // not due yet
+//! let delivery = reminders.take().await?; // waits until it is
+//! assert_eq!(delivery.data(), b"call back");
+//! delivery.ack().await?;
+//! # Ok(()) }
+//! ```
+//!
+//! # [`LeaderLatch`]: Curator's latch over the election
+//!
+//! Joins at once, stays until closed; `has_leadership`, `await_leadership`
+//! and a watcher of `IsLeader` / `NotLeader`.
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::time::Duration;
+//! use coord::{Error, LatchEvent, LeaderLatch};
+//!
+//! let (a, b) = (coord::connect("mem://").await?, coord::connect("mem://").await?);
+//! let first = LeaderLatch::start(&a, "/latches/scheduler", "host-a")?;
+//! let token = first.await_leadership().await?;
+//! let second = LeaderLatch::start(&b, "/latches/scheduler", "host-b")?;
+//! assert!(matches!(
+//!     second.await_leadership_timeout(Duration::from_millis(50)).await,
+//!     Err(Error::Timeout(_))
+//! ));
+//! let mut events = second.watch();
+//! assert_eq!(events.next().await, Some(LatchEvent::NotLeader));
+//! first.close().await?; // the next latch in line leads
+//! let next = second.await_leadership().await?;
+//! assert!(next > token);
+//! assert_eq!(events.next().await, Some(LatchEvent::IsLeader { token: next }));
+//! second.close().await?;
+//! # Ok(()) }
+//! ```
+//!
+//! # [`Partitioner`]: members split a set of items
+//!
+//! kazoo's `SetPartitioner`: each item has one owner (a lock per item), and
+//! owners release before the set is split again.
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use coord::{PartitionState, Partitioner};
+//!
+//! let (a, b) = (coord::connect("mem://").await?, coord::connect("mem://").await?);
+//! let items = ["q0", "q1", "q2", "q3"];
+//! let one = Partitioner::join(&a, "/partitions/queues", "worker-1", items).await?;
+//! assert_eq!(one.wait_acquired().await?, items);
+//!
+//! let two = Partitioner::join(&b, "/partitions/queues", "worker-2", items).await?;
+//! let mut states = one.watch();
+//! while states.next().await != Some(PartitionState::Release) {}
+//! one.release().await?; // done with q0..q3: let them be split again
+//! assert_eq!(one.wait_acquired().await?, ["q0", "q2"]);
+//! assert_eq!(two.wait_acquired().await?, ["q1", "q3"]);
+//! one.close().await?;
+//! two.close().await?;
+//! # Ok(()) }
+//! ```
+//!
 //! # [`Group`]: who is alive
 //!
 //! ```

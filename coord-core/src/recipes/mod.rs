@@ -5,7 +5,8 @@
 //! its [`ReadLock`] and [`WriteLock`] halves), [`Semaphore`] and
 //! [`SemaphoreMutex`], [`SimpleLock`], [`MultiLock`], [`ReentrantLock`],
 //! [`Barrier`] and [`DoubleBarrier`], [`Election`], [`Group`], [`Queue`],
-//! [`PeriodicJob`], [`Counter`]; [`participants`] lists who holds and who waits,
+//! [`PeriodicJob`], [`Counter`], [`LeaderLatch`], [`Partitioner`];
+//! [`participants`] lists who holds and who waits,
 //! [`revocation`] asks a holder to let go. They implement the traits of
 //! [`crate::traits`]: every lock is [`Lockable`](crate::traits::Lockable),
 //! every guard a [`Hold`](crate::traits::Hold). What they share —
@@ -21,6 +22,7 @@
 //! await point leaves no node behind.
 
 pub mod barrier;
+pub mod cache;
 pub mod counter;
 pub mod election;
 pub mod group;
@@ -28,6 +30,7 @@ pub mod lock;
 pub(crate) mod machinery;
 pub mod multi_lock;
 pub mod participants;
+pub mod partitioner;
 pub mod periodic_job;
 pub mod queue;
 pub mod reentrant;
@@ -37,10 +40,11 @@ pub mod semaphore;
 pub mod simple_lock;
 
 pub use barrier::{Barrier, DoubleBarrier, Inside};
+pub use cache::{CacheEvent, ChildrenCache, NodeCache, TreeCache};
 pub use counter::{AddOutcome, Counter, CounterWatcher};
 pub use election::{
-    Election, ElectionEvent, ElectionLayout, ElectionState, Leader, LeaderObserver, Leadership,
-    Participant, ParticipantStatus,
+    Election, ElectionEvent, ElectionLayout, ElectionState, LatchEvent, LatchWatcher, Leader,
+    LeaderLatch, LeaderObserver, Leadership, Participant, ParticipantStatus,
 };
 pub use group::{Group, GroupChange, GroupWatcher, Member, Membership};
 pub use lock::{Lock, LockGuard};
@@ -49,8 +53,12 @@ pub use machinery::names;
 pub use machinery::stats::Stats;
 pub use multi_lock::{MultiLock, MultiLockGuard};
 pub use participants::{Contender, ContenderState};
+pub use partitioner::{PartitionState, PartitionWatcher, Partitioner, SetPartitioner};
 pub use periodic_job::{period_index, OnCrash, PeriodicJob, RunContext, RunOutcome};
-pub use queue::{Delivery, Queue, ReliableQueue};
+pub use queue::{
+    DelayQueue, Delivery, PriorityQueue, Queue, ReliableDelayQueue, ReliablePriorityQueue,
+    ReliableQueue,
+};
 pub use reentrant::ReentrantLock;
 pub use rwlock::{ReadLock, RwLock, WriteLock};
 pub use semaphore::{Lease, Semaphore, SemaphoreMutex};
