@@ -52,7 +52,8 @@ fn bad_urls_are_usage_errors_that_say_why() {
     for (url, says) in [
         ("zk://h:port", "not a port number"),
         ("nope", "expected <scheme>://"),
-        ("rediss://u:secret@h", "TLS"),
+        ("rediss://u:secret@h?tls=false", "TLS"),
+        ("etcd://u:secret@h?cert=/c.pem", "private key"),
         ("mem://?session_timeout=3", "unit"),
     ] {
         let out = run(coordctl(url, &["leader", "/e"]), 20);
