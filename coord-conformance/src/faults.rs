@@ -637,6 +637,58 @@ pub async fn fault_partitioned_delivery_redelivered_once(h: &dyn Harness) {
     let _ = producer.close().await;
 }
 
+/// A queue offer whose answer is lost while another consumer takes the
+/// item at once: by the time the producer's retry looks for its node, the
+/// node is gone. The retry must not make the item again (a second
+/// delivery): the offer reports success or [`Error::OutcomeUnknown`], the
+/// item is delivered once, and the queue ends empty. The producer learns of
+/// the loss only when its connection closes, 300 ms after the request (the
+/// fault proxy's window, which the mem backend models too); the consumer,
+/// already waiting, takes the item well within it.
+pub async fn fault_lost_offer_answer_taken_meanwhile_delivered_once(h: &dyn Harness) {
+    let dir = join(
+        &h.root("fault_lost_offer_answer_taken_meanwhile_delivered_once"),
+        "q",
+    );
+    let (producer, fault) = h.open_faulty(SHORT_FAULT_TIMEOUT).await;
+    let consumer = h.open().await;
+    let cq = Queue::new(&consumer, &dir).expect("queue");
+    let pq = Queue::new(&producer, &dir).expect("queue");
+    // One item through first, so the queue's directories exist and the
+    // answer lost below is the item's create itself.
+    pq.offer(b"first").await.expect("offer");
+    assert_eq!(cq.take().await.expect("take"), b"first");
+    let take = {
+        let cq = cq.clone();
+        tokio::spawn(async move { cq.take().await })
+    };
+    // The consumer's take is waiting before the offer is made.
+    assert_eq!(pq.len().await.expect("len"), 0);
+    fault.lose_next_answer();
+    let offer = tokio::spawn(async move { pq.offer(b"once").await });
+    let item = within("the consumer takes the offered item", take)
+        .await
+        .expect("the take panicked")
+        .expect("take");
+    assert_eq!(item, b"once");
+    let offered = within("the offer whose answer was lost", offer)
+        .await
+        .expect("the offer panicked");
+    assert!(
+        matches!(offered, Ok(()) | Err(Error::OutcomeUnknown { .. })),
+        "offer: {offered:?}"
+    );
+    assert_eq!(
+        cq.poll().await.expect("poll"),
+        None,
+        "the item was made again after its take (offer: {offered:?})"
+    );
+    assert_eq!(cq.len().await.expect("len"), 0);
+    println!("lost offer answer: backend={} offer={offered:?}", h.name());
+    let _ = producer.close().await;
+    let _ = consumer.close().await;
+}
+
 /// A session the client gave up (answers stopped coming while the server
 /// kept hearing its heartbeats: a one-way partition) ends itself on the
 /// server as soon as it reaches it again: its holds go at once, not when
@@ -686,6 +738,7 @@ macro_rules! __fault_tests {
             faults::fault_dropped_guard_released_after_heal,
             faults::fault_lost_create_answer_is_found,
             faults::fault_partitioned_delivery_redelivered_once,
+            faults::fault_lost_offer_answer_taken_meanwhile_delivered_once,
             faults::fault_session_lost_here_ends_on_the_server,
         );
     };

@@ -193,6 +193,22 @@ impl Error {
             source: source.into(),
         }
     }
+
+    /// The error for a persistent sequential create whose answer was lost
+    /// and whose node is not there when looked for: it may never have been
+    /// made, or been made and already removed by another session (a queue
+    /// item taken), so it is not made again (see
+    /// [`PrimitiveSession::create`](crate::PrimitiveSession::create)).
+    /// `prefix` is the path asked for.
+    pub fn lost_sequential_create(prefix: &str) -> Self {
+        Error::OutcomeUnknown {
+            path: prefix.to_owned(),
+            detail: "the answer to this sequential create was lost and no node it made is \
+                     there now: it was never made, or made and already removed by another \
+                     session; it was not made again, which could have made it twice"
+                .to_owned(),
+        }
+    }
 }
 
 /// `Result` with coord's [`Error`].

@@ -440,10 +440,17 @@ pub trait PrimitiveSession: Send + Sync + 'static {
     /// siblings. Ephemeral nodes belong to this session.
     ///
     /// A create whose answer is lost to a dropped connection must be found
-    /// again, not made twice (ZooKeeper's protected mode).
+    /// again, not made twice (ZooKeeper's protected mode). A *persistent*
+    /// sequential node (a queue item) may already have been removed by
+    /// another session when the retry looks for it, and then the backend
+    /// cannot tell "never made" from "made and taken": it must not create it
+    /// again (that would make a second item) but return `OutcomeUnknown`.
+    /// An ephemeral node is removed only by its own session, so a retry
+    /// that does not find it may create it.
     ///
     /// Errors: `AlreadyExists` (non-sequential, taken), `NotSupported` where
-    /// a parent is ephemeral and the backend forbids children there.
+    /// a parent is ephemeral and the backend forbids children there,
+    /// `OutcomeUnknown` as just said.
     async fn create(&self, path: &str, data: &[u8], mode: CreateMode) -> Result<Created>;
 
     /// Read a node; `None` when there is none.

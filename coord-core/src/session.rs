@@ -343,7 +343,10 @@ impl Session {
     /// or a TTL mode's TTL out of range (see
     /// [TTL nodes](CreateMode#ttl-nodes)), then the backend's;
     /// `NotSupported` for a TTL mode on a ZooKeeper server without TTL
-    /// nodes enabled.
+    /// nodes enabled; `OutcomeUnknown` for a persistent sequential create
+    /// whose answer was lost and whose node is not there now (it may have
+    /// been made and already removed by another session; see
+    /// [`PrimitiveSession::create`]).
     ///
     /// # Cancel safety
     /// Not cancel safe: dropped after the request left, the node may exist.

@@ -281,6 +281,7 @@ impl EtcdSession {
             data: data.to_vec(),
             lease: if mode.is_ephemeral() { shared.lease } else { 0 },
             sequential: mode.is_sequential(),
+            persistent: !mode.is_ephemeral(),
             own_lease: shared.lease,
             list_siblings: None,
             path,
@@ -290,7 +291,10 @@ impl EtcdSession {
     /// Run one write. A create whose answer is lost (connection dropped,
     /// timeout) is sent again unchanged until it gets an answer, for up to
     /// one TTL: the retry recognises the node the first attempt made (see
-    /// `txn::Plan::failed`), so it is found, never made twice.
+    /// `txn::Plan::failed`), so it is found, never made twice. A persistent
+    /// sequential create is only looked for, not sent again: another
+    /// session may have deleted the node it made (a queue item taken), and
+    /// sending it again would make a second one (`OutcomeUnknown` then).
     async fn write(&self, plan: Plan, fence: Option<FenceKey>) -> Result<OpResult> {
         Ok(self.write_listing(plan, fence).await?.0)
     }
@@ -314,6 +318,20 @@ impl EtcdSession {
             Plan::Delete(p) => p.path.clone(),
         };
         loop {
+            if let (true, Plan::Create(c)) = (retrying, &plan) {
+                if c.sequential && c.persistent {
+                    match self.find_sequential(c).await {
+                        Ok(Some(made)) => return Ok((OpResult::Created(made), None)),
+                        Ok(None) => return Err(Error::lost_sequential_create(&c.path)),
+                        Err(e) if e.is_retryable() && started.elapsed() < shared.ttl => {
+                            shared.check_open()?;
+                            backoff.sleep(&mut attempt).await;
+                            continue;
+                        }
+                        Err(e) => return Err(e),
+                    }
+                }
+            }
             let sent = shared.txn(&txn::build(&plan, fence.as_ref()), false).await;
             match sent.map_err(error::at(&path)) {
                 Ok(resp) => {
@@ -337,6 +355,26 @@ impl EtcdSession {
                 Err(e) => return Err(e),
             }
         }
+    }
+
+    /// The node a sequential create made, if it is there: its key carries
+    /// this session's lease and counter, so whatever is there is ours.
+    async fn find_sequential(&self, c: &txn::CreatePlan) -> Result<Option<Created>> {
+        let resp = self
+            .shared
+            .get(&c.key, None)
+            .await
+            .map_err(error::at(&c.path))?;
+        self.shared.saw_header(resp.header());
+        Ok(resp.kvs().first().map(|kv| {
+            let created = txn::urev(kv.create_revision());
+            Created::new(
+                c.path.clone(),
+                Some(created),
+                created,
+                txn::urev(kv.mod_revision()),
+            )
+        }))
     }
 
     /// The children of `dir` and the revision they were read at.

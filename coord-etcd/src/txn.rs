@@ -58,6 +58,9 @@ pub(crate) struct CreatePlan {
     pub lease: i64,
     /// Whether the name carries our unique suffix.
     pub sequential: bool,
+    /// Not ephemeral: another session may delete the node (a queue item
+    /// taken) before a retry after a lost answer looks for it.
+    pub persistent: bool,
     /// The session's lease, to recognise our own node after a lost answer.
     pub own_lease: i64,
     /// Also list the new node's siblings (keys under this prefix) in the
@@ -417,6 +420,7 @@ mod tests {
             data: b"x".to_vec(),
             lease,
             sequential,
+            persistent: lease == 0,
             own_lease: 7,
             list_siblings: None,
         }

@@ -3,6 +3,7 @@
 
 use std::future::Future;
 use std::sync::{Arc, MutexGuard};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use coord_core::{
@@ -52,6 +53,18 @@ impl MemSession {
         Ok(state)
     }
 
+    /// Resolve once the session is answered again (no longer cut off by a
+    /// test's partition), or with its end.
+    async fn answered_again(&self) -> Result<()> {
+        loop {
+            match self.live().map(drop) {
+                Err(Error::ConnectionLost(_)) => {}
+                done => return done,
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
     /// The future of a watch set under the lock: `Ok` when `fired` fires,
     /// the session's end otherwise.
     fn watch(
@@ -90,8 +103,11 @@ impl PrimitiveSession for MemSession {
     }
 
     async fn create(&self, path: &str, data: &[u8], mode: CreateMode) -> Result<Created> {
-        let mut state = self.live()?;
-        let created = state.tree.create(path, data, mode, self.key)?;
+        let (created, lost) = {
+            let mut state = self.live()?;
+            let created = state.tree.create(path, data, mode, self.key)?;
+            (created, state.take_lost_create_answer(self.key))
+        };
         if mode.ttl().is_some() {
             tokio::spawn(reap_ttl(
                 Arc::downgrade(&self.shared),
@@ -99,14 +115,19 @@ impl PrimitiveSession for MemSession {
                 created.stamp,
             ));
         }
-        if !state.take_lost_create_answer(self.key) {
+        if !lost {
             return Ok(created);
         }
-        drop(state);
         // The answer was lost (test hook): find the node again, as every
         // backend must. A protected sequential name (`_c_<uuid>-…`) is
-        // unique to this create; any other name is the path itself.
+        // unique to this create; any other name is the path itself. The
+        // client learns of the loss when its connection drops (the fault
+        // proxy closes it `LOST_ANSWER_NOTICED` after the lost answer) and
+        // looks once it is answered again: other sessions have that long
+        // to change the node meanwhile, as on a server.
         tracing::debug!(%path, "mem create answer lost; looking for the node");
+        tokio::time::sleep(LOST_ANSWER_NOTICED).await;
+        self.answered_again().await?;
         let state = self.live()?;
         if !mode.is_sequential() {
             return match state.tree.get(path) {
@@ -134,6 +155,9 @@ impl PrimitiveSession for MemSession {
                     node.as_ref().map_or(created.version, |n| n.stat.version),
                 ))
             }
+            // A persistent node may have been made and taken since (a
+            // queue item): making it again could make it twice.
+            None if !mode.is_ephemeral() => Err(Error::lost_sequential_create(path)),
             None => Err(Error::ConnectionLost(format!(
                 "the answer to creating {path} was lost"
             ))),
@@ -239,7 +263,12 @@ impl PrimitiveSession for MemSession {
 }
 
 /// How often a TTL node kept past its TTL by children is looked at again.
-const TTL_RECHECK: std::time::Duration = std::time::Duration::from_millis(100);
+const TTL_RECHECK: Duration = Duration::from_millis(100);
+
+/// How long after a lost answer the client learns of it: the fault proxy
+/// (`coord_conformance::FaultProxy`) closes such a connection 300 ms after
+/// the request, and the mem backend models the same window.
+const LOST_ANSWER_NOTICED: Duration = Duration::from_millis(300);
 
 /// A TTL node's reaper: sleeps until the node's TTL runs out (a `set`
 /// meanwhile moves that), then deletes it if it has no children. Ends once

@@ -67,6 +67,7 @@ pub(crate) fn map(err: RedisError, expected: Option<u64>) -> Error {
             backend: BACKEND,
         },
         Some("SESSIONEXPIRED") => Error::SessionExpired,
+        Some("OUTCOMEUNKNOWN") => Error::lost_sequential_create(&path),
         _ => Error::backend(BACKEND, err),
     }
 }

@@ -120,7 +120,7 @@ impl RedisSession {
         path: &str,
         data: &[u8],
         mode: CreateMode,
-        recover: bool,
+        recover: Recover,
     ) -> Result<Created> {
         // A TTL node's TTL in whole milliseconds, rounded up (the session
         // checked it is within `MAX_NODE_TTL`, a whole number of them).
@@ -133,7 +133,7 @@ impl RedisSession {
             data,
             flag(mode.is_ephemeral()),
             flag(mode.is_sequential()),
-            flag(recover),
+            recover.arg(),
             ttl.as_bytes(),
         ];
         let value = self.core.call(&scripts::CREATE, &args, None).await?;
@@ -171,6 +171,28 @@ impl RedisSession {
     }
 }
 
+/// What a create does about an earlier attempt whose answer was lost.
+#[derive(Clone, Copy)]
+enum Recover {
+    /// Nothing: the first attempt.
+    No,
+    /// Return the node this session made under the protected prefix, or
+    /// make it.
+    FindOrCreate,
+    /// Return that node, or fail `OUTCOMEUNKNOWN`.
+    FindOnly,
+}
+
+impl Recover {
+    fn arg(self) -> &'static [u8] {
+        match self {
+            Recover::No => b"0",
+            Recover::FindOrCreate => b"1",
+            Recover::FindOnly => b"2",
+        }
+    }
+}
+
 #[async_trait]
 impl PrimitiveSession for RedisSession {
     fn backend(&self) -> &'static str {
@@ -190,7 +212,7 @@ impl PrimitiveSession for RedisSession {
         // to one create, so after a lost answer the node it made (if any)
         // is found by that prefix and this session, not made twice.
         let protected = mode.is_sequential() && path::name(path).starts_with("_c_");
-        let first = self.create_once(path, data, mode, false).await;
+        let first = self.create_once(path, data, mode, Recover::No).await;
         if !protected || !matches!(first, Err(Error::ConnectionLost(_))) {
             return first;
         }
@@ -202,7 +224,14 @@ impl PrimitiveSession for RedisSession {
         let mut last = first;
         while deadline.is_none_or(|d| Instant::now() < d) {
             tracing::debug!(%path, "redis create answer lost; looking for it before retrying");
-            match self.create_once(path, data, mode, true).await {
+            // A persistent node may have been removed by another session
+            // (a queue item taken): only looked for, never made again.
+            let recover = if mode.is_ephemeral() {
+                Recover::FindOrCreate
+            } else {
+                Recover::FindOnly
+            };
+            match self.create_once(path, data, mode, recover).await {
                 Err(Error::ConnectionLost(e)) => last = Err(Error::ConnectionLost(e)),
                 done => return done,
             }

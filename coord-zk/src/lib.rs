@@ -110,7 +110,10 @@
 //! name starts with a protected prefix `_c_<uuid>-` (as coord's recipes and
 //! Curator's protected mode name their nodes) is looked for by that prefix
 //! after a lost answer, before any retry (as `findPrefixInChildren` of the
-//! ZooKeeper recipes' `WriteLock` does), so it is never made twice. A
+//! ZooKeeper recipes' `WriteLock` does), so it is never made twice; a
+//! *persistent* one that is not found (never made, or made and already
+//! taken by another session) is not made again either, but returned as
+//! [`coord_core::Error::OutcomeUnknown`]. A
 //! sequential create without one cannot be told apart from a stranger's
 //! node, so a lost answer there is returned as
 //! [`coord_core::Error::ConnectionLost`] (made or not), as are other writes

@@ -72,6 +72,9 @@ fn zk_version(path: &str, version: Option<u64>) -> Result<Option<i32>> {
 struct CreateTarget {
     path: String,
     sequential: bool,
+    /// Persistent: another session may remove the node (a queue item
+    /// taken) before a retry looks for it.
+    persistent: bool,
     /// For a sequential create with a protected name (`_c_<uuid>-…`): the
     /// name prefix that finds it again.
     findable: Option<String>,
@@ -85,6 +88,7 @@ impl CreateTarget {
         CreateTarget {
             path: path.to_owned(),
             sequential,
+            persistent: !mode.is_ephemeral(),
             findable,
         }
     }
@@ -382,6 +386,11 @@ impl PrimitiveSession for ZkSession {
                 if let Some(prefix) = &target.findable {
                     if let Some(found) = self.find_created(target.dir(), prefix).await? {
                         return Ok(found);
+                    }
+                    if target.persistent {
+                        // Never made, or made and already taken: making it
+                        // again could make it twice.
+                        return Err(Error::lost_sequential_create(path));
                     }
                 }
             }

@@ -165,7 +165,10 @@ end
 
 -- Create a node: path (a prefix when seq == '1'), data, eph/seq '1' or '0'.
 -- With recover == '1' (a retry after a lost answer), first return the node
--- this session already made under that prefix, if any.
+-- this session already made under that prefix, if any; with recover == '2'
+-- (a persistent sequential node, which another session may have removed
+-- meanwhile) only look for it: not found is OUTCOMEUNKNOWN, never a second
+-- node.
 -- ttl: a TTL node's TTL in ms, or nil or '' for none.
 -- Returns {path, sequence or -1, stamp, version}.
 local function do_create(path, data, eph, seq, recover, ttl)
@@ -187,7 +190,7 @@ local function do_create(path, data, eph, seq, recover, ttl)
     end
   end
   local name = base(path)
-  if recover == '1' and seq == '1' and #missing == 0 then
+  if recover ~= '0' and seq == '1' and #missing == 0 then
     local kids = redis.call('ZRANGE', ckey(d), 0, -1)
     for _, k in ipairs(kids) do
       if string.len(k) == string.len(name) + 10 and string.sub(k, 1, string.len(name)) == name then
@@ -199,6 +202,7 @@ local function do_create(path, data, eph, seq, recover, ttl)
       end
     end
   end
+  if recover == '2' then return fail('OUTCOMEUNKNOWN', path) end
   if seq ~= '1' and live(path) then
     -- The stamp of the node in the way, so a wait for it can tell it from
     -- a successor.

@@ -123,7 +123,11 @@ impl Queue {
     /// Add an item at the tail.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for data over the limit; session errors.
+    /// [`Error::InvalidArgument`] for data over the limit; session errors; [`Error::OutcomeUnknown`] when the
+    /// answer was lost and the item is not in the queue now: it was never
+    /// added, or added and already taken; it was not added again (that
+    /// could deliver it twice). Offer again only if a second delivery is
+    /// acceptable.
     ///
     /// # Cancel safety
     /// Not cancel safe: dropped, the item may or may not have been added.

@@ -233,7 +233,11 @@ impl PriorityQueue {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for data over the limit (before any
-    /// I/O); session errors.
+    /// I/O); session errors; [`Error::OutcomeUnknown`] when the
+    /// answer was lost and the item is not in the queue now: it was never
+    /// added, or added and already taken; it was not added again (that
+    /// could deliver it twice). Offer again only if a second delivery is
+    /// acceptable.
     ///
     /// # Cancel safety
     /// Not cancel safe: dropped, the item may or may not have been added.
@@ -349,7 +353,11 @@ impl DelayQueue {
     /// # Errors
     /// [`Error::InvalidArgument`], before any I/O, for a delay over
     /// [`MAX_DELAY`](super::MAX_DELAY) or data over the limit; session
-    /// errors.
+    /// errors; [`Error::OutcomeUnknown`] when the
+    /// answer was lost and the item is not in the queue now: it was never
+    /// added, or added and already taken; it was not added again (that
+    /// could deliver it twice). Offer again only if a second delivery is
+    /// acceptable.
     ///
     /// # Cancel safety
     /// Not cancel safe: dropped, the item may or may not have been added.
@@ -365,7 +373,11 @@ impl DelayQueue {
     /// # Errors
     /// [`Error::InvalidArgument`], before any I/O, for a time before the
     /// Unix epoch or more than [`MAX_DELAY`](super::MAX_DELAY) ahead, or
-    /// data over the limit; session errors.
+    /// data over the limit; session errors; [`Error::OutcomeUnknown`] when the
+    /// answer was lost and the item is not in the queue now: it was never
+    /// added, or added and already taken; it was not added again (that
+    /// could deliver it twice). Offer again only if a second delivery is
+    /// acceptable.
     ///
     /// # Cancel safety
     /// Not cancel safe: dropped, the item may or may not have been added.
