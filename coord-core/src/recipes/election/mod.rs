@@ -317,26 +317,28 @@ impl LeaderObserver {
         loop {
             settle_watch(&mut self.watch, &mut attempt).await?;
             let (children, w) = list_watch_retrying(&session, &dir).await?;
-            self.watch = Some(w);
             let Some(first) = children.iter().find(|c| c.sequence.is_some()) else {
+                self.watch = Some(w);
                 continue;
             };
             if self.last.as_deref() == Some(first.name.as_str()) {
+                self.watch = Some(w);
                 continue;
             }
+            // The watch is kept only once the leader is reported: dropped
+            // during the read below, the next call lists again at once
+            // instead of waiting for a change and missing this leader.
             let node = path::join(&dir, &first.name);
-            match session.get(&node).await? {
-                Some(n) => {
-                    self.last = Some(first.name.clone());
-                    return Ok(Leader {
-                        node,
-                        value: n.data,
-                        token: n.stat.stamp,
-                    });
-                }
-                // Gone already: read the directory again now.
-                None => self.watch = None,
+            if let Some(n) = session.get(&node).await? {
+                self.last = Some(first.name.clone());
+                self.watch = Some(w);
+                return Ok(Leader {
+                    node,
+                    value: n.data,
+                    token: n.stat.stamp,
+                });
             }
+            // Gone already: read the directory again now.
         }
     }
 }
