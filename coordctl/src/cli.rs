@@ -167,7 +167,11 @@ pub enum Command {
     /// children only, `--node` for the node only) and print one line per
     /// event until interrupted: `added PATH DATA`, `updated PATH DATA`,
     /// `removed PATH`, `initialized` (after the nodes present at the start),
-    /// DATA as UTF-8 (invalid bytes replaced).
+    /// `reset` (the session was replaced: events to the new state follow),
+    /// DATA as UTF-8 (invalid bytes replaced). With --json, one JSON object
+    /// per line instead: {"event":…,"path":…,"data":…,"data_hex":…}, with
+    /// path and data only where the event has them, data_hex the exact
+    /// bytes.
     #[command(after_long_help = crate::exit::TABLE)]
     Watch(CacheWatchArgs),
 
@@ -482,6 +486,9 @@ pub struct CacheWatchArgs {
     /// How many levels below PATH a tree watch covers.
     #[arg(long, default_value_t = 64)]
     pub depth: usize,
+    /// Print one JSON object per line.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

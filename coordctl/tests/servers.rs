@@ -1857,6 +1857,36 @@ fn watch_prints_cache_events(url: &str) {
     assert_eq!(code(watch.signal_and_wait(Signal::SIGINT, 20)), Some(130));
 }
 
+/// `coordctl watch --children --json`: one JSON object per event, the
+/// data also as exact bytes (`data_hex`, here with a byte that is not
+/// UTF-8), `path` and data only where the event has them.
+fn watch_json_prints_cache_events(url: &str) {
+    let root = unique("watchjson");
+    let a = format!("{root}/a");
+    with_session(url, async |s| {
+        s.create(&a, b"\xffone", coord::CreateMode::Persistent)
+            .await
+            .unwrap_or_else(|e| panic!("create: {e}"))
+    });
+    let mut watch = Running::start(coordctl(url, &["watch", &root, "--children", "--json"]));
+    let next = || -> serde_json::Value {
+        let l = watch.line(20);
+        serde_json::from_str(&l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}"))
+    };
+    assert_eq!(
+        next(),
+        serde_json::json!({"event": "added", "path": a, "data": "\u{fffd}one", "data_hex": "ff6f6e65"})
+    );
+    assert_eq!(next(), serde_json::json!({"event": "initialized"}));
+    with_session(url, async |s| {
+        s.delete(&a, None)
+            .await
+            .unwrap_or_else(|e| panic!("delete: {e}"))
+    });
+    assert_eq!(next(), serde_json::json!({"event": "removed", "path": a}));
+    assert_eq!(code(watch.signal_and_wait(Signal::SIGINT, 20)), Some(130));
+}
+
 macro_rules! on_backend {
     ($backend:ident, $url:path) => {
         mod $backend {
@@ -1970,6 +2000,11 @@ macro_rules! on_backend {
             #[test]
             fn watch_prints_cache_events() {
                 super::watch_prints_cache_events(&$url());
+            }
+
+            #[test]
+            fn watch_json_prints_cache_events() {
+                super::watch_json_prints_cache_events(&$url());
             }
 
             #[test]

@@ -68,7 +68,7 @@ fn data_text(d: &[u8], limit: usize) -> String {
     }
 }
 
-fn hex(d: &[u8]) -> String {
+pub(crate) fn hex(d: &[u8]) -> String {
     let mut s = String::with_capacity(d.len() * 2);
     for b in d {
         let _ = write!(s, "{b:02x}");

@@ -2,21 +2,59 @@
 
 use coord::{CacheEvent, ChildrenCache, NodeCache, TreeCache};
 
+use super::inspect::hex;
 use super::print_line;
 use crate::cli::CacheWatchArgs;
 use crate::ctx::Ctx;
 use crate::exit::Failure;
 
-fn line(event: CacheEvent) -> Option<String> {
-    let text = |d: &[u8]| String::from_utf8_lossy(d).into_owned();
-    Some(match event {
-        CacheEvent::Added { path, data } => format!("added {path} {}", text(&data)),
-        CacheEvent::Updated { path, data } => format!("updated {path} {}", text(&data)),
-        CacheEvent::Removed { path } => format!("removed {path}"),
-        CacheEvent::Initialized => "initialized".to_string(),
-        CacheEvent::Reset => "reset".to_string(),
+/// What a line shows of an event: its name, path and data (where it has
+/// them).
+struct Parts<'e> {
+    name: &'static str,
+    path: Option<&'e str>,
+    data: Option<&'e [u8]>,
+}
+
+fn parts(event: &CacheEvent) -> Option<Parts<'_>> {
+    let (name, path, data) = match event {
+        CacheEvent::Added { path, data } => ("added", Some(path), Some(data)),
+        CacheEvent::Updated { path, data } => ("updated", Some(path), Some(data)),
+        CacheEvent::Removed { path } => ("removed", Some(path), None),
+        CacheEvent::Initialized => ("initialized", None, None),
+        CacheEvent::Reset => ("reset", None, None),
         _ => return None,
+    };
+    Some(Parts {
+        name,
+        path: path.map(String::as_str),
+        data: data.map(Vec::as_slice),
     })
+}
+
+/// The line printed for `event`: text, or with `json` one JSON object.
+fn line(event: &CacheEvent, json: bool) -> Option<String> {
+    let Parts { name, path, data } = parts(event)?;
+    if json {
+        let mut o = serde_json::Map::new();
+        o.insert("event".into(), name.into());
+        if let Some(p) = path {
+            o.insert("path".into(), p.into());
+        }
+        if let Some(d) = data {
+            o.insert("data".into(), String::from_utf8_lossy(d).into());
+            o.insert("data_hex".into(), hex(d).into());
+        }
+        return Some(serde_json::Value::Object(o).to_string());
+    }
+    let mut l = name.to_owned();
+    if let Some(p) = path {
+        l = format!("{l} {p}");
+    }
+    if let Some(d) = data {
+        l = format!("{l} {}", String::from_utf8_lossy(d));
+    }
+    Some(l)
 }
 
 pub async fn watch(ctx: &Ctx, a: CacheWatchArgs) -> Result<u8, Failure> {
@@ -26,21 +64,21 @@ pub async fn watch(ctx: &Ctx, a: CacheWatchArgs) -> Result<u8, Failure> {
     if a.node {
         let mut c = NodeCache::start(&session, &a.path).map_err(fail)?;
         loop {
-            if let Some(l) = line(c.next_event().await.map_err(fail)?) {
+            if let Some(l) = line(&c.next_event().await.map_err(fail)?, a.json) {
                 print_line(l.as_bytes())?;
             }
         }
     } else if a.children {
         let mut c = ChildrenCache::start(&session, &a.path).map_err(fail)?;
         loop {
-            if let Some(l) = line(c.next_event().await.map_err(fail)?) {
+            if let Some(l) = line(&c.next_event().await.map_err(fail)?, a.json) {
                 print_line(l.as_bytes())?;
             }
         }
     } else {
         let mut c = TreeCache::start(&session, &a.path, a.depth).map_err(fail)?;
         loop {
-            if let Some(l) = line(c.next_event().await.map_err(fail)?) {
+            if let Some(l) = line(&c.next_event().await.map_err(fail)?, a.json) {
                 print_line(l.as_bytes())?;
             }
         }
