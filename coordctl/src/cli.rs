@@ -443,6 +443,12 @@ pub struct WatchArgs {
 #[derive(Debug, Subcommand)]
 pub enum QueueCommand {
     /// Add each DATA at the tail, in order.
+    ///
+    /// Stops at the first item that fails, naming it; the items before it
+    /// were added. "outcome unknown" means that item's answer was lost and
+    /// it was added once or not at all (never twice): push it again only if
+    /// a second delivery is acceptable.
+    #[command(after_long_help = crate::exit::TABLE)]
     Push {
         /// The queue's path.
         path: String,

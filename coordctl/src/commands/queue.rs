@@ -31,10 +31,15 @@ pub async fn queue(ctx: &Ctx, command: QueueCommand) -> Result<u8, Failure> {
         QueueCommand::Push { path, data } => {
             let what = format!("queue push {path}");
             let q = Queue::new(&session, &path).map_err(|e| Failure::coord(&what, e))?;
-            for item in data {
-                q.offer(item.as_bytes())
-                    .await
-                    .map_err(|e| Failure::coord(&what, e))?;
+            for (i, item) in data.iter().enumerate() {
+                q.offer(item.as_bytes()).await.map_err(|e| {
+                    let at = format!(
+                        "{what}: item {} of {} (those before it were added)",
+                        i + 1,
+                        data.len()
+                    );
+                    Failure::coord(&at, e)
+                })?;
             }
             Ok(exit::OK)
         }
