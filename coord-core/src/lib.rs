@@ -40,7 +40,7 @@ pub use error::{Error, PathErrorKind, Result};
 pub use lease::LeaseClock;
 pub use primitive::{
     Child, CreateMode, Created, Fence, Node, Op, OpResult, PrimitiveSession, SessionId,
-    SessionState, Stat, Watch, MAX_NODE_TTL, MIN_NODE_TTL,
+    SessionState, Stat, TreeChange, TreeWatch, Watch, MAX_NODE_TTL, MIN_NODE_TTL,
 };
 pub use redact::redact_url;
 pub use session::Session;

@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 use crate::path;
 use crate::primitive::{
     Child, CreateMode, Created, Fence, Node, Op, OpResult, PrimitiveSession, SessionId,
-    SessionState, Stat, Watch,
+    SessionState, Stat, TreeWatch, Watch,
 };
 use crate::telemetry;
 
@@ -464,6 +464,21 @@ impl Session {
             .run(self.inner.get_watch(path))
             .await?
             .map(|(node, w)| (node, self.bound(w))))
+    }
+
+    /// Watch the subtree at `path` with one persistent watch; see
+    /// [`PrimitiveSession::watch_tree`]. The watch ends with the session's
+    /// end.
+    ///
+    /// # Errors
+    /// `InvalidPath`; `NotSupported` where the backend or server has no
+    /// tree watches (Redis; ZooKeeper before 3.6); then the backend's.
+    ///
+    /// # Cancel safety
+    /// Cancel safe; dropping the returned watch unregisters it.
+    pub async fn watch_tree(&self, path: &str) -> Result<TreeWatch> {
+        path::validate(path)?;
+        self.run(self.inner.watch_tree(path)).await
     }
 
     /// Resolve once the node now at `path` is gone (at once if there is

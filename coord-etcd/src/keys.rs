@@ -42,6 +42,28 @@ impl KeySpace {
         }
     }
 
+    /// The path of a node's key; `None` for a key outside this key space
+    /// (another namespace's, a TTL marker).
+    pub(crate) fn path_of(&self, key: &str) -> Option<String> {
+        let rest = key.strip_prefix(self.namespace.as_str())?;
+        (rest.len() > 1 && rest.starts_with('/')).then(|| rest.to_owned())
+    }
+
+    /// The key range `[start, end)` that holds the node at `path` and every
+    /// node under it: for the root, every key of the namespace's tree;
+    /// otherwise from the node's key up to the key after its child prefix
+    /// (which also holds siblings like `/a-b` of `/a`: callers filter).
+    pub(crate) fn subtree_range(&self, path: &str) -> (String, String) {
+        let prefix = self.child_prefix(path);
+        // `/` + 1 is `0`: the end of the range under `prefix`.
+        let end = format!("{}0", &prefix[..prefix.len() - 1]);
+        if path == "/" {
+            (prefix, end)
+        } else {
+            (self.key(path), end)
+        }
+    }
+
     /// The marker key of a TTL node's lease (see `crate::ttl`): outside the
     /// tree (no path's key or child prefix starts `<namespace>!`).
     pub(crate) fn ttl_marker(&self, lease: i64) -> String {

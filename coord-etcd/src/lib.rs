@@ -49,6 +49,7 @@
 //! | sequence, stamp | the key's create revision |
 //! | version (CAS) | the key's mod revision |
 //! | wait gone, get and watch, children watch | a watch from the read's revision + 1 |
+//! | tree watch | one watch over the subtree's key range from the current revision + 1, resumed after the last revision seen; `Resync` after a compaction past it |
 //! | set by another session | a put with `ignore_lease`: the key keeps its lease (stays ephemeral of its creator) and its create revision (its stamp) |
 //! | creation time | none: etcd keeps no time per key ([`coord_core::Stat::created_at`] is `None`) |
 //! | guarded write | one Txn comparing the fence key's create revision |

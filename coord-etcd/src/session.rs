@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use coord_core::backoff::Backoff;
 use coord_core::{
     Child, CreateMode, Created, Error, Fence, LeaseClock, Node, Op, OpResult, PrimitiveSession,
-    Result, Session, SessionId, SessionState, Stat, Watch,
+    Result, Session, SessionId, SessionState, Stat, TreeWatch, Watch,
 };
 use etcd_client::{Client, GetOptions, Txn, TxnOp, TxnOpResponse};
 use tokio::sync::watch;
@@ -632,6 +632,12 @@ impl PrimitiveSession for EtcdSession {
             revision,
         );
         Ok(Some((node, Watch::new(changed))))
+    }
+
+    /// One etcd watch over the subtree's key range; see
+    /// [`crate::watch::watch_tree`].
+    async fn watch_tree(&self, path: &str) -> Result<TreeWatch> {
+        crate::watch::watch_tree(self.shared.clone(), path).await
     }
 
     async fn guarded(&self, fence: &Fence, op: Op) -> Result<OpResult> {

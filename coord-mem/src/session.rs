@@ -8,9 +8,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use coord_core::{
     path, Child, CreateMode, Created, Error, Fence, LeaseClock, Node, Op, OpResult,
-    PrimitiveSession, Result, SessionId, SessionState, Stat, Watch,
+    PrimitiveSession, Result, SessionId, SessionState, Stat, TreeChange, TreeWatch, Watch,
 };
-use tokio::sync::{oneshot, watch};
+use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::shared::{Shared, State};
 use crate::tree::{SessionKey, BACKEND};
@@ -217,6 +217,41 @@ impl PrimitiveSession for MemSession {
             (node, state.tree.watch_change(path))
         };
         Ok(Some((node, Watch::new(self.watch(fired)))))
+    }
+
+    /// Registered under the store's lock, so every change after the call
+    /// is reported, in the order the store applied them; the store keeps
+    /// no history, so nothing is ever missed and `Resync` is never sent.
+    async fn watch_tree(&self, root: &str) -> Result<TreeWatch> {
+        path::validate(root)?;
+        let mut changes = self.live()?.tree.watch_tree(root);
+        let (tx, rx) = mpsc::unbounded_channel();
+        let mut state = self.state.subscribe();
+        let feed = tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    biased;
+                    changed = changes.recv() => match changed {
+                        Some(p) => {
+                            if tx.send(Ok(TreeChange::Changed(p))).is_err() {
+                                return;
+                            }
+                        }
+                        // The store went away: as a closed session.
+                        None => {
+                            let _ = tx.send(Err(Error::SessionClosed));
+                            return;
+                        }
+                    },
+                    end = state.wait_for(|s| s.is_terminal()) => {
+                        let end = end.map_or(SessionState::Closed, |s| *s);
+                        let _ = tx.send(Err(end.end_error().unwrap_or(Error::SessionClosed)));
+                        return;
+                    }
+                }
+            }
+        });
+        Ok(TreeWatch::new(rx, feed))
     }
 
     async fn guarded(&self, fence: &Fence, op: Op) -> Result<OpResult> {

@@ -226,11 +226,13 @@ impl MemStore {
         self.shared.lock().sessions.len()
     }
 
-    /// How many watch registrations (children watches, `wait_gone`s and
-    /// `get_watch`es) the store holds: those still awaited, plus dropped ones not yet
-    /// cleaned up. A dropped watch is cleaned up at the next registration
-    /// on the same node, when the node changes, or by a sweep every 1024
-    /// registrations, so they never pile up. A diagnostic for tests.
+    /// How many watch registrations (children watches, `wait_gone`s,
+    /// `get_watch`es and tree watches) the store holds: those still
+    /// awaited, plus dropped ones not yet cleaned up. A dropped watch is
+    /// cleaned up at the next registration on the same node, when the node
+    /// changes, or by a sweep every 1024 registrations (a tree watch: at
+    /// the next change under it or the next tree watch), so they never pile
+    /// up. A diagnostic for tests.
     pub fn registered_watches(&self) -> usize {
         self.shared.lock().tree.registered_watches()
     }

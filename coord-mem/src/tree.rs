@@ -5,7 +5,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::time::{Duration, SystemTime};
 
 use coord_core::{path, Child, CreateMode, Created, Error, Node, Result, Stat};
-use tokio::sync::oneshot;
+use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
 /// The backend name in errors.
@@ -83,6 +83,21 @@ impl Entry {
 
 type Waiters = HashMap<String, Vec<oneshot::Sender<()>>>;
 
+/// A tree watch: every change of `root` or a node under it goes to `tx`
+/// (the path that changed).
+struct TreeWatcher {
+    root: String,
+    tx: mpsc::UnboundedSender<String>,
+}
+
+impl TreeWatcher {
+    fn covers(&self, path: &str) -> bool {
+        self.root == "/"
+            || path == self.root
+            || (path.starts_with(&self.root) && path.as_bytes().get(self.root.len()) == Some(&b'/'))
+    }
+}
+
 /// The tree: nodes by full path, the stamp counter, each session's
 /// ephemeral nodes, and the one-shot watchers.
 pub(crate) struct Tree {
@@ -96,6 +111,8 @@ pub(crate) struct Tree {
     gone_waiters: Waiters,
     /// Fired at a node's data change (any `set`) or its deletion.
     change_waiters: Waiters,
+    /// Fired at every change under their roots, never consumed.
+    tree_watchers: Vec<TreeWatcher>,
     registrations: u64,
 }
 
@@ -110,6 +127,7 @@ impl Tree {
             children_waiters: HashMap::new(),
             gone_waiters: HashMap::new(),
             change_waiters: HashMap::new(),
+            tree_watchers: Vec::new(),
             registrations: 0,
         }
     }
@@ -212,6 +230,7 @@ impl Tree {
             p.children.insert(path::name(&path).to_owned());
         }
         let created_at = Some(SystemTime::now());
+        self.tree_changed(&path);
         self.nodes
             .insert(path, Entry::new(data, stamp, owner, sequence, created_at));
         fire(&mut self.children_waiters, &parent);
@@ -232,6 +251,7 @@ impl Tree {
         // leaves the node ephemeral of its creator and its fence valid.
         let stat = entry.stat();
         fire(&mut self.change_waiters, path);
+        self.tree_changed(path);
         Ok(stat)
     }
 
@@ -273,6 +293,7 @@ impl Tree {
         fire(&mut self.change_waiters, path);
         fire(&mut self.children_waiters, path);
         fire(&mut self.children_waiters, parent);
+        self.tree_changed(path);
     }
 
     /// Reap the TTL node at `path` made with `stamp` if it has gone its TTL
@@ -369,6 +390,29 @@ impl Tree {
         rx
     }
 
+    /// A tree watch on `root`: every later change of `root` or a node
+    /// under it sends the changed path to the returned receiver, until it
+    /// is dropped.
+    pub(crate) fn watch_tree(&mut self, root: &str) -> mpsc::UnboundedReceiver<String> {
+        self.tree_watchers.retain(|w| !w.tx.is_closed());
+        let (tx, rx) = mpsc::unbounded_channel();
+        self.tree_watchers.push(TreeWatcher {
+            root: root.to_owned(),
+            tx,
+        });
+        rx
+    }
+
+    /// Tell the tree watches covering `path` that it changed; drop those
+    /// whose receivers are gone.
+    fn tree_changed(&mut self, path: &str) {
+        if self.tree_watchers.is_empty() {
+            return;
+        }
+        self.tree_watchers
+            .retain(|w| !w.covers(path) || w.tx.send(path.to_owned()).is_ok());
+    }
+
     /// Registered watchers, awaited or dropped but not yet cleaned up.
     pub(crate) fn registered_watches(&self) -> usize {
         self.children_waiters
@@ -376,7 +420,8 @@ impl Tree {
             .chain(self.gone_waiters.values())
             .chain(self.change_waiters.values())
             .map(Vec::len)
-            .sum()
+            .sum::<usize>()
+            + self.tree_watchers.len()
     }
 }
 

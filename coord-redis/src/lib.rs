@@ -65,7 +65,8 @@
 //! - **Watches**: `wait_gone`, `get_watch` and `children_watch` subscribe
 //!   (and wait for the server's confirmation) before they read, so a change
 //!   between the read and the watch is never missed. A dropped waiter
-//!   unsubscribes.
+//!   unsubscribes. There is no tree watch (`watch_tree` is
+//!   `NotSupported`): the caches use one-shot watches here.
 //! - **Writes by others**: a `set` changes only a node's data and version;
 //!   an ephemeral node set by another session stays its creator's, with
 //!   its stamp, so the holder's fence still holds.

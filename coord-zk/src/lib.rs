@@ -88,6 +88,7 @@
 //! | wait gone | `getData` with a watch (no watch is left on a missing node, unlike `exists`) |
 //! | get and watch (data watch) | `getData` with a watch: fires at the node's next set or its deletion |
 //! | children watch | `getChildren` with a watch |
+//! | tree watch | `addWatch` in PERSISTENT_RECURSIVE mode (3.6+; `NotSupported` before); added again after every reconnection, then `Resync` |
 //! | creation time | `ctime` (the server's clock, in ms) |
 //! | guarded write | read the fence's czxid, then `multi(check(fence, version), op)` (see below) |
 //! | children of an ephemeral | refused by ZooKeeper: `Error::NotSupported` |

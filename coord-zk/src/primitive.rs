@@ -9,9 +9,9 @@ use coord_core::backoff::Backoff;
 use coord_core::path::{name, parent};
 use coord_core::{
     Child, CreateMode, Created, Error, Fence, LeaseClock, Node, Op, OpResult, PrimitiveSession,
-    Result, SessionId, SessionState, Stat, Watch,
+    Result, SessionId, SessionState, Stat, TreeChange, TreeWatch, Watch,
 };
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
 use zookeeper_client as zk;
 
 use crate::error::{is_connection_error, map_error, Target};
@@ -132,6 +132,89 @@ fn watch_of(shared: Arc<Shared>, watcher: zk::OneshotWatcher) -> Watch {
         let event = watcher.changed().await;
         session_event_result(&shared, &event)
     })
+}
+
+/// Feed a tree watch from `watcher` (see [`ZkSession::watch_tree`]) until
+/// the session ends or the receiver is gone.
+async fn feed_tree(
+    shared: Arc<Shared>,
+    slot: crate::session::ClientSlot,
+    root: String,
+    mut watcher: zk::PersistentWatcher,
+    tx: mpsc::UnboundedSender<Result<TreeChange>>,
+) {
+    let mut state = shared.subscribe();
+    let ended = |state: SessionState| state.end_error().unwrap_or(Error::SessionClosed);
+    let mut disconnected = false;
+    loop {
+        let event = tokio::select! {
+            biased;
+            end = state.wait_for(|s| s.is_terminal()) => {
+                let end = end.map_or(SessionState::Closed, |s| *s);
+                let _ = tx.send(Err(ended(end)));
+                return;
+            }
+            event = watcher.changed() => event,
+        };
+        let change = if event.event_type == zk::EventType::Session {
+            let s = event.session_state;
+            if s.is_terminated() {
+                // The watcher must not be read after a final state.
+                let end = shared.map_state(s);
+                shared.set(end);
+                let _ = tx.send(Err(end.end_error().unwrap_or(Error::SessionExpired)));
+                return;
+            }
+            match s {
+                zk::SessionState::Disconnected => {
+                    disconnected = true;
+                    continue;
+                }
+                _ if disconnected => {
+                    disconnected = false;
+                    match rewatch(&shared, &slot, &root).await {
+                        Ok(w) => watcher = w,
+                        Err(e) => {
+                            let _ = tx.send(Err(e));
+                            return;
+                        }
+                    }
+                    TreeChange::Resync
+                }
+                _ => continue,
+            }
+        } else {
+            TreeChange::Changed(event.path)
+        };
+        if tx.send(Ok(change)).is_err() {
+            return;
+        }
+    }
+}
+
+/// Add the persistent recursive watch on `root` again after a
+/// reconnection, retrying connection losses until the session ends.
+async fn rewatch(
+    shared: &Shared,
+    slot: &crate::session::ClientSlot,
+    root: &str,
+) -> Result<zk::PersistentWatcher> {
+    const AGAIN: Backoff = Backoff::new(Duration::from_millis(20), Duration::from_secs(1));
+    let mut attempt = 0;
+    loop {
+        if let Some(end) = shared.get().end_error() {
+            return Err(end);
+        }
+        let client = client_in(slot).map_err(|_| shared.ended_error())?;
+        match client
+            .watch(root, zk::AddWatchMode::PersistentRecursive)
+            .await
+        {
+            Ok(w) => return Ok(w),
+            Err(e) if is_connection_error(&e) => AGAIN.sleep(&mut attempt).await,
+            Err(e) => return Err(map_error(e, Target::path(root))),
+        }
+    }
 }
 
 fn session_event_result(shared: &Shared, event: &zk::WatchedEvent) -> Result<()> {
@@ -538,6 +621,39 @@ impl PrimitiveSession for ZkSession {
         };
         let node = Node::new(data, stat_of(&stat));
         Ok(Some((node, watch_of(self.shared.clone(), watcher))))
+    }
+
+    /// ZooKeeper 3.6's persistent recursive watch (`addWatch`), which
+    /// fires for every create, set and delete at or under `path`. While the
+    /// connection is down the server keeps nothing for it (ZOOKEEPER-4698:
+    /// events of that time are never sent), and zookeeper-client 0.11 does
+    /// not set persistent watches again on the new connection (its
+    /// SetWatches request leaves them out). So after every reconnection the
+    /// watch is added again, then [`TreeChange::Resync`] is sent. A server
+    /// before 3.6 answers `Unimplemented`: `NotSupported`.
+    async fn watch_tree(&self, path: &str) -> Result<TreeWatch> {
+        let watched = self
+            .read(|c| async move { c.watch(path, zk::AddWatchMode::PersistentRecursive).await })
+            .await;
+        let watcher = match watched {
+            Ok(w) => w,
+            Err(zk::Error::Unimplemented) => {
+                return Err(Error::NotSupported {
+                    operation: "tree watches (ZooKeeper before 3.6)",
+                    backend: BACKEND,
+                })
+            }
+            Err(e) => return Err(self.map(e, Target::path(path))),
+        };
+        let (tx, rx) = mpsc::unbounded_channel();
+        let feed = tokio::spawn(feed_tree(
+            self.shared.clone(),
+            self.client_slot(),
+            path.to_owned(),
+            watcher,
+            tx,
+        ));
+        Ok(TreeWatch::new(rx, feed))
     }
 
     /// ZooKeeper's multi can check a node's data version, not its czxid. So

@@ -34,9 +34,17 @@
 //! `Removed`), then `Initialized` again; [`CacheEvent::Reset`] is emitted
 //! first, so a consumer can tell a rebuild from ordinary changes.
 //!
-//! Server-side persistent recursive watches (ZooKeeper ≥ 3.6) are not used
-//! yet: every backend runs over the one-shot watches of the primitive
-//! contract.
+//! ## Tree watches
+//! Where the backend offers [`Session::watch_tree`] (ZooKeeper ≥ 3.6's
+//! persistent recursive watches, etcd's prefix watches, mem), a
+//! [`ChildrenCache`] or [`TreeCache`] uses one of those instead of a
+//! one-shot watch per node: the watch is opened before the initial read (so
+//! a change racing the read is reported), reads arm nothing, a changed path
+//! is read again, and [`TreeChange::Resync`] (changes may have been
+//! missed: ZooKeeper after a lost connection) reloads the whole subtree and
+//! reports the difference. Where it is `NotSupported` (Redis; ZooKeeper
+//! before 3.6) the one-shot engine above runs, with the same events. A
+//! [`NodeCache`] always uses its one data watch.
 
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
@@ -47,7 +55,7 @@ use tokio::task::JoinSet;
 
 use crate::error::{Error, Result};
 use crate::path;
-use crate::primitive::Node;
+use crate::primitive::{Node, TreeChange, TreeWatch};
 use crate::recipes::machinery::retry::pause;
 use crate::session::Session;
 
@@ -217,6 +225,7 @@ fn spawn(
             shape,
             map: HashMap::new(),
             watches: JoinSet::new(),
+            tree: None,
             out: Vec::new(),
         };
         if let Err(e) = w.run(&view, &tx, reset).await {
@@ -231,6 +240,9 @@ struct Worker {
     shape: Shape,
     map: HashMap<String, Node>,
     watches: JoinSet<(String, Kind, Result<()>)>,
+    /// The tree watch over the root, where the backend has one: then reads
+    /// arm no one-shot watches.
+    tree: Option<TreeWatch>,
     /// Events of the current step, published with the view.
     out: Vec<CacheEvent>,
 }
@@ -267,6 +279,11 @@ impl Worker {
         tx: &mpsc::UnboundedSender<Result<CacheEvent>>,
         reset: bool,
     ) -> Result<()> {
+        // A tree watch, where there is one, is armed before the initial
+        // load reads anything.
+        if self.shape.max_depth > 0 {
+            self.tree = self.open_tree().await?;
+        }
         // Initial load: arm every watch, then diff against the old view.
         self.refresh(self.root.clone(), Kind::Data).await?;
         let old = std::mem::take(&mut *view.lock().unwrap_or_else(|p| p.into_inner()));
@@ -274,35 +291,13 @@ impl Worker {
         if reset {
             events.push(CacheEvent::Reset);
         }
-        let mut paths: Vec<&String> = self.map.keys().collect();
-        paths.sort();
-        for p in paths {
-            if !self.reported(p) {
-                continue;
-            }
-            let n = &self.map[p];
-            match old.get(p) {
-                None => events.push(CacheEvent::Added {
-                    path: p.clone(),
-                    data: n.data.clone(),
-                }),
-                Some(o) if changed(o, n) => events.push(CacheEvent::Updated {
-                    path: p.clone(),
-                    data: n.data.clone(),
-                }),
-                Some(_) => {}
-            }
-        }
-        let mut gone: Vec<&String> = old.keys().filter(|p| !self.map.contains_key(*p)).collect();
-        gone.sort();
-        for p in gone.into_iter().rev() {
-            if self.reported(p) {
-                events.push(CacheEvent::Removed { path: p.clone() });
-            }
-        }
+        events.extend(self.diff(&old));
         events.push(CacheEvent::Initialized);
         self.out.clear();
         self.publish(view, tx, events);
+        if self.tree.is_some() {
+            return self.follow_tree(view, tx).await;
+        }
         loop {
             let Some(Ok((p, kind, fired))) = self.watches.join_next().await else {
                 // Nothing watched can only mean the task has nothing to do;
@@ -330,6 +325,114 @@ impl Worker {
         }
     }
 
+    /// The events that turn `old` into the current map: `Added` and
+    /// `Updated` by path, then `Removed` deepest first.
+    fn diff(&self, old: &HashMap<String, Node>) -> Vec<CacheEvent> {
+        let mut events = Vec::new();
+        let mut paths: Vec<&String> = self.map.keys().collect();
+        paths.sort();
+        for p in paths {
+            if !self.reported(p) {
+                continue;
+            }
+            let n = &self.map[p];
+            match old.get(p) {
+                None => events.push(CacheEvent::Added {
+                    path: p.clone(),
+                    data: n.data.clone(),
+                }),
+                Some(o) if changed(o, n) => events.push(CacheEvent::Updated {
+                    path: p.clone(),
+                    data: n.data.clone(),
+                }),
+                Some(_) => {}
+            }
+        }
+        let mut gone: Vec<&String> = old.keys().filter(|p| !self.map.contains_key(*p)).collect();
+        gone.sort();
+        for p in gone.into_iter().rev() {
+            if self.reported(p) {
+                events.push(CacheEvent::Removed { path: p.clone() });
+            }
+        }
+        events
+    }
+
+    /// Open the tree watch over the root, retrying a lost connection;
+    /// `None` where the backend has none.
+    async fn open_tree(&self) -> Result<Option<TreeWatch>> {
+        match self
+            .retry(&self.root, |s, p| async move { s.watch_tree(&p).await })
+            .await
+        {
+            Ok(w) => Ok(Some(w)),
+            Err(Error::NotSupported { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Whether a change at `p` reported by the tree watch is one this
+    /// cache keeps.
+    fn in_scope(&self, p: &str) -> bool {
+        if p == self.root {
+            return true;
+        }
+        let under = if self.root == "/" {
+            p.starts_with('/') && p.len() > 1
+        } else {
+            p.len() > self.root.len()
+                && p.starts_with(self.root.as_str())
+                && p.as_bytes()[self.root.len()] == b'/'
+        };
+        under && self.depth(p) <= self.shape.max_depth
+    }
+
+    /// Keep the view current from the tree watch until the session ends.
+    async fn follow_tree(
+        &mut self,
+        view: &Shared,
+        tx: &mpsc::UnboundedSender<Result<CacheEvent>>,
+    ) -> Result<()> {
+        loop {
+            let Some(tree) = self.tree.as_mut() else {
+                return Err(Error::SessionClosed);
+            };
+            match tree.next().await {
+                Ok(TreeChange::Changed(p)) => {
+                    if !self.in_scope(&p) {
+                        continue;
+                    }
+                    self.refresh(p, Kind::Data).await?;
+                }
+                Ok(_) => self.reload().await?,
+                // The watch is over but the session is not: open another
+                // and read everything again, as a change may have come
+                // between the two.
+                Err(e) if e.is_retryable() => {
+                    self.tree = None;
+                    self.tree = self.open_tree().await?;
+                    if self.tree.is_none() {
+                        return Err(e);
+                    }
+                    self.reload().await?;
+                }
+                Err(e) => return Err(e),
+            }
+            let events = std::mem::take(&mut self.out);
+            if !events.is_empty() {
+                self.publish(view, tx, events);
+            }
+        }
+    }
+
+    /// Read the whole subtree again and queue the difference.
+    async fn reload(&mut self) -> Result<()> {
+        let old = std::mem::take(&mut self.map);
+        self.refresh(self.root.clone(), Kind::Data).await?;
+        self.out = self.diff(&old);
+        Ok(())
+    }
+
     fn publish(
         &self,
         view: &Shared,
@@ -352,13 +455,8 @@ impl Worker {
                     if !self.wanted(&p) {
                         continue;
                     }
-                    match self
-                        .retry(&p, |s, p| async move { s.get_watch(&p).await })
-                        .await?
-                    {
-                        Some((node, w)) => {
-                            let q = p.clone();
-                            self.watches.spawn(async move { (q, Kind::Data, w.await) });
+                    match self.read(&p).await? {
+                        Some(node) => {
                             let report = self.reported(&p);
                             match self.map.get(&p) {
                                 None => {
@@ -391,7 +489,7 @@ impl Worker {
                         }
                         None => {
                             self.remove_subtree(&p);
-                            if p == self.root {
+                            if p == self.root && self.tree.is_none() {
                                 self.watch_ancestor().await?;
                             }
                         }
@@ -401,18 +499,12 @@ impl Worker {
                     if !self.map.contains_key(&p) || self.depth(&p) >= self.shape.max_depth {
                         continue;
                     }
-                    let listed = self
-                        .retry(&p, |s, p| async move { s.children_watch(&p).await })
-                        .await;
-                    let (kids, w) = match listed {
+                    let kids = match self.list(&p).await {
                         Ok(x) => x,
                         // Gone: its data watch reports the removal.
                         Err(Error::NotFound { .. }) => continue,
                         Err(e) => return Err(e),
                     };
-                    let q = p.clone();
-                    self.watches
-                        .spawn(async move { (q, Kind::Children, w.await) });
                     let names: Vec<String> = kids.iter().map(|c| path::join(&p, &c.name)).collect();
                     let stale: Vec<String> = self
                         .map
@@ -432,6 +524,39 @@ impl Worker {
             }
         }
         Ok(())
+    }
+
+    /// Read a node: plainly under a tree watch, otherwise arming a data
+    /// watch with the read.
+    async fn read(&mut self, p: &str) -> Result<Option<Node>> {
+        if self.tree.is_some() {
+            return self.retry(p, |s, p| async move { s.get(&p).await }).await;
+        }
+        let found = self
+            .retry(p, |s, p| async move { s.get_watch(&p).await })
+            .await?;
+        Ok(found.map(|(node, w)| {
+            let q = p.to_string();
+            self.watches.spawn(async move { (q, Kind::Data, w.await) });
+            node
+        }))
+    }
+
+    /// List a directory's children: plainly under a tree watch, otherwise
+    /// arming a children watch with the listing.
+    async fn list(&mut self, p: &str) -> Result<Vec<crate::primitive::Child>> {
+        if self.tree.is_some() {
+            return self
+                .retry(p, |s, p| async move { s.children(&p).await })
+                .await;
+        }
+        let (kids, w) = self
+            .retry(p, |s, p| async move { s.children_watch(&p).await })
+            .await?;
+        let q = p.to_string();
+        self.watches
+            .spawn(async move { (q, Kind::Children, w.await) });
+        Ok(kids)
     }
 
     fn remove_subtree(&mut self, p: &str) {
