@@ -94,6 +94,7 @@ pub mod scoped;
 pub mod semaphore;
 pub mod server_restart;
 mod support;
+pub mod tree_watch;
 pub mod ttl;
 
 pub use conditions::*;
@@ -123,6 +124,12 @@ pub trait Harness: Send + Sync {
     /// seconds). Only that session's traffic is affected. Panics if the
     /// backend cannot be reached.
     async fn open_faulty(&self, session_timeout: Duration) -> (Session, Box<dyn fault::Fault>);
+
+    /// Whether the backend offers [`Session::watch_tree`]. Where it says
+    /// not, the suite checks the call is refused with `NotSupported`.
+    fn tree_watches(&self) -> bool {
+        true
+    }
 
     /// A fresh, unique root for one test.
     fn root(&self, test: &str) -> String {
@@ -206,6 +213,7 @@ macro_rules! conformance_tests {
         $crate::__periodic_job_tests!($make);
         $crate::__counter_tests!($make);
         $crate::__cache_tests!($make);
+        $crate::__tree_watch_tests!($make);
         $crate::__ttl_tests!($make);
         $crate::__inspect_tests!($make);
         $crate::__fault_tests!($make);

@@ -211,6 +211,78 @@ async fn a_watch_broken_by_a_cut_sees_the_delete_made_meanwhile() {
     observer.close().await.expect("close");
 }
 
+async fn next_change(w: &mut coord_core::TreeWatch) -> coord_core::TreeChange {
+    tokio::time::timeout(WAIT, w.next())
+        .await
+        .expect("a tree change within 30 s")
+        .expect("the tree watch runs")
+}
+
+/// A tree watch whose stream is broken while etcd compacts past the last
+/// revision it delivered cannot replay what it missed: it says so with
+/// `Resync` (the caller reads everything again) and goes on reporting
+/// changes. Broken without a compaction, it replays from where it stopped
+/// (the conformance suite's `cache_converges_after_cut`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tree_watch_compacted_past_resyncs() {
+    use coord_core::TreeChange;
+    let proxy = FaultProxy::start(&upstream()).await;
+    let options = EtcdOptions::new([format!("http://{}", proxy.addr())])
+        .session_timeout(Duration::from_secs(9))
+        .request_timeout(Duration::from_secs(1));
+    let session = coord_etcd::connect(options)
+        .await
+        .expect("session via proxy");
+    let observer = direct().await;
+    let dir = root("tree-compacted");
+    let mut w = session.watch_tree(&dir).await.expect("watch_tree");
+    let a = format!("{dir}/a");
+    observer
+        .create(&a, b"0", CreateMode::Persistent)
+        .await
+        .expect("create");
+    // The parent first (made by the create), then the node.
+    assert_eq!(next_change(&mut w).await, TreeChange::Changed(dir.clone()));
+    assert_eq!(next_change(&mut w).await, TreeChange::Changed(a.clone()));
+
+    proxy.cut();
+    await_state(&session, SessionState::Suspended).await;
+    observer.set(&a, b"1", None).await.expect("set");
+    observer.set(&a, b"2", None).await.expect("set");
+    let mut raw = etcd_client::Client::connect([endpoints()], None)
+        .await
+        .expect("raw etcd client");
+    let rev = raw
+        .get("compact-probe", None)
+        .await
+        .expect("get")
+        .header()
+        .expect("header")
+        .revision();
+    raw.compact(rev, None).await.expect("compact");
+    proxy.heal();
+
+    assert_eq!(
+        next_change(&mut w).await,
+        TreeChange::Resync,
+        "the changes lost to the compaction were not flagged"
+    );
+    let b = format!("{dir}/b");
+    observer
+        .create(&b, b"", CreateMode::Persistent)
+        .await
+        .expect("create");
+    loop {
+        match next_change(&mut w).await {
+            TreeChange::Changed(p) if p == b => break,
+            TreeChange::Changed(p) => assert_eq!(p, a, "only a's last set may repeat"),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    session.close().await.expect("close");
+    observer.close().await.expect("close");
+}
+
 /// A session given up on the client (no keep-alive answered before the
 /// lease deadline) revokes its lease once a member answers: the server
 /// does not keep it (and its keys) for a TTL more. A one-way silence keeps

@@ -162,6 +162,12 @@ impl coord_conformance::Harness for RedisHarness {
         self.name
     }
 
+    /// Redis has no watch over a subtree (keyspace notifications are
+    /// best-effort): coord's caches run on one-shot watches there.
+    fn tree_watches(&self) -> bool {
+        false
+    }
+
     async fn open(&self) -> Session {
         match coord_redis::connect(self.options()).await {
             Ok(session) => session,
