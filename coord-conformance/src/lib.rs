@@ -87,6 +87,7 @@ pub mod periodic_job;
 pub mod primitives;
 pub mod priority_delay_queue;
 pub mod queue;
+pub mod recipe_faults;
 pub mod reentrant;
 pub mod revocation;
 pub mod rwlock;
@@ -217,5 +218,6 @@ macro_rules! conformance_tests {
         $crate::__ttl_tests!($make);
         $crate::__inspect_tests!($make);
         $crate::__fault_tests!($make);
+        $crate::__recipe_faults_tests!($make);
     };
 }
