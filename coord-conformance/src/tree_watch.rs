@@ -123,6 +123,119 @@ pub async fn tree_watch_reports_subtree_changes(h: &dyn Harness) {
     let _ = o.close().await;
 }
 
+/// One-shot watches set by the same session on the very path a tree watch
+/// covers (a data watch, a deletion watch, a children watch) neither end
+/// the tree watch nor are lost to it: both fire. (ZooKeeper before 3.9
+/// keeps one watch mode per path and connection, ZOOKEEPER-4466: a data
+/// watch on the path turned the persistent watch into a one-shot one.)
+pub async fn tree_watch_coexists_with_one_shot_watches(h: &dyn Harness) {
+    if !h.tree_watches() {
+        return;
+    }
+    let root = h.root("tree_watch_coexists");
+    let (s, o) = (h.open().await, h.open().await);
+    o.create(&root, b"0", CreateMode::Persistent)
+        .await
+        .expect("create root");
+    let mut w = s.watch_tree(&root).await.expect("watch_tree");
+    let (_, data_watch) = s
+        .get_watch(&root)
+        .await
+        .expect("get_watch")
+        .expect("the root exists");
+    let (_, children_watch) = s.children_watch(&root).await.expect("children_watch");
+    o.set(&root, b"1", None).await.expect("set root");
+    within("the data watch on the watched path", data_watch)
+        .await
+        .expect("the data watch fired");
+    let a = join(&root, "a");
+    o.create(&a, b"", CreateMode::Persistent)
+        .await
+        .expect("create a");
+    within("the children watch on the watched path", children_watch)
+        .await
+        .expect("the children watch fired");
+    let gone = s
+        .watch_gone(&a)
+        .await
+        .expect("watch_gone")
+        .expect("a exists");
+    o.delete(&a, None).await.expect("delete a");
+    within("the deletion watch under the watched path", gone)
+        .await
+        .expect("the deletion watch fired");
+    // The tree watch saw all of it, and goes on after the one-shot
+    // watches fired (a Resync along the way is allowed).
+    let sentinel = join(&root, "z");
+    o.create(&sentinel, b"", CreateMode::Persistent)
+        .await
+        .expect("create sentinel");
+    let mut seen = Vec::new();
+    loop {
+        match next_change(&mut w).await {
+            TreeChange::Changed(p) if p == sentinel => break,
+            TreeChange::Changed(p) => seen.push(p),
+            _ => {}
+        }
+    }
+    assert!(
+        seen.contains(&root) && seen.contains(&a),
+        "{}: the tree watch missed changes: saw {seen:?}",
+        h.name()
+    );
+    o.set(&root, b"2", None).await.expect("set root again");
+    loop {
+        match next_change(&mut w).await {
+            TreeChange::Changed(p) if p == root => break,
+            TreeChange::Changed(p) => panic!("{}: unexpected change of {p}", h.name()),
+            _ => {}
+        }
+    }
+    let _ = s.close().await;
+    let _ = o.close().await;
+}
+
+/// A node cache and a tree cache on the same root and the same session,
+/// started in either order, both follow every change (on ZooKeeper before
+/// 3.9 the two kinds of watch cannot share a path on one connection: the
+/// second must not silently end the first).
+pub async fn caches_share_a_root_on_one_session(h: &dyn Harness) {
+    let root = h.root("caches_share_a_root");
+    let (s, o) = (h.open().await, h.open().await);
+    o.create(&root, b"0", CreateMode::Persistent)
+        .await
+        .expect("create root");
+    let node_first = coord_core::recipes::NodeCache::start(&s, &root).expect("node cache");
+    let mut node_first = node_first;
+    let mut tree = TreeCache::start(&s, &root, 4).expect("tree cache");
+    let mut node_after = coord_core::recipes::NodeCache::start(&s, &root).expect("node cache");
+    for (i, step) in ["a", "b"].iter().enumerate() {
+        let data = format!("v{i}");
+        o.set(&root, data.as_bytes(), None).await.expect("set root");
+        o.create(&join(&root, step), b"", CreateMode::Persistent)
+            .await
+            .expect("create child");
+        let want = fresh(&o, &root).await;
+        while view(&tree) != want {
+            within("the tree cache converging", tree.next_event())
+                .await
+                .expect("the tree cache runs");
+        }
+        for (what, cache) in [("first", &mut node_first), ("second", &mut node_after)] {
+            while cache.current().map(|n| n.data) != Some(data.clone().into_bytes()) {
+                within(
+                    &format!("the {what} node cache converging"),
+                    cache.next_event(),
+                )
+                .await
+                .expect("the node cache runs");
+            }
+        }
+    }
+    let _ = s.close().await;
+    let _ = o.close().await;
+}
+
 /// The server's subtree under `root` (all depths), path → data.
 async fn fresh(s: &Session, root: &str) -> BTreeMap<String, Vec<u8>> {
     let mut out = BTreeMap::new();
@@ -224,6 +337,8 @@ macro_rules! __tree_watch_tests {
     ($make:expr) => {
         $crate::__conformance_each!($make;
             tree_watch::tree_watch_reports_subtree_changes,
+            tree_watch::tree_watch_coexists_with_one_shot_watches,
+            tree_watch::caches_share_a_root_on_one_session,
             tree_watch::cache_converges_after_cut,
         );
     };

@@ -17,6 +17,9 @@ pub(crate) struct Shared {
     /// Set by `close()` before it drops the client: a `Closed` from the
     /// client is then ours; otherwise the session was lost (→ `Expired`).
     closing: AtomicBool,
+    /// The session's data watches and tree watches, kept off each other's
+    /// paths (see [`crate::paths`]).
+    pub(crate) paths: Arc<crate::paths::PathWatches>,
 }
 
 impl Shared {
@@ -25,6 +28,7 @@ impl Shared {
         Arc::new(Shared {
             state,
             closing: AtomicBool::new(false),
+            paths: Arc::default(),
         })
     }
 
