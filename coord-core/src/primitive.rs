@@ -593,7 +593,7 @@ pub trait PrimitiveSession: Send + Sync + 'static {
     /// (the tree cache) fall back to one watch per node there.
     ///
     /// Errors: `NotSupported` where the backend or server has no such
-    /// watch; those of a read.
+    /// watch, or cannot set one on that path now; those of a read.
     async fn watch_tree(&self, path: &str) -> Result<TreeWatch> {
         let _ = path;
         Err(crate::Error::NotSupported {

@@ -472,7 +472,9 @@ impl Session {
     ///
     /// # Errors
     /// `InvalidPath`; `NotSupported` where the backend or server has no
-    /// tree watches (Redis; ZooKeeper before 3.6); then the backend's.
+    /// tree watches (Redis; ZooKeeper before 3.6) or cannot set one there
+    /// now (ZooKeeper before 3.9, while this session has a data watch on
+    /// that very path); then the backend's.
     ///
     /// # Cancel safety
     /// Cancel safe; dropping the returned watch unregisters it.
