@@ -34,7 +34,7 @@ async fn until_initialized(c: &mut TreeCache) -> Vec<CacheEvent> {
 }
 
 /// The server's subtree under `root` (all depths), path → data, read fresh.
-async fn fresh(s: &Session, root: &str) -> BTreeMap<String, Vec<u8>> {
+pub(crate) async fn fresh(s: &Session, root: &str) -> BTreeMap<String, Vec<u8>> {
     let mut out = BTreeMap::new();
     let mut todo = vec![root.to_string()];
     while let Some(p) = todo.pop() {
@@ -49,7 +49,7 @@ async fn fresh(s: &Session, root: &str) -> BTreeMap<String, Vec<u8>> {
     out
 }
 
-fn view(c: &TreeCache) -> BTreeMap<String, Vec<u8>> {
+pub(crate) fn view(c: &TreeCache) -> BTreeMap<String, Vec<u8>> {
     c.current().into_iter().map(|(p, n)| (p, n.data)).collect()
 }
 

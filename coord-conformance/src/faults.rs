@@ -275,11 +275,20 @@ async fn held_with_waiter(
 }
 
 /// Await the session's state `want`.
-async fn await_session_state(what: &str, session: &Session, want: SessionState) {
+pub(crate) async fn await_session_state(what: &str, session: &Session, want: SessionState) {
     let mut rx = session.state_watch();
     within(what, rx.wait_for(|s| *s == want))
         .await
         .unwrap_or_else(|_| panic!("{what}: the state watch closed"));
+}
+
+/// Cut `session`'s connections, await `Suspended`, heal, await
+/// `Connected`: a cut shorter than the session timeout.
+pub(crate) async fn short_cut(fault: &dyn crate::fault::Fault, session: &Session) {
+    fault.cut();
+    await_session_state("Suspended after the cut", session, SessionState::Suspended).await;
+    fault.heal();
+    await_session_state("Connected after the heal", session, SessionState::Connected).await;
 }
 
 /// A connection cut shorter than the session timeout changes nothing that
@@ -291,12 +300,7 @@ pub async fn fault_short_cut_keeps_the_hold(h: &dyn Harness) {
     let (holder, fault) = h.open_faulty(SHORT_FAULT_TIMEOUT).await;
     let (guard, other, mut next) = held_with_waiter(h, &holder, &dir).await;
 
-    let outage = async {
-        fault.cut();
-        await_session_state("Suspended after the cut", &holder, SessionState::Suspended).await;
-        fault.heal();
-        await_session_state("Connected after the heal", &holder, SessionState::Connected).await;
-    };
+    let outage = short_cut(&*fault, &holder);
     tokio::select! {
         why = guard.lost() => panic!("lost() fired during a cut shorter than the session timeout: {why}"),
         () = outage => {}

@@ -28,8 +28,10 @@ pub struct OverlapRecorder {
 struct Recorded {
     owners: BTreeMap<String, String>,
     overlaps: Vec<(String, String, String)>,
-    ended: BTreeMap<String, PartitionState>,
+    ended: BTreeMap<String, (PartitionState, tokio::time::Instant)>,
     seen: BTreeMap<String, PartitionState>,
+    /// When each (member, item) belief last began.
+    began: BTreeMap<(String, String), tokio::time::Instant>,
 }
 
 impl OverlapRecorder {
@@ -39,6 +41,7 @@ impl OverlapRecorder {
 
     /// `member` now believes it owns `items`.
     fn begin(&self, member: &str, items: &[String]) {
+        let now = tokio::time::Instant::now();
         let mut r = self.lock();
         for item in items {
             if let Some(other) = r.owners.get(item).cloned() {
@@ -48,6 +51,7 @@ impl OverlapRecorder {
                 }
             }
             r.owners.insert(item.clone(), member.to_owned());
+            r.began.insert((member.to_owned(), item.clone()), now);
         }
     }
 
@@ -61,11 +65,15 @@ impl OverlapRecorder {
     }
 
     fn finished(&self, member: &str, state: PartitionState) {
-        self.lock().ended.insert(member.to_owned(), state);
+        let now = tokio::time::Instant::now();
+        self.lock()
+            .ended
+            .entry(member.to_owned())
+            .or_insert((state, now));
     }
 
     /// Each member's items as believed now.
-    fn split(&self) -> BTreeMap<String, Vec<String>> {
+    pub(crate) fn split(&self) -> BTreeMap<String, Vec<String>> {
         let mut by = BTreeMap::<String, Vec<String>>::new();
         for (item, m) in &self.lock().owners {
             by.entry(m.clone()).or_default().push(item.clone());
@@ -74,24 +82,37 @@ impl OverlapRecorder {
     }
 
     /// Every (item, earlier owner, later owner) seen at once.
-    fn overlaps(&self) -> Vec<(String, String, String)> {
+    pub(crate) fn overlaps(&self) -> Vec<(String, String, String)> {
         self.lock().overlaps.clone()
     }
 
-    fn ended(&self, member: &str) -> Option<PartitionState> {
-        self.lock().ended.get(member).cloned()
+    pub(crate) fn ended(&self, member: &str) -> Option<PartitionState> {
+        self.lock().ended.get(member).map(|(s, _)| s.clone())
+    }
+
+    /// When `member` ended (`Failed`, `Closed`…), if it did.
+    pub(crate) fn ended_at(&self, member: &str) -> Option<tokio::time::Instant> {
+        self.lock().ended.get(member).map(|(_, t)| *t)
+    }
+
+    /// When `member` last began believing it owns `item`.
+    pub(crate) fn began_at(&self, member: &str, item: &str) -> Option<tokio::time::Instant> {
+        self.lock()
+            .began
+            .get(&(member.to_owned(), item.to_owned()))
+            .copied()
     }
 }
 
 /// A member driven by a task, as a user would drive it.
-struct Driven {
+pub(crate) struct Driven {
     close: Option<oneshot::Sender<()>>,
     task: JoinHandle<coord_core::Result<()>>,
 }
 
 impl Driven {
     /// Close the partitioner and return what `close` returned.
-    async fn close(mut self) -> coord_core::Result<()> {
+    pub(crate) async fn close(mut self) -> coord_core::Result<()> {
         if let Some(tx) = self.close.take() {
             let _ = tx.send(());
         }
@@ -103,7 +124,7 @@ impl Driven {
 
 /// Join as `member` and drive it: record beliefs in `rec`, acknowledge
 /// every `Release` after the belief has ended.
-async fn drive(
+pub(crate) async fn drive(
     session: &Session,
     dir: &str,
     member: &str,
@@ -183,7 +204,11 @@ fn expect(members: &[&str], shares: &[&[usize]]) -> BTreeMap<String, Vec<String>
 }
 
 /// Wait until the beliefs are exactly `want` (every item owned once).
-async fn await_split(what: &str, rec: &OverlapRecorder, want: &BTreeMap<String, Vec<String>>) {
+pub(crate) async fn await_split(
+    what: &str,
+    rec: &OverlapRecorder,
+    want: &BTreeMap<String, Vec<String>>,
+) {
     let deadline = tokio::time::Instant::now() + crate::CONDITION_DEADLINE;
     while &rec.split() != want {
         if tokio::time::Instant::now() > deadline {

@@ -18,23 +18,23 @@
 //! from its loss to the next party's gain).
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use coord_core::path::join;
 use coord_core::prelude::WorkQueue;
 use coord_core::recipes::{
-    DelayQueue, Delivery, LatchEvent, LatchWatcher, LeaderLatch, PartitionState, Partitioner,
-    PriorityQueue,
+    DelayQueue, Delivery, LatchEvent, LatchWatcher, LeaderLatch, PartitionState, PriorityQueue,
 };
 use coord_core::{CreateMode, Error, Op, Session, SessionState};
+
+use crate::partitioner::{await_split, drive, OverlapRecorder};
 use futures_util::future::join_all;
-use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use crate::faults::{PARTITION_TIMEOUT, ROUNDS, SHORT_FAULT_TIMEOUT};
-use crate::{eventually, within, Harness, CONDITION_DEADLINE};
+use crate::faults::{short_cut, PARTITION_TIMEOUT, ROUNDS, SHORT_FAULT_TIMEOUT};
+use crate::{eventually, within, Harness};
 
 /// Print what a partition test measured: from the partition to the
 /// holder's loss, and from the loss to the next party's gain.
@@ -53,14 +53,6 @@ fn report(h: &dyn Harness, test: &str, detect: &[Duration], gap: &[Duration]) {
         figures(detect),
         figures(gap),
     );
-}
-
-/// Await the session's state `want`.
-async fn await_session_state(what: &str, session: &Session, want: SessionState) {
-    let mut rx = session.state_watch();
-    within(what, rx.wait_for(|s| *s == want))
-        .await
-        .unwrap_or_else(|_| panic!("{what}: the state watch closed"));
 }
 
 /// Await a spawned task, failing with `what` if it does not end or panics.
@@ -217,12 +209,7 @@ pub async fn fault_short_cut_keeps_latch_leadership(h: &dyn Harness) {
     let mut w = leader.watch();
     assert_eq!(w.next().await, Some(LatchEvent::IsLeader { token }));
 
-    let outage = async {
-        fault.cut();
-        await_session_state("Suspended after the cut", &holder, SessionState::Suspended).await;
-        fault.heal();
-        await_session_state("Connected after the heal", &holder, SessionState::Connected).await;
-    };
+    let outage = short_cut(&*fault, &holder);
     tokio::select! {
         ev = w.next() => panic!("the leader's latch changed to {ev:?} during a cut shorter than the session"),
         r = follower.await_leadership() => panic!("the queued latch led during a short cut of the leader: {r:?}"),
@@ -281,132 +268,6 @@ pub async fn fault_short_cut_keeps_latch_leadership(h: &dyn Harness) {
     let _ = other.close().await;
 }
 
-/// Who believes it owns which item, with the instants beliefs begin and
-/// end, and every moment an item was believed owned by two members.
-#[derive(Debug, Default)]
-struct Ownership {
-    inner: Mutex<Owned>,
-}
-
-#[derive(Debug, Default)]
-struct Owned {
-    owners: BTreeMap<String, String>,
-    /// (item, owner then, new owner).
-    overlaps: Vec<(String, String, String)>,
-    /// When each (member, item) belief last began.
-    began: BTreeMap<(String, String), Instant>,
-    /// How each member ended, and when.
-    ended: BTreeMap<String, (PartitionState, Instant)>,
-}
-
-impl Ownership {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Owned> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn begin(&self, member: &str, items: &[String]) {
-        let now = Instant::now();
-        let mut o = self.lock();
-        for item in items {
-            if let Some(other) = o.owners.get(item).cloned() {
-                if other != member {
-                    o.overlaps.push((item.clone(), other, member.to_owned()));
-                }
-            }
-            o.owners.insert(item.clone(), member.to_owned());
-            o.began.insert((member.to_owned(), item.clone()), now);
-        }
-    }
-
-    fn end(&self, member: &str) {
-        self.lock().owners.retain(|_, m| m != member);
-    }
-
-    fn finished(&self, member: &str, state: PartitionState) {
-        let now = Instant::now();
-        self.lock()
-            .ended
-            .entry(member.to_owned())
-            .or_insert((state, now));
-    }
-
-    fn split(&self) -> BTreeMap<String, Vec<String>> {
-        let mut by = BTreeMap::<String, Vec<String>>::new();
-        for (item, m) in &self.lock().owners {
-            by.entry(m.clone()).or_default().push(item.clone());
-        }
-        by
-    }
-}
-
-/// A partitioner member driven as a user drives one: on `Acquired` it
-/// starts believing it owns the items, on `Release` it stops and then
-/// acknowledges; `Failed` / `Closed` end the belief. Returns the channel
-/// that closes it and the task, which returns what `close` returned.
-async fn drive(
-    session: &Session,
-    dir: &str,
-    member: &str,
-    items: &[String],
-    own: &Arc<Ownership>,
-) -> (oneshot::Sender<()>, JoinHandle<coord_core::Result<()>>) {
-    let p = Partitioner::join(session, dir, member, items.iter().cloned())
-        .await
-        .expect("join the partitioner");
-    let own = own.clone();
-    let member = member.to_owned();
-    let (close_tx, mut close_rx) = oneshot::channel::<()>();
-    let task = tokio::spawn(async move {
-        let mut w = p.watch();
-        loop {
-            let state = tokio::select! {
-                s = w.next() => s,
-                _ = &mut close_rx => {
-                    own.end(&member);
-                    own.finished(&member, PartitionState::Closed);
-                    return p.close().await;
-                }
-            };
-            match state {
-                Some(PartitionState::Acquired(items)) => own.begin(&member, &items),
-                Some(PartitionState::Release) => {
-                    own.end(&member);
-                    // An error (the session ended meanwhile) fails the
-                    // partitioner: the next state says so.
-                    let _ = p.release().await;
-                }
-                Some(PartitionState::Allocating) => {}
-                Some(other) => {
-                    own.end(&member);
-                    assert!(p.owned().is_empty(), "{member} owns items when {other:?}");
-                    own.finished(&member, other);
-                    let _ = close_rx.await;
-                    return p.close().await;
-                }
-                None => {
-                    own.end(&member);
-                    let _ = close_rx.await;
-                    return p.close().await;
-                }
-            }
-        }
-    });
-    (close_tx, task)
-}
-
-/// Wait until the members' beliefs are exactly `want`.
-async fn await_split(what: &str, own: &Ownership, want: &BTreeMap<String, Vec<String>>) {
-    let deadline = Instant::now() + CONDITION_DEADLINE;
-    while &own.split() != want {
-        assert!(
-            Instant::now() < deadline,
-            "timed out waiting for: {what}: owners {:?}",
-            own.lock().owners
-        );
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-}
-
 /// Two members split six items, one behind a fault; it is partitioned past
 /// its session timeout: it reports `Failed` and stops owning its items
 /// before the healthy member owns any of them, every item ends owned by
@@ -418,9 +279,9 @@ pub async fn fault_partitioned_partitioner_member_releases_first(h: &dyn Harness
     let items: Vec<String> = (0..6).map(|i| format!("item-{i}")).collect();
     let named =
         |ids: &[usize]| -> Vec<String> { ids.iter().map(|i| format!("item-{i}")).collect() };
-    let own = Arc::new(Ownership::default());
-    let (close_a, task_a) = drive(&healthy, &dir, "m-a", &items, &own).await;
-    let (close_b, task_b) = drive(&faulty, &dir, "m-b", &items, &own).await;
+    let own = Arc::new(OverlapRecorder::default());
+    let a = drive(&healthy, &dir, "m-a", &items, &own).await;
+    let b = drive(&faulty, &dir, "m-b", &items, &own).await;
     let halves = BTreeMap::from([
         ("m-a".to_owned(), named(&[0, 2, 4])),
         ("m-b".to_owned(), named(&[1, 3, 5])),
@@ -431,31 +292,23 @@ pub async fn fault_partitioned_partitioner_member_releases_first(h: &dyn Harness
     fault.partition();
     let all = BTreeMap::from([("m-a".to_owned(), items.clone())]);
     await_split("the healthy member owns all six items", &own, &all).await;
-    let (t_failed, t_first_taken) = {
-        let o = own.lock();
-        assert_eq!(
-            o.overlaps,
-            vec![],
-            "items owned by two members at once (item, owner, new owner)"
-        );
-        let (ended, t_failed) = o
-            .ended
-            .get("m-b")
-            .cloned()
-            .expect("the partitioned member ended");
-        assert_eq!(ended, PartitionState::Failed);
-        let taken: Vec<Instant> = named(&[1, 3, 5])
-            .into_iter()
-            .map(|item| o.began[&("m-a".to_owned(), item)])
-            .collect();
-        let t_first_taken = taken.iter().min().copied().expect("three items");
-        assert!(
-            t_failed < t_first_taken,
-            "the healthy member owned a partitioned member's item {:?} before it failed",
-            t_failed - t_first_taken
-        );
-        (t_failed, t_first_taken)
-    };
+    assert_eq!(
+        own.overlaps(),
+        vec![],
+        "items owned by two members at once (item, owner, new owner)"
+    );
+    assert_eq!(own.ended("m-b"), Some(PartitionState::Failed));
+    let t_failed = own.ended_at("m-b").expect("the partitioned member ended");
+    let t_first_taken = named(&[1, 3, 5])
+        .iter()
+        .map(|item| own.began_at("m-a", item).expect("taken over"))
+        .min()
+        .expect("three items");
+    assert!(
+        t_failed < t_first_taken,
+        "the healthy member owned a partitioned member's item {:?} before it failed",
+        t_failed - t_first_taken
+    );
     report(
         h,
         "partitioner",
@@ -464,15 +317,11 @@ pub async fn fault_partitioned_partitioner_member_releases_first(h: &dyn Harness
     );
     assert_eq!(faulty.state(), SessionState::Expired);
     fault.heal();
-    let _ = close_b.send(());
     assert!(
-        joined("the failed member closes", task_b).await.is_err(),
+        b.close().await.is_err(),
         "closing the member whose session was lost reports why it failed"
     );
-    let _ = close_a.send(());
-    joined("the healthy member closes", task_a)
-        .await
-        .expect("close the healthy member");
+    a.close().await.expect("close the healthy member");
     assert!(own.split().is_empty(), "items owned after both closed");
     let _ = faulty.close().await;
     let _ = healthy.close().await;

@@ -7,13 +7,13 @@
 //! it; one that does not must refuse with `NotSupported` (the caches then
 //! run on one-shot watches: the cache test here runs either way).
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use coord_core::path::join;
 use coord_core::recipes::{CacheEvent, TreeCache};
-use coord_core::{CreateMode, Error, Session, SessionState, TreeChange, TreeWatch};
+use coord_core::{CreateMode, Error, SessionState, TreeChange, TreeWatch};
 
+use crate::caches::{fresh, view};
 use crate::{await_state, within, Harness};
 
 /// The next change of a tree watch, failing the test after 30 s.
@@ -234,26 +234,6 @@ pub async fn caches_share_a_root_on_one_session(h: &dyn Harness) {
     }
     let _ = s.close().await;
     let _ = o.close().await;
-}
-
-/// The server's subtree under `root` (all depths), path → data.
-async fn fresh(s: &Session, root: &str) -> BTreeMap<String, Vec<u8>> {
-    let mut out = BTreeMap::new();
-    let mut todo = vec![root.to_string()];
-    while let Some(p) = todo.pop() {
-        let Some(n) = s.get(&p).await.expect("get") else {
-            continue;
-        };
-        out.insert(p.clone(), n.data);
-        if let Ok(kids) = s.children(&p).await {
-            todo.extend(kids.iter().map(|c| join(&p, &c.name)));
-        }
-    }
-    out
-}
-
-fn view(c: &TreeCache) -> BTreeMap<String, Vec<u8>> {
-    c.current().into_iter().map(|(p, n)| (p, n.data)).collect()
 }
 
 /// A tree cache whose connection is cut (shorter than its session) while

@@ -60,6 +60,18 @@ async fn data(session: &Session, path: &str) -> Vec<u8> {
         .data
 }
 
+/// A session through a fresh fault proxy: 9 s session, 1 s requests.
+async fn behind_proxy() -> (FaultProxy, Session) {
+    let proxy = FaultProxy::start(&upstream()).await;
+    let options = EtcdOptions::new([format!("http://{}", proxy.addr())])
+        .session_timeout(Duration::from_secs(9))
+        .request_timeout(Duration::from_secs(1));
+    let session = coord_etcd::connect(options)
+        .await
+        .expect("session via proxy");
+    (proxy, session)
+}
+
 async fn await_state(session: &Session, want: SessionState) {
     let mut rx = session.state_watch();
     let got = tokio::time::timeout(WAIT, rx.wait_for(|s| *s == want)).await;
@@ -158,13 +170,7 @@ async fn the_fault_proxy_partitions_and_silences_http2() {
 /// read of its own.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_watch_broken_by_a_cut_sees_the_delete_made_meanwhile() {
-    let proxy = FaultProxy::start(&upstream()).await;
-    let options = EtcdOptions::new([format!("http://{}", proxy.addr())])
-        .session_timeout(Duration::from_secs(9))
-        .request_timeout(Duration::from_secs(1));
-    let session = coord_etcd::connect(options)
-        .await
-        .expect("session via proxy");
+    let (proxy, session) = behind_proxy().await;
     let observer = direct().await;
     let dir = root("watch-cut");
     let mine = session
@@ -226,13 +232,7 @@ async fn next_change(w: &mut coord_core::TreeWatch) -> coord_core::TreeChange {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tree_watch_compacted_past_resyncs() {
     use coord_core::TreeChange;
-    let proxy = FaultProxy::start(&upstream()).await;
-    let options = EtcdOptions::new([format!("http://{}", proxy.addr())])
-        .session_timeout(Duration::from_secs(9))
-        .request_timeout(Duration::from_secs(1));
-    let session = coord_etcd::connect(options)
-        .await
-        .expect("session via proxy");
+    let (proxy, session) = behind_proxy().await;
     let observer = direct().await;
     let dir = root("tree-compacted");
     let mut w = session.watch_tree(&dir).await.expect("watch_tree");
