@@ -2,10 +2,42 @@
 //! a node is recognisable as ours after a lost answer, and ZooKeeper peers
 //! (Curator, kazoo) see the same names they make.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
+
 /// A fresh protected name prefix: `_c_<uuid>-<kind>`; a sequential create
 /// appends the backend's suffix to it.
 pub fn protected(kind: &str) -> String {
-    format!("_c_{}-{kind}", uuid::Uuid::new_v4())
+    format!("_c_{}-{kind}", fresh_uuid())
+}
+
+/// A version-4 UUID, unique in this process and random across processes,
+/// without a `getrandom` system call each time (one per acquire was a
+/// twelfth of an in-memory lock cycle): a per-process random seed, taken
+/// once from the OS, mixed with a counter through SplitMix64, whose
+/// finaliser is a bijection on `u64`, so two counts never give the same
+/// high half before the version bits are set; a collision needs both
+/// halves to meet as well, 2^-122 at worst.
+fn fresh_uuid() -> uuid::Uuid {
+    static SEED: OnceLock<(u64, u64)> = OnceLock::new();
+    static COUNT: AtomicU64 = AtomicU64::new(0);
+    let (a, b) = *SEED.get_or_init(|| uuid::Uuid::new_v4().as_u64_pair());
+    let n = COUNT.fetch_add(1, Ordering::Relaxed);
+    let hi = splitmix64(a ^ n);
+    let lo = splitmix64(b.wrapping_add(n));
+    let mut bytes = [0u8; 16];
+    bytes[..8].copy_from_slice(&hi.to_be_bytes());
+    bytes[8..].copy_from_slice(&lo.to_be_bytes());
+    uuid::Builder::from_random_bytes(bytes).into_uuid()
+}
+
+/// SplitMix64's finaliser (Steele, Lea, Flood 2014): a bijection on `u64`
+/// that scatters consecutive inputs.
+fn splitmix64(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
 }
 
 /// The marker of an exclusive lock's node (Curator `InterProcessMutex`).
@@ -21,3 +53,24 @@ pub const LATCH: &str = "latch-";
 /// The marker of kazoo's `ReadLock` nodes (`<hex>__rlock__<seq>`): readers
 /// too, so a coord reader shares with them.
 pub const KAZOO_READ: &str = "__rlock__";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn protected_names_are_curators_form_and_never_repeat() {
+        let mut seen = std::collections::HashSet::new();
+        for _ in 0..100_000 {
+            let name = protected(LOCK);
+            let uuid = name
+                .strip_prefix("_c_")
+                .and_then(|r| r.strip_suffix("-lock-"))
+                .expect("_c_<uuid>-lock-");
+            let parsed = uuid::Uuid::parse_str(uuid).expect("a hyphenated UUID");
+            assert_eq!(parsed.get_version_num(), 4);
+            assert_eq!(parsed.hyphenated().to_string(), uuid);
+            assert!(seen.insert(name), "a protected name repeated");
+        }
+    }
+}
