@@ -7,7 +7,7 @@
 //!
 //! - a partitioned [`LeaderLatch`] reports `NotLeader` before another
 //!   latch leads; a cut shorter than the session changes nothing;
-//! - a partitioned [`Partitioner`] member gives up its items before the
+//! - a partitioned [`Partitioner`](coord_core::recipes::Partitioner) member gives up its items before the
 //!   healthy member owns them, and no item ever has two owners;
 //! - an item leased by a partitioned consumer of a reliable priority or
 //!   delay queue is delivered again, once, after the consumer learned of

@@ -747,7 +747,7 @@ impl PrimitiveSession for ZkSession {
     ///
     /// Where this session's tree watch covers exactly `path`, no watch is
     /// set on the server: the tree watch's signal fires it (see
-    /// [`crate::paths`]).
+    /// `paths.rs`).
     async fn get_watch(&self, path: &str) -> Result<Option<(Node, Watch)>> {
         match self.shared.paths.data_watch(path) {
             DataWatch::FromTree(signal) => {
