@@ -1011,7 +1011,9 @@ pub async fn run(url: &str, cfg: &Config) -> BenchResult<Report> {
 /// The performance targets (docs/benchmarks.md) that apply to this backend.
 fn check_targets(rep: &mut Report, cfg: &Config) {
     let mut t = Vec::new();
-    let ratio = |rep: &Report, key: &str| rep.get(key).and_then(|r| r.ratio());
+    // A row without a ratio (a side had no sample) is a target missed,
+    // reported as "no sample", not one left out.
+    let ratio = |rep: &Report, key: &str| rep.get(key).map(|r| r.ratio().unwrap_or(f64::NAN));
     match rep.backend.as_str() {
         "zk" => {
             if let Some(x) = ratio(rep, "w1.lock.per_s") {

@@ -37,12 +37,14 @@ pub struct Row {
 }
 
 impl Row {
-    /// `value / baseline`, when there is a baseline.
+    /// `value / baseline`, when there is a baseline and both are figures
+    /// (a side with no sample has no ratio).
     pub fn ratio(&self) -> Option<f64> {
         self.baseline
             .as_ref()
-            .filter(|(_, b)| *b > 0.0)
+            .filter(|(_, b)| b.is_finite() && *b > 0.0)
             .map(|(_, b)| self.value / b)
+            .filter(|x| x.is_finite())
     }
 }
 
@@ -166,10 +168,10 @@ impl Report {
             for t in &self.targets {
                 let _ = writeln!(
                     s,
-                    "- {} {}: measured {:.3}",
+                    "- {} {}: measured {}",
                     if t.met { "MET" } else { "MISSED" },
                     t.what,
-                    t.measured
+                    fmt_num(t.measured)
                 );
             }
         }
@@ -285,8 +287,12 @@ struct JsonFailure<'a> {
     error: &'a str,
 }
 
+/// A figure for the markdown; not a number (an empty sample) is "no
+/// sample", never 0.
 fn fmt_num(v: f64) -> String {
-    if v == 0.0 {
+    if !v.is_finite() {
+        "no sample".into()
+    } else if v == 0.0 {
         "0".into()
     } else if v.abs() >= 1000.0 {
         format!("{v:.0}")
@@ -310,10 +316,16 @@ pub struct Percentiles {
     pub mean: f64,
 }
 
-/// Percentiles (ms) of `samples`; zeros when empty.
+/// Percentiles (ms) of `samples`. An empty sample has none: every field
+/// is NaN, which the report shows as "no sample" (JSON `null`), never as
+/// 0 ms, and which gives no ratio and meets no target.
 pub fn percentiles(samples: &mut [Duration]) -> Percentiles {
     if samples.is_empty() {
-        return Percentiles::default();
+        return Percentiles {
+            p50: f64::NAN,
+            p99: f64::NAN,
+            mean: f64::NAN,
+        };
     }
     samples.sort_unstable();
     let at = |q: f64| {
@@ -331,6 +343,52 @@ pub fn percentiles(samples: &mut [Duration]) -> Percentiles {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_empty_sample_is_no_sample_never_zero() {
+        let p = percentiles(&mut []);
+        let mut r = Report {
+            backend: "mem".into(),
+            ..Report::default()
+        };
+        r.add(
+            "a.p50",
+            "W2",
+            "case",
+            "p50",
+            p.p50,
+            "ms",
+            Better::Lower,
+            Some(("base", 2.0)),
+        );
+        r.add(
+            "b.p50",
+            "W2",
+            "case",
+            "p50",
+            1.0,
+            "ms",
+            Better::Lower,
+            Some(("base", p.p50)),
+        );
+        assert_eq!(r.get("a.p50").and_then(Row::ratio), None);
+        assert_eq!(r.get("b.p50").and_then(Row::ratio), None);
+        r.targets.push(TargetCheck {
+            what: "t".into(),
+            measured: p.p50,
+            met: p.p50 <= 1.0,
+        });
+        assert!(!r.targets[0].met, "no sample meets no target");
+        let md = r.markdown();
+        assert!(md.contains("| no sample ms |"), "{md}");
+        assert!(md.contains("base: no sample"), "{md}");
+        assert!(md.contains("MISSED t: measured no sample"), "{md}");
+        assert!(!md.contains("| 0 ms"), "{md}");
+        let json: serde_json::Value = serde_json::from_str(&r.json()).expect("json");
+        assert!(json["rows"][0]["value"].is_null());
+        assert!(json["rows"][0]["ratio"].is_null());
+        assert!(json["targets"][0]["measured"].is_null());
+    }
 
     #[test]
     fn json_has_every_field_and_round_trips() {
