@@ -9,8 +9,9 @@
 //! 3. otherwise wait until *that one node* is gone — never the directory,
 //!    so a release wakes exactly the waiter behind it — then list again.
 //!
-//! The node is created in a task of its own and deleted if the caller gives
-//! up (timeout, `try`, dropped future, error), so no attempt leaves a node.
+//! The node is created by a [`PendingNode`] (its create finishes even if the
+//! caller's future is dropped) and deleted if the caller gives up (timeout,
+//! `try`, dropped future, error), so no attempt leaves a node.
 
 use tokio::time::Instant;
 
@@ -88,10 +89,9 @@ impl Request<'_> {
         // whose answer is held up (a partition) must not hold the caller
         // past its timeout. Given up, the pending node deletes itself once
         // the create resolves.
-        let first_step = async {
-            pending.sent().await;
-            tokio::join!(pending.created(), self.session.children(self.dir))
-        };
+        // The create's request is issued already (PendingNode::spawn
+        // polls it once): the listing follows it.
+        let first_step = async { tokio::join!(pending.created(), self.session.children(self.dir)) };
         let Some((created, first)) = wait.within(first_step).await else {
             return Err(Error::Timeout(wait.length()));
         };

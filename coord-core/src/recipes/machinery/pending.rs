@@ -1,15 +1,15 @@
 //! A create that leaves nothing behind when its caller gives up.
 //!
-//! The create runs in its own task, so it finishes even if the caller's
-//! future is dropped mid-flight; if the caller never took the node, the
-//! task's result is deleted in the background. That makes every acquire
+//! The create is polled once where it is started, which sends the request
+//! (a backend that answers at once, like mem, is done there); if it must
+//! wait, it goes on in a task of its own, so it finishes even if the
+//! caller's future is dropped mid-flight. If the caller never took the
+//! node, it is deleted in the background. That makes every acquire
 //! cancel-safe without knowing how far a backend got with the request.
 
 use std::future::Future;
-use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 use crate::error::{Error, Result};
@@ -17,31 +17,11 @@ use crate::primitive::{CreateMode, Created, Fence, Op};
 use crate::recipes::machinery::retry;
 use crate::session::Session;
 
-/// Polls the inner future and says so after its first poll: by then a
-/// backend has put the request on the wire (or answered it), so a request
-/// issued after the signal follows it on a FIFO connection (ZooKeeper).
-struct SignalFirstPoll<F> {
-    inner: Pin<Box<F>>,
-    sent: Option<oneshot::Sender<()>>,
-}
-
-impl<F: Future> Future for SignalFirstPoll<F> {
-    type Output = F::Output;
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
-        let out = self.inner.as_mut().poll(cx);
-        if let Some(tx) = self.sent.take() {
-            let _ = tx.send(());
-        }
-        out
-    }
-}
-
 enum State {
-    Creating {
-        task: JoinHandle<Result<Created>>,
-        sent: Option<oneshot::Receiver<()>>,
-    },
+    Creating(JoinHandle<Result<Created>>),
     Created(Created),
+    /// Refused at once (on the first poll).
+    Failed(Error),
     Taken,
 }
 
@@ -56,36 +36,36 @@ pub(crate) struct PendingNode {
 }
 
 impl PendingNode {
-    /// Start creating `path` in a task of its own.
+    /// Start creating `path`: the create is polled once here, so its
+    /// request is issued when this returns (a request made after it
+    /// follows it on a FIFO connection: ZooKeeper); an answer not there yet
+    /// is awaited in a task of its own. A backend that answers on the first
+    /// poll (mem) costs no task and no scheduler turn.
     pub(crate) fn spawn(session: &Session, path: String, data: Vec<u8>, mode: CreateMode) -> Self {
-        let (tx, rx) = oneshot::channel();
         let s = session.clone();
-        let fut = async move { s.create(&path, &data, mode).await };
-        let task = tokio::spawn(SignalFirstPoll {
-            inner: Box::pin(fut),
-            sent: Some(tx),
-        });
+        let mut create = Box::pin(async move { s.create(&path, &data, mode).await });
+        // The first poll's waker is never woken for: a create still pending
+        // is polled again by its task, with the task's waker, at once.
+        let mut cx = Context::from_waker(std::task::Waker::noop());
+        let state = match create.as_mut().poll(&mut cx) {
+            Poll::Ready(Ok(c)) => State::Created(c),
+            Poll::Ready(Err(e)) => State::Failed(e),
+            Poll::Pending => State::Creating(tokio::spawn(create)),
+        };
         PendingNode {
             session: session.clone(),
-            state: State::Creating {
-                task,
-                sent: Some(rx),
-            },
-        }
-    }
-
-    /// Resolve once the create request has been issued (not answered).
-    pub(crate) async fn sent(&mut self) {
-        if let State::Creating { sent, .. } = &mut self.state {
-            if let Some(rx) = sent.take() {
-                let _ = rx.await;
-            }
+            state,
         }
     }
 
     /// The created node, once the backend has answered. Cancel safe.
     pub(crate) async fn created(&mut self) -> Result<&Created> {
-        if let State::Creating { task, .. } = &mut self.state {
+        if let State::Failed(_) = &self.state {
+            if let State::Failed(e) = std::mem::replace(&mut self.state, State::Taken) {
+                return Err(e);
+            }
+        }
+        if let State::Creating(task) = &mut self.state {
             let res = match task.await {
                 Ok(r) => r,
                 Err(e) => Err(Error::backend(self.session.backend(), e)),
@@ -217,9 +197,9 @@ pub(crate) fn delete_in_background(session: Session, node: Created) {
 impl Drop for PendingNode {
     fn drop(&mut self) {
         match std::mem::replace(&mut self.state, State::Taken) {
-            State::Taken => {}
+            State::Taken | State::Failed(_) => {}
             State::Created(c) => delete_in_background(self.session.clone(), c),
-            State::Creating { task, .. } => {
+            State::Creating(task) => {
                 let session = self.session.clone();
                 self.session.spawn_work(async move {
                     if let Ok(Ok(c)) = task.await {
