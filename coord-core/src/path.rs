@@ -142,9 +142,30 @@ pub fn ancestors(path: &str) -> impl Iterator<Item = &str> {
         .map(move |(i, _)| &path[..i])
 }
 
+/// Whether the valid path `path` is `root` or a node under it (`/a/b` is
+/// within `/a`; `/ab` is not; everything is within `/`).
+pub fn is_within(path: &str, root: &str) -> bool {
+    root == "/"
+        || path == root
+        || (path.len() > root.len()
+            && path.starts_with(root)
+            && path.as_bytes()[root.len()] == b'/')
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn within() {
+        assert!(is_within("/a", "/a"));
+        assert!(is_within("/a/b/c", "/a"));
+        assert!(is_within("/x", "/"));
+        assert!(is_within("/", "/"));
+        assert!(!is_within("/ab", "/a"));
+        assert!(!is_within("/a", "/a/b"));
+        assert!(!is_within("/b", "/a"));
+    }
 
     #[test]
     fn helpers() {

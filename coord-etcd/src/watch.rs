@@ -319,13 +319,6 @@ pub(crate) async fn watch_tree(shared: Arc<Shared>, path: &str) -> Result<TreeWa
     Ok(TreeWatch::new(rx, feed))
 }
 
-/// Whether `p` is `root` or under it.
-fn in_subtree(root: &str, p: &str) -> bool {
-    root == "/"
-        || p == root
-        || (p.len() > root.len() && p.starts_with(root) && p.as_bytes()[root.len()] == b'/')
-}
-
 /// Send every change in `[start, end)` from revision `next` on, until the
 /// receiver is gone.
 async fn feed_tree(
@@ -387,7 +380,9 @@ async fn feed_tree(
                         let Some(p) = shared.keys.path_of(key) else {
                             continue;
                         };
-                        if in_subtree(root, &p) && tx.send(Ok(TreeChange::Changed(p))).is_err() {
+                        if coord_core::path::is_within(&p, root)
+                            && tx.send(Ok(TreeChange::Changed(p))).is_err()
+                        {
                             return;
                         }
                     }

@@ -92,9 +92,7 @@ struct TreeWatcher {
 
 impl TreeWatcher {
     fn covers(&self, path: &str) -> bool {
-        self.root == "/"
-            || path == self.root
-            || (path.starts_with(&self.root) && path.as_bytes().get(self.root.len()) == Some(&b'/'))
+        path::is_within(path, &self.root)
     }
 }
 

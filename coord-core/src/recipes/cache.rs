@@ -374,17 +374,7 @@ impl Worker {
     /// Whether a change at `p` reported by the tree watch is one this
     /// cache keeps.
     fn in_scope(&self, p: &str) -> bool {
-        if p == self.root {
-            return true;
-        }
-        let under = if self.root == "/" {
-            p.starts_with('/') && p.len() > 1
-        } else {
-            p.len() > self.root.len()
-                && p.starts_with(self.root.as_str())
-                && p.as_bytes()[self.root.len()] == b'/'
-        };
-        under && self.depth(p) <= self.shape.max_depth
+        path::is_within(p, &self.root) && self.depth(p) <= self.shape.max_depth
     }
 
     /// Keep the view current from the tree watch until the session ends.

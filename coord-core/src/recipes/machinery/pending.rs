@@ -60,10 +60,9 @@ impl PendingNode {
 
     /// The created node, once the backend has answered. Cancel safe.
     pub(crate) async fn created(&mut self) -> Result<&Created> {
-        if let State::Failed(_) = &self.state {
-            if let State::Failed(e) = std::mem::replace(&mut self.state, State::Taken) {
-                return Err(e);
-            }
+        match std::mem::replace(&mut self.state, State::Taken) {
+            State::Failed(e) => return Err(e),
+            other => self.state = other,
         }
         if let State::Creating(task) = &mut self.state {
             let res = match task.await {
