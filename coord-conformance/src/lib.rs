@@ -90,6 +90,7 @@ pub mod queue;
 pub mod recipe_faults;
 pub mod reentrant;
 pub mod revocation;
+pub mod round_trips;
 pub mod rwlock;
 pub mod scoped;
 pub mod semaphore;
@@ -219,5 +220,6 @@ macro_rules! conformance_tests {
         $crate::__inspect_tests!($make);
         $crate::__fault_tests!($make);
         $crate::__recipe_faults_tests!($make);
+        $crate::__round_trips_tests!($make);
     };
 }

@@ -602,6 +602,17 @@ pub trait PrimitiveSession: Send + Sync + 'static {
         })
     }
 
+    /// How many requests this session has sent to its server so far: each
+    /// is one round trip (requests pipelined on one connection count one
+    /// each). A request sent again after a lost connection counts again.
+    /// Keep-alives, pings and the messages of watch streams are not
+    /// counted. `None` where the backend does not count. Benchmarks and
+    /// tests read it to count what an operation costs, a figure that does
+    /// not depend on the machine's speed.
+    fn requests_sent(&self) -> Option<u64> {
+        None
+    }
+
     /// Do `op` only if `fence.path` exists with stamp `fence.stamp`, as one
     /// atomic write.
     ///

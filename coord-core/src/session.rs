@@ -258,6 +258,14 @@ impl Session {
         self.inner.lease().deadline()
     }
 
+    /// How many requests this session has sent to its server so far (see
+    /// [`PrimitiveSession::requests_sent`]); `None` where the backend does
+    /// not count them. The difference across an operation is its cost in
+    /// round trips.
+    pub fn requests_sent(&self) -> Option<u64> {
+        self.inner.requests_sent()
+    }
+
     /// The session timeout the server granted.
     pub fn session_timeout(&self) -> std::time::Duration {
         self.inner.lease().session_timeout()

@@ -132,6 +132,7 @@ pub async fn connect(options: EtcdOptions) -> Result<Session> {
         seen: AtomicI64::new(0),
         closing: AtomicBool::new(false),
         beat_now: tokio::sync::Notify::new(),
+        requests: AtomicU64::new(0),
     });
     tracing::debug!(lease = %format!("{:x}", grant.id()), ?ttl, "etcd session opened");
     let keep_alive = tokio::spawn(keep_alive(shared.clone()));
@@ -675,6 +676,14 @@ impl PrimitiveSession for EtcdSession {
             }
         };
         self.write(plan, Some(fence)).await
+    }
+
+    fn requests_sent(&self) -> Option<u64> {
+        Some(
+            self.shared
+                .requests
+                .load(std::sync::atomic::Ordering::Relaxed),
+        )
     }
 
     fn lease(&self) -> &LeaseClock {

@@ -3,7 +3,7 @@
 //! safe, errors mapped in `crate::error`.
 
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use coord_core::{Error, LeaseClock, Result, SessionState};
@@ -36,6 +36,9 @@ pub(crate) struct Shared {
     /// Wakes a keep-alive that is waiting to retry a failed beat: a request
     /// was just answered, so the connection is back.
     pub(crate) beat_now: Notify,
+    /// Unary requests this session sent (see
+    /// [`coord_core::PrimitiveSession::requests_sent`]).
+    pub(crate) requests: AtomicU64,
 }
 
 impl Shared {
@@ -100,6 +103,7 @@ impl Shared {
         let deadline = start.checked_add(self.request_timeout).unwrap_or(start);
         loop {
             crate::testing::count_request();
+            self.requests.fetch_add(1, Ordering::Relaxed);
             let left = deadline.saturating_duration_since(Instant::now());
             let err = match tokio::time::timeout(left, make()).await {
                 Ok(Ok(v)) => {

@@ -2,6 +2,7 @@
 //! primitive contract done under the store's lock.
 
 use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, MutexGuard};
 use std::time::Duration;
 
@@ -25,6 +26,8 @@ pub(crate) struct MemSession {
     id: SessionId,
     state: Arc<watch::Sender<SessionState>>,
     pub(crate) lease: LeaseClock,
+    /// Operations asked of the store (see [`PrimitiveSession::requests_sent`]).
+    requests: AtomicU64,
 }
 
 impl MemSession {
@@ -40,12 +43,21 @@ impl MemSession {
             id: crate::tree::session_id(key),
             state,
             lease: LeaseClock::new(ttl, tokio::time::Instant::now()),
+            requests: AtomicU64::new(0),
         }
     }
 
-    /// The store's lock, once this session is found usable. The store
-    /// answered: that renews the lease (the store's deadline moved too).
+    /// The store's lock, once this session is found usable, for one
+    /// operation (counted as one request). The store answered: that renews
+    /// the lease (the store's deadline moved too).
     fn live(&self) -> Result<MutexGuard<'_, State>> {
+        self.requests.fetch_add(1, Ordering::Relaxed);
+        self.reachable()
+    }
+
+    /// [`MemSession::live`] without counting a request: the session's own
+    /// checks whether the store answers again.
+    fn reachable(&self) -> Result<MutexGuard<'_, State>> {
         let now = tokio::time::Instant::now();
         let mut state = self.shared.lock();
         state.touch(self.key, &self.state)?;
@@ -57,7 +69,7 @@ impl MemSession {
     /// test's partition), or with its end.
     async fn answered_again(&self) -> Result<()> {
         loop {
-            match self.live().map(drop) {
+            match self.reachable().map(drop) {
                 Err(Error::ConnectionLost(_)) => {}
                 done => return done,
             }
@@ -286,6 +298,10 @@ impl PrimitiveSession for MemSession {
 
     async fn close(&self) -> Result<()> {
         self.shared.lock().close(self.key, &self.state)
+    }
+
+    fn requests_sent(&self) -> Option<u64> {
+        Some(self.requests.load(Ordering::Relaxed))
     }
 
     fn lease(&self) -> &LeaseClock {

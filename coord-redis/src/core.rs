@@ -2,7 +2,7 @@
 //! the one place scripts are run as the session.
 
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -45,6 +45,9 @@ pub(crate) struct Core {
     /// restarted without its data (then the renewal finds the key gone and
     /// the session is `Expired` at once, not a beat later).
     pub(crate) beat_now: Notify,
+    /// Scripts this session ran on the server, one round trip each (see
+    /// [`coord_core::PrimitiveSession::requests_sent`]).
+    pub(crate) requests: AtomicU64,
     /// What `connect` did about `notify-keyspace-events`; done again when
     /// the server may have restarted (a `CONFIG SET` does not survive one).
     pub(crate) keyspace_events: KeyspaceEvents,
@@ -97,6 +100,7 @@ impl Core {
             sweeping: AtomicBool::new(false),
             crashed: AtomicBool::new(false),
             beat_now: Notify::new(),
+            requests: AtomicU64::new(0),
             keyspace_events: options.keyspace_events,
         }
     }
@@ -194,6 +198,7 @@ impl Core {
             invocation.arg(*arg);
         }
         let mut conn = self.conn.clone();
+        self.requests.fetch_add(1, Ordering::Relaxed);
         match self
             .bounded(invocation.invoke_async::<Value>(&mut conn))
             .await

@@ -343,6 +343,14 @@ impl PrimitiveSession for RedisSession {
         }
     }
 
+    fn requests_sent(&self) -> Option<u64> {
+        Some(
+            self.core
+                .requests
+                .load(std::sync::atomic::Ordering::Relaxed),
+        )
+    }
+
     fn lease(&self) -> &LeaseClock {
         &self.core.lease
     }

@@ -897,6 +897,10 @@ impl PrimitiveSession for ZkSession {
 
     /// Renewed by the session's lease pings (an `exists` on its root every
     /// third of the session timeout), with their send times.
+    fn requests_sent(&self) -> Option<u64> {
+        Some(ZkSession::requests_sent(self))
+    }
+
     fn lease(&self) -> &LeaseClock {
         self.lease_clock()
     }

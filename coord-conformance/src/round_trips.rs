@@ -1,0 +1,159 @@
+//! What an operation costs, in requests sent to the server
+//! ([`Session::requests_sent`]): the benchmark's deterministic figure,
+//! held to its floor on every backend. A backend that does not count its
+//! requests fails here: counting them is part of the contract a new
+//! backend proves.
+
+use coord_core::recipes::{Lock, LockGuard, Queue, Stats};
+use coord_core::Session;
+use tokio::sync::mpsc;
+
+use crate::lock_kinds::await_blocked;
+use crate::{close_all, open_n, within, Harness};
+
+/// Requests `s` has sent so far.
+fn sent(s: &Session) -> u64 {
+    s.requests_sent().unwrap_or_else(|| {
+        panic!(
+            "{}: the backend does not count its requests (PrimitiveSession::requests_sent)",
+            s.backend()
+        )
+    })
+}
+
+/// Requests all of `sessions` have sent so far.
+fn sent_by(sessions: &[Session]) -> u64 {
+    sessions.iter().map(sent).sum()
+}
+
+/// An uncontended lock costs at most two requests to acquire (create, and
+/// the listing that finds it first, pipelined behind it where the backend
+/// can) and one to release (the delete).
+pub async fn round_trips_uncontended_lock(h: &dyn Harness) {
+    let root = h.root("round_trips_uncontended_lock");
+    let s = h.open().await;
+    let lock = Lock::new(&s, &root).expect("lock");
+    // The first acquire may make the lock's directory.
+    lock.acquire()
+        .await
+        .expect("acquire")
+        .release()
+        .await
+        .expect("release");
+    for cycle in 0..5 {
+        let before = sent(&s);
+        let guard = lock.acquire().await.expect("acquire");
+        let acquired = sent(&s);
+        guard.release().await.expect("release");
+        let released = sent(&s);
+        assert!(
+            acquired - before <= 2,
+            "cycle {cycle}: an uncontended acquire sent {} requests (at most 2)",
+            acquired - before
+        );
+        assert_eq!(
+            released - acquired,
+            1,
+            "cycle {cycle}: a release sent {} requests (one delete)",
+            released - acquired
+        );
+    }
+    s.close().await.expect("close");
+}
+
+/// A handoff down a queue of `WAITERS` waiters costs the release and what
+/// the one woken waiter does: a release wakes one waiter, not all of them.
+/// With a herd, every release would make every remaining waiter list the
+/// directory again: O(n²) requests, not O(n).
+pub async fn round_trips_handoff_wakes_one(h: &dyn Harness) {
+    const WAITERS: usize = 8;
+    let root = h.root("round_trips_handoff_wakes_one");
+    let sessions = open_n(h, WAITERS + 1).await;
+    let stats = Stats::new();
+    let lock = |s: &Session| Lock::new(s, &root).expect("lock").with_stats(stats.clone());
+    let holder = lock(&sessions[0]).acquire().await.expect("first acquire");
+    let (tx, mut rx) = mpsc::unbounded_channel::<LockGuard>();
+    let mut tasks = Vec::new();
+    for (i, s) in sessions[1..].iter().enumerate() {
+        let l = lock(s);
+        let tx = tx.clone();
+        tasks.push(tokio::spawn(async move {
+            let g = l.acquire().await.expect("waiter's acquire");
+            let _ = tx.send(g);
+        }));
+        await_blocked(&stats, (i + 1) as u64, &format!("waiter {i} blocked")).await;
+    }
+    let before = sent_by(&sessions);
+    let mut current = holder;
+    for _ in 0..WAITERS {
+        current.release().await.expect("release");
+        current = within("the next waiter's grant", rx.recv())
+            .await
+            .expect("a waiter task ended without a grant");
+    }
+    current.release().await.expect("the last release");
+    for t in tasks {
+        t.await.expect("waiter task");
+    }
+    let spent = sent_by(&sessions) - before;
+    // Every release is one delete; each handoff may add what the woken
+    // waiter sends to find itself first (a listing, and a read).
+    let releases = (WAITERS + 1) as u64;
+    let most = releases + 2 * WAITERS as u64;
+    assert!(
+        spent <= most,
+        "{WAITERS} handoffs sent {spent} requests in all (at most {most}: a release wakes one waiter)"
+    );
+    close_all(&sessions).await;
+}
+
+/// An offer is one request; a single consumer's take costs its delete and
+/// the read ahead of the item's data (pipelined), plus a listing per
+/// refill, not one per item.
+pub async fn round_trips_queue(h: &dyn Harness) {
+    const ITEMS: u64 = 100;
+    let root = h.root("round_trips_queue");
+    let s = h.open().await;
+    let producer = Queue::new(&s, &root).expect("queue");
+    // The first offer may make the queue's directories.
+    producer.offer(b"first").await.expect("offer");
+    let before = sent(&s);
+    for i in 1..ITEMS {
+        producer
+            .offer(format!("{i}").as_bytes())
+            .await
+            .expect("offer");
+    }
+    let offers = sent(&s) - before;
+    assert_eq!(
+        offers,
+        ITEMS - 1,
+        "{} offers sent {offers} requests (one each)",
+        ITEMS - 1
+    );
+    let consumer_session = h.open().await;
+    let consumer = Queue::new(&consumer_session, &root).expect("queue");
+    let before = sent(&consumer_session);
+    for _ in 0..ITEMS {
+        consumer.poll().await.expect("poll").expect("an item");
+    }
+    let takes = sent(&consumer_session) - before;
+    let most = 2 * ITEMS + 4;
+    assert!(
+        takes <= most,
+        "{ITEMS} takes sent {takes} requests (at most {most}: a delete and a read each, and a few listings)"
+    );
+    close_all(&[s, consumer_session]).await;
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __round_trips_tests {
+    ($make:expr) => {
+        $crate::__conformance_each!($make;
+            round_trips::round_trips_uncontended_lock,
+            round_trips::round_trips_handoff_wakes_one,
+            round_trips::round_trips_queue,
+        );
+    };
+}
