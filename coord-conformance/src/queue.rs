@@ -113,9 +113,11 @@ const PRODUCERS: usize = 4;
 const CONSUMERS: usize = 4;
 const ITEMS: usize = 500;
 
-/// 4 producers × 500 items, 4 consumers: every item is delivered exactly
-/// once, and each consumer receives any one producer's items in the order
-/// they were offered (items are taken in sequence order).
+/// 4 producers × 500 items, 4 consumers in strict order: every item is
+/// delivered exactly once, and each consumer receives any one producer's
+/// items in the order they were offered (items are taken in sequence
+/// order). Consumers that spread (the default) are checked by
+/// `round_trips_queue_four_consumers`.
 pub async fn queue_four_by_four(h: &dyn Harness) {
     let root = h.root("queue_four_by_four");
     let total = PRODUCERS * ITEMS;
@@ -131,7 +133,9 @@ pub async fn queue_four_by_four(h: &dyn Harness) {
         });
     }
     for _ in 0..CONSUMERS {
-        let q = Queue::new(&h.open().await, &root).expect("queue");
+        let q = Queue::new(&h.open().await, &root)
+            .expect("queue")
+            .strict_order();
         let received = received.clone();
         tasks.spawn(async move {
             let mut mine = Vec::new();

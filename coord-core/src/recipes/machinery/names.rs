@@ -31,6 +31,16 @@ fn fresh_uuid() -> uuid::Uuid {
     uuid::Builder::from_random_bytes(bytes).into_uuid()
 }
 
+/// A random number (not for secrets): the same per-process seed and
+/// counter as the names, so it costs no system call. Recipes use it to
+/// spread contenders apart.
+pub(crate) fn random_u64() -> u64 {
+    static SEED: OnceLock<u64> = OnceLock::new();
+    static COUNT: AtomicU64 = AtomicU64::new(0);
+    let seed = *SEED.get_or_init(|| uuid::Uuid::new_v4().as_u64_pair().0);
+    splitmix64(seed ^ splitmix64(COUNT.fetch_add(1, Ordering::Relaxed)))
+}
+
 /// SplitMix64's finaliser (Steele, Lea, Flood 2014): a bijection on `u64`
 /// that scatters consecutive inputs.
 fn splitmix64(x: u64) -> u64 {

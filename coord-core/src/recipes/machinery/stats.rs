@@ -16,6 +16,7 @@ struct Counters {
     acquisitions: AtomicU64,
     waiting: AtomicI64,
     listings: AtomicU64,
+    attempts: AtomicU64,
 }
 
 impl Stats {
@@ -51,6 +52,18 @@ impl Stats {
     /// costs O(N) round trips, not O(N²).
     pub fn listings(&self) -> u64 {
         self.inner.listings.load(Ordering::Relaxed)
+    }
+
+    /// How many times a queue consumer tried to take an item: a delete
+    /// (or in reliable mode a claim) sent, won or lost to another
+    /// consumer. Against [`Stats::acquisitions`] it shows how often
+    /// consumers raced for the same item.
+    pub fn attempts(&self) -> u64 {
+        self.inner.attempts.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn attempted(&self) {
+        self.inner.attempts.fetch_add(1, Ordering::Relaxed);
     }
 
     pub(crate) fn listed(&self) {

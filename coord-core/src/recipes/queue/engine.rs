@@ -5,6 +5,7 @@
 //! it by claim).
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::error::{Error, Result};
@@ -38,6 +39,10 @@ pub(crate) struct Engine {
     reliable: bool,
     /// The order items are taken in (FIFO, priority, delay).
     order: Order,
+    /// Take strictly in order, several consumers racing for each next
+    /// item, rather than spread apart after meeting at one (see
+    /// [`Cache::scatter`]).
+    strict: AtomicBool,
     pub(crate) stats: Stats,
     /// Names from the last listing not tried yet, in order.
     cache: Arc<tokio::sync::Mutex<Cache>>,
@@ -107,6 +112,16 @@ impl Drop for Engine {
 
 type CacheGuard = tokio::sync::OwnedMutexGuard<Cache>;
 
+/// What a plain take's try at one item found.
+enum Removed {
+    /// It removed the item: its data.
+    Taken(Vec<u8>),
+    /// The item was known gone (read ahead as gone); nothing was sent.
+    Gone,
+    /// The delete found it gone: another consumer took it meanwhile.
+    Lost,
+}
+
 /// A take's item; a reliable queue's lease is followed by its delivery,
 /// not as a hold.
 impl telemetry::Outcome for Got {}
@@ -147,10 +162,16 @@ impl Engine {
             claims: path::join(path, "claims"),
             reliable,
             order,
+            strict: AtomicBool::new(false),
             stats: Stats::new(),
             cache: Arc::new(tokio::sync::Mutex::new(Cache::default())),
             stash: Mutex::new(VecDeque::new()),
         })
+    }
+
+    /// Take strictly in order from now on (see [`Engine::strict`]).
+    pub(crate) fn set_strict(&self) {
+        self.strict.store(true, Ordering::Relaxed);
     }
 
     /// Add an item at the tail.
@@ -271,6 +292,7 @@ impl Engine {
             // mid-try leaves it at the front for the next one.
             while let Some(name) = cache.front().cloned() {
                 let got = if self.reliable {
+                    self.stats.attempted();
                     let got = try_claim(&self.session, &self.claims, &self.items, &name)
                         .await?
                         .map(Got::Leased);
@@ -279,11 +301,22 @@ impl Engine {
                 } else {
                     let (got, c) = self.try_remove(&name, cache).await?;
                     cache = c;
-                    got.map(Got::Plain)
+                    match got {
+                        Removed::Taken(data) => Some(Got::Plain(data)),
+                        // Known gone without a request: no race.
+                        Removed::Gone => continue,
+                        Removed::Lost => None,
+                    }
                 };
                 if got.is_some() {
+                    cache.won();
                     self.stats.acquired();
                     return Ok(got);
+                }
+                // Another consumer took it (or holds its lease): unless
+                // strict, spread out rather than race it again.
+                if !self.strict.load(Ordering::Relaxed) {
+                    cache.lost();
                 }
             }
             let names = self.available().await?.names;
@@ -356,15 +389,14 @@ impl Engine {
         }
     }
 
-    /// Plain mode: remove the item at the front of `cache`; `None` when
-    /// someone else got it. The delete runs in a task that holds the cache
+    /// Plain mode: remove the item at the front of `cache`. The delete runs in a task that holds the cache
     /// and leaves the item in the stash, so a take dropped mid-delete loses
     /// nothing and the next take returns that item first.
     async fn try_remove(
         self: &Arc<Self>,
         name: &str,
         mut cache: CacheGuard,
-    ) -> Result<(Option<Vec<u8>>, CacheGuard)> {
+    ) -> Result<(Removed, CacheGuard)> {
         let inner = Arc::clone(self);
         let item_path = path::join(&inner.items, name);
         if cache.data(name).is_none() {
@@ -373,10 +405,11 @@ impl Engine {
         let Some(Some(data)) = cache.data(name).cloned() else {
             // Gone before we could read it: someone else took it.
             cache.pop_front();
-            return Ok((None, cache));
+            return Ok((Removed::Gone, cache));
         };
         let name = name.to_owned();
         let task_name = name.clone();
+        self.stats.attempted();
         let task = tokio::spawn(async move {
             let mut attempt = 0;
             let mut ambiguous = false;
@@ -411,7 +444,7 @@ impl Engine {
             Err(e) => return Err(Error::backend(self.session.backend(), e)),
         };
         if !removed? {
-            return Ok((None, cache));
+            return Ok((Removed::Lost, cache));
         }
         let mut stash = self
             .stash
@@ -422,7 +455,9 @@ impl Engine {
             .position(|s| s.name == name)
             .and_then(|i| stash.remove(i))
             .map(|s| s.data);
-        Ok((data, cache))
+        // Not in the stash: returned already (by a take that ran while
+        // this one's future was parked); nothing more to do for this name.
+        Ok((data.map_or(Removed::Gone, Removed::Taken), cache))
     }
 }
 

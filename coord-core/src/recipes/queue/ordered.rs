@@ -29,6 +29,14 @@ macro_rules! take_side {
         }
 
         impl $ty {
+            /// Take items strictly in key order, every consumer racing
+            /// for each next item (see
+            /// [`Queue::strict_order`](super::Queue::strict_order)).
+            pub fn strict_order(self) -> Self {
+                self.engine.set_strict();
+                self
+            }
+
             /// This handle's counters (see
             /// [`Queue::stats`](super::Queue::stats)).
             pub fn stats(&self) -> &Stats {

@@ -35,6 +35,13 @@ impl ReliableQueue {
         ReliableQueue { engine }
     }
 
+    /// Claim items strictly in order, every consumer racing for each
+    /// next item (see [`Queue::strict_order`](super::Queue::strict_order)).
+    pub fn strict_order(self) -> Self {
+        self.engine.set_strict();
+        self
+    }
+
     /// The underlying queue's counters (see
     /// [`Queue::stats`](super::Queue::stats)).
     pub fn stats(&self) -> &Stats {
