@@ -48,7 +48,7 @@
 //! | ephemeral | a key on the session's lease |
 //! | sequence, stamp | the key's create revision |
 //! | version (CAS) | the key's mod revision |
-//! | wait gone, get and watch, children watch | a watch from the read's revision + 1 |
+//! | wait gone, get and watch, children watch | a watch from the current revision (synced on the server); when that is past the read's revision, one read covers the gap (a keys-only Get; for children a read-only Txn of counts) |
 //! | tree watch | one watch over the subtree's key range from the current revision + 1, resumed after the last revision seen; `Resync` after a compaction past it |
 //! | set by another session | a put with `ignore_lease`: the key keeps its lease (stays ephemeral of its creator) and its create revision (its stamp) |
 //! | creation time | none: etcd keeps no time per key ([`coord_core::Stat::created_at`] is `None`) |

@@ -584,8 +584,9 @@ impl PrimitiveSession for EtcdSession {
         Ok((children, Watch::new(watch)))
     }
 
-    /// Read the key; the watch starts at the read's revision + 1, so a
-    /// delete after the read is never missed however late it is polled.
+    /// Read the key; the watch sees every change after the read's
+    /// revision (see [`crate::watch`]), so a delete after the read is never
+    /// missed however late it is polled.
     async fn watch_gone(&self, path: &str) -> Result<Option<Watch>> {
         let shared = &self.shared;
         shared.check_open()?;
@@ -606,9 +607,9 @@ impl PrimitiveSession for EtcdSession {
         ))))
     }
 
-    /// Read the key with its value; the watch starts at the read's
-    /// revision + 1, so a put or delete after the read is never missed
-    /// however late it is polled.
+    /// Read the key with its value; the watch sees every change after the
+    /// read's revision (see [`crate::watch`]), so a put or delete after the
+    /// read is never missed however late it is polled.
     async fn get_watch(&self, path: &str) -> Result<Option<(Node, Watch)>> {
         let shared = &self.shared;
         shared.check_open()?;
@@ -618,8 +619,8 @@ impl PrimitiveSession for EtcdSession {
         let Some(kv) = resp.kvs().first() else {
             return Ok(None);
         };
-        // The watch starts from the read's revision: the marker read below
-        // cannot make it miss a change.
+        // The watch counts changes after the read's revision: the marker
+        // read below cannot make it miss a change.
         let mut stat = stat_of(kv);
         if crate::ttl::ttl_lease(shared, &stat).await?.is_some() {
             stat = crate::ttl::persistent(stat);
