@@ -16,6 +16,7 @@ pub mod locks;
 pub mod others;
 pub mod report;
 pub mod target;
+pub mod trips;
 
 use std::future::Future;
 use std::time::{Duration, Instant};
@@ -39,6 +40,9 @@ pub struct Config {
     pub w1_blocks: usize,
     /// W2: acquisitions per case.
     pub handoffs: usize,
+    /// W2: the native lock's and `Lock`'s acquisitions run in this many
+    /// interleaved blocks.
+    pub w2_blocks: usize,
     /// W2: numbers of sessions.
     pub sessions: Vec<usize>,
     /// W3 / W4: sessions.
@@ -76,6 +80,7 @@ impl Config {
             cycles: 1000,
             w1_blocks: 10,
             handoffs: 1000,
+            w2_blocks: 3,
             sessions: vec![2, 8, 32],
             mixed_sessions: 16,
             mixed_ops: 40,
@@ -98,6 +103,7 @@ impl Config {
             cycles: 20,
             w1_blocks: 2,
             handoffs: 30,
+            w2_blocks: 3,
             sessions: vec![2, 8],
             mixed_sessions: 4,
             mixed_ops: 5,
@@ -168,6 +174,22 @@ impl Pool<'_> {
         }
         Ok(&self.sessions[..n])
     }
+}
+
+/// A W2 row: key suffix, metric, the figure of a block, unit, which way
+/// is better.
+type HandoffRow = (
+    &'static str,
+    &'static str,
+    fn(&locks::Handoffs) -> f64,
+    &'static str,
+    Better,
+);
+
+/// Requests every one of `sessions` has sent so far (0 for a backend
+/// that does not count them).
+fn requests_of(sessions: &[coord::Session]) -> u64 {
+    sessions.iter().filter_map(|s| s.requests_sent()).sum()
 }
 
 async fn timed<T>(
@@ -241,6 +263,41 @@ pub async fn run(url: &str, cfg: &Config) -> BenchResult<Report> {
         Err(e) => rep.failures.push(("raw".into(), e.to_string())),
     }
     let rtt = rtt_ms.map(|v| ("raw create+delete p50", v));
+
+    // RT: requests per operation, the deterministic figure.
+    match timed(limit, "RT", async {
+        let s = pool.get(5).await?;
+        trips::round_trips(s, &format!("{root}/rt"), cfg.cycles.clamp(1, 200)).await
+    })
+    .await
+    {
+        Ok(t) => {
+            for trip in &t.trips {
+                rep.add(
+                    &trip.key,
+                    "RT",
+                    &trip.case,
+                    "requests per operation",
+                    trip.per_op,
+                    "req",
+                    Better::Lower,
+                    None,
+                );
+            }
+            let (lock_p50, sem_p50) = t.acquire_p50;
+            rep.add(
+                "rt.semaphore.acquire_p50_ms",
+                "RT",
+                "Semaphore acquire (1 of 2), uncontended, in turn with Lock's",
+                "latency p50",
+                sem_p50,
+                "ms",
+                Better::Lower,
+                Some(("Lock acquire p50", lock_p50)),
+            );
+        }
+        Err(e) => rep.failures.push(("RT".into(), e.to_string())),
+    }
 
     // W1.
     let native = match be {
@@ -328,16 +385,28 @@ pub async fn run(url: &str, cfg: &Config) -> BenchResult<Report> {
                 Some((bn.as_str(), v))
             }
         };
-        rep.add(
-            "w1.lock.per_s",
-            "W1",
-            "Lock, 1 session",
-            "cycles",
-            c.per_s,
-            "/s",
-            Better::Higher,
-            b(per_s),
-        );
+        match &w1_base {
+            Some((n, base)) if !base.blocks.is_empty() => rep.add_blocks(
+                "w1.lock.per_s",
+                "W1",
+                "Lock, 1 session",
+                "cycles",
+                &c.blocks,
+                "/s",
+                Better::Higher,
+                (n, &base.blocks),
+            ),
+            _ => rep.add(
+                "w1.lock.per_s",
+                "W1",
+                "Lock, 1 session",
+                "cycles",
+                c.per_s,
+                "/s",
+                Better::Higher,
+                b(per_s),
+            ),
+        }
         rep.add(
             "w1.lock.p50_ms",
             "W1",
@@ -360,16 +429,28 @@ pub async fn run(url: &str, cfg: &Config) -> BenchResult<Report> {
         );
         if let Some(d) = w1_drop {
             let case = "Lock, guard dropped (background release), 1 session";
-            rep.add(
-                "w1.lockdrop.per_s",
-                "W1",
-                case,
-                "cycles",
-                d.per_s,
-                "/s",
-                Better::Higher,
-                b(per_s),
-            );
+            match &w1_base {
+                Some((n, base)) if !base.blocks.is_empty() => rep.add_blocks(
+                    "w1.lockdrop.per_s",
+                    "W1",
+                    case,
+                    "cycles",
+                    &d.blocks,
+                    "/s",
+                    Better::Higher,
+                    (n, &base.blocks),
+                ),
+                _ => rep.add(
+                    "w1.lockdrop.per_s",
+                    "W1",
+                    case,
+                    "cycles",
+                    d.per_s,
+                    "/s",
+                    Better::Higher,
+                    b(per_s),
+                ),
+            }
             rep.add(
                 "w1.lockdrop.p50_ms",
                 "W1",
@@ -383,11 +464,14 @@ pub async fn run(url: &str, cfg: &Config) -> BenchResult<Report> {
         }
     }
 
-    // W2.
+    // W2: SimpleLock once (the herd baseline), then the native lock (zk,
+    // etcd, mem) and Lock in `w2_blocks` interleaved blocks, each block a
+    // fresh lock, which goes first alternating: every ratio to the native
+    // lock is the median of the per-block ratios.
     for &k in &cfg.sessions {
         let sessions = pool.get(k).await?.to_vec();
-        let mut simple = None;
-        match timed(
+        let case = |n: &str| format!("{n}, {k} sessions");
+        let simple = match timed(
             limit,
             "W2 SimpleLock",
             locks::contended(
@@ -401,128 +485,115 @@ pub async fn run(url: &str, cfg: &Config) -> BenchResult<Report> {
         )
         .await
         {
-            Ok(h) => simple = Some(h),
-            Err(e) => rep
-                .failures
-                .push((format!("W2 SimpleLock k={k}"), e.to_string())),
-        }
-        let mut nat = None;
-        if let Some(kind) = native {
-            match timed(
-                limit,
-                "W2 baseline",
-                locks::contended(
-                    &target,
-                    &sessions,
-                    kind,
-                    k,
-                    &format!("{root}/w2n{k}"),
-                    cfg.handoffs,
-                ),
-            )
-            .await
-            {
-                Ok(h) => nat = Some((kind, h)),
-                Err(e) => rep
-                    .failures
-                    .push((format!("W2 {} k={k}", kind.name()), e.to_string())),
-            }
-        }
-        let ours = match timed(
-            limit,
-            "W2",
-            locks::contended(
-                &target,
-                &sessions,
-                LockKind::Lock,
-                k,
-                &format!("{root}/w2{k}"),
-                cfg.handoffs,
-            ),
-        )
-        .await
-        {
             Ok(h) => Some(h),
             Err(e) => {
-                rep.failures.push((format!("W2 Lock k={k}"), e.to_string()));
+                rep.failures
+                    .push((format!("W2 SimpleLock k={k}"), e.to_string()));
                 None
             }
         };
-        let case = |n: &str| format!("{n}, {k} sessions");
-        // The baseline of the throughput: the native lock where there is
-        // one, else the simple lock.
-        let tp_base = nat
-            .as_ref()
-            .map(|(kind, h)| (kind.name(), *h))
-            .or(simple.map(|h| ("SimpleLock", h)));
-        if let Some((kind, h)) = &nat {
-            rep.add(
-                &format!("w2.native.k{k}.per_s"),
-                "W2",
-                &case(&format!("{} (baseline)", kind.name())),
-                "handoffs",
-                h.per_s,
-                "/s",
-                Better::Higher,
-                None,
-            );
-            rep.add(
-                &format!("w2.native.k{k}.p50_ms"),
-                "W2",
-                &case(&format!("{} (baseline)", kind.name())),
-                "release→acquire p50",
-                h.latency.p50,
-                "ms",
-                Better::Lower,
-                None,
-            );
-            rep.add(
-                &format!("w2.native.k{k}.p99_ms"),
-                "W2",
-                &case(&format!("{} (baseline)", kind.name())),
-                "release→acquire p99",
-                h.latency.p99,
-                "ms",
-                Better::Lower,
-                None,
-            );
+        let blocks = cfg.w2_blocks.max(1);
+        let per_block = (cfg.handoffs / blocks).max(2);
+        let mut nat: Vec<locks::Handoffs> = Vec::new();
+        let mut ours: Vec<locks::Handoffs> = Vec::new();
+        let mut our_requests = 0u64;
+        'blocks: for b in 0..blocks {
+            let native_first = b % 2 == 0;
+            for native_turn in [native_first, !native_first] {
+                let (kind, dir) = match (native_turn, native) {
+                    (true, Some(kind)) => (kind, format!("{root}/w2n{k}b{b}")),
+                    (true, None) => continue,
+                    (false, _) => (LockKind::Lock, format!("{root}/w2{k}b{b}")),
+                };
+                let before = requests_of(&sessions);
+                let run = timed(
+                    limit,
+                    "W2",
+                    locks::contended(&target, &sessions, kind, k, &dir, per_block),
+                )
+                .await;
+                match run {
+                    Ok(h) if native_turn => nat.push(h),
+                    Ok(h) => {
+                        our_requests += requests_of(&sessions).saturating_sub(before);
+                        ours.push(h);
+                    }
+                    Err(e) => {
+                        rep.failures
+                            .push((format!("W2 {} k={k}", kind.name()), e.to_string()));
+                        break 'blocks;
+                    }
+                }
+            }
         }
+        let med = |hs: &[locks::Handoffs], f: fn(&locks::Handoffs) -> f64| {
+            hs.iter().map(f).collect::<Vec<f64>>()
+        };
+        let per_s = |h: &locks::Handoffs| h.per_s;
+        let p50 = |h: &locks::Handoffs| h.latency.p50;
+        let p99 = |h: &locks::Handoffs| h.latency.p99;
+        if let (Some(kind), false) = (native, nat.is_empty()) {
+            let c = case(&format!("{} (baseline)", kind.name()));
+            let rows: [HandoffRow; 3] = [
+                ("per_s", "handoffs", per_s, "/s", Better::Higher),
+                ("p50_ms", "release→acquire p50", p50, "ms", Better::Lower),
+                ("p99_ms", "release→acquire p99", p99, "ms", Better::Lower),
+            ];
+            for (key, metric, f, unit, better) in rows {
+                rep.add(
+                    &format!("w2.native.k{k}.{key}"),
+                    "W2",
+                    &c,
+                    metric,
+                    report::median(&med(&nat, f)),
+                    unit,
+                    better,
+                    None,
+                );
+            }
+        }
+        let nat_name = native.map(|kind| kind.name());
         if let Some(h) = &simple {
-            let b = nat.as_ref().map(|(kind, n)| (kind.name(), *n));
+            let base = |f: fn(&locks::Handoffs) -> f64| {
+                nat_name
+                    .filter(|_| !nat.is_empty())
+                    .map(|n| (n, report::median(&med(&nat, f))))
+            };
+            let c = case("SimpleLock (herd baseline)");
             rep.add(
                 &format!("w2.simple.k{k}.per_s"),
                 "W2",
-                &case("SimpleLock (herd baseline)"),
+                &c,
                 "handoffs",
                 h.per_s,
                 "/s",
                 Better::Higher,
-                b.map(|(n, x)| (n, x.per_s)),
+                base(per_s),
             );
             rep.add(
                 &format!("w2.simple.k{k}.p50_ms"),
                 "W2",
-                &case("SimpleLock (herd baseline)"),
+                &c,
                 "release→acquire p50",
                 h.latency.p50,
                 "ms",
                 Better::Lower,
-                b.map(|(n, x)| (n, x.latency.p50)),
+                base(p50),
             );
             rep.add(
                 &format!("w2.simple.k{k}.p99_ms"),
                 "W2",
-                &case("SimpleLock (herd baseline)"),
+                &c,
                 "release→acquire p99",
                 h.latency.p99,
                 "ms",
                 Better::Lower,
-                b.map(|(n, x)| (n, x.latency.p99)),
+                base(p99),
             );
             rep.add(
                 &format!("w2.simple.k{k}.wakeups"),
                 "W2",
-                &case("SimpleLock (herd baseline)"),
+                &c,
                 "wake-ups per release",
                 h.wakeups_per_release.unwrap_or(0.0),
                 "",
@@ -530,58 +601,79 @@ pub async fn run(url: &str, cfg: &Config) -> BenchResult<Report> {
                 None,
             );
         }
-        if let Some(h) = &ours {
-            rep.add(
-                &format!("w2.lock.k{k}.per_s"),
-                "W2",
-                &case("Lock"),
-                "handoffs",
-                h.per_s,
-                "/s",
-                Better::Higher,
-                tp_base.map(|(n, x)| (n, x.per_s)),
-            );
-            rep.add(
-                &format!("w2.lock.k{k}.p50_ms"),
-                "W2",
-                &case("Lock"),
-                "release→acquire p50",
-                h.latency.p50,
-                "ms",
-                Better::Lower,
-                tp_base.map(|(n, x)| (n, x.latency.p50)),
-            );
-            rep.add(
-                &format!("w2.lock.k{k}.p99_ms"),
-                "W2",
-                &case("Lock"),
-                "release→acquire p99",
-                h.latency.p99,
-                "ms",
-                Better::Lower,
-                tp_base.map(|(n, x)| (n, x.latency.p99)),
-            );
+        if !ours.is_empty() {
+            let c = case("Lock");
+            let rows: [HandoffRow; 3] = [
+                ("per_s", "handoffs", per_s, "/s", Better::Higher),
+                ("p50_ms", "release→acquire p50", p50, "ms", Better::Lower),
+                ("p99_ms", "release→acquire p99", p99, "ms", Better::Lower),
+            ];
+            for (key, metric, f, unit, better) in rows {
+                let key = format!("w2.lock.k{k}.{key}");
+                let our = med(&ours, f);
+                match nat_name {
+                    Some(n) if nat.len() == ours.len() => {
+                        rep.add_blocks(
+                            &key,
+                            "W2",
+                            &c,
+                            metric,
+                            &our,
+                            unit,
+                            better,
+                            (n, &med(&nat, f)),
+                        );
+                    }
+                    _ => {
+                        let base = simple.as_ref().map(|h| ("SimpleLock", f(h)));
+                        rep.add(
+                            &key,
+                            "W2",
+                            &c,
+                            metric,
+                            report::median(&our),
+                            unit,
+                            better,
+                            base,
+                        );
+                    }
+                }
+            }
+            let wakeups: Vec<f64> = ours.iter().filter_map(|h| h.wakeups_per_release).collect();
             rep.add(
                 &format!("w2.lock.k{k}.wakeups"),
                 "W2",
-                &case("Lock"),
+                &c,
                 "wake-ups per release",
-                h.wakeups_per_release.unwrap_or(0.0),
+                wakeups.iter().sum::<f64>() / wakeups.len().max(1) as f64,
                 "",
                 Better::Lower,
                 simple
                     .and_then(|s| s.wakeups_per_release)
                     .map(|w| ("SimpleLock", w)),
             );
-            let violations = h.violations
-                + simple.map_or(0, |s| s.violations)
-                + nat.map_or(0, |(_, n)| n.violations);
-            if violations > 0 {
-                rep.failures.push((
-                    format!("W2 k={k}"),
-                    format!("{violations} mutual exclusion violations"),
-                ));
-            }
+            rep.add(
+                &format!("rt.w2.k{k}.requests"),
+                "RT",
+                &c,
+                "requests per acquisition (all sessions)",
+                our_requests as f64 / (ours.len() * per_block) as f64,
+                "req",
+                Better::Lower,
+                None,
+            );
+        }
+        let violations: usize = ours
+            .iter()
+            .chain(&nat)
+            .chain(&simple)
+            .map(|h| h.violations)
+            .sum();
+        if violations > 0 {
+            rep.failures.push((
+                format!("W2 k={k}"),
+                format!("{violations} mutual exclusion violations"),
+            ));
         }
     }
 
@@ -921,6 +1013,50 @@ pub async fn run(url: &str, cfg: &Config) -> BenchResult<Report> {
         );
     }
 
+    // W6c: one consumer against all of them, draining the same number of
+    // prefilled items in interleaved blocks (which goes first alternates).
+    {
+        let items = (n / 5).max(10);
+        let (mut one, mut all) = (Vec::new(), Vec::new());
+        'blocks: for b in 0..cfg.w2_blocks.max(1) {
+            let one_first = b % 2 == 0;
+            for one_turn in [one_first, !one_first] {
+                let consumers = if one_turn {
+                    &sessions[1..2]
+                } else {
+                    &sessions[1..]
+                };
+                let dir = format!("{root}/w6c{b}{}", if one_turn { "one" } else { "all" });
+                match timed(
+                    limit,
+                    "W6 consumers",
+                    others::queue_drain(&sessions[..1], consumers, &dir, items),
+                )
+                .await
+                {
+                    Ok(q) if one_turn => one.push(q.items_per_s),
+                    Ok(q) => all.push(q.items_per_s),
+                    Err(e) => {
+                        rep.failures.push(("W6 consumers".into(), e.to_string()));
+                        break 'blocks;
+                    }
+                }
+            }
+        }
+        if !all.is_empty() && all.len() == one.len() {
+            rep.add_blocks(
+                "w6.four_vs_one.per_s",
+                "W6",
+                &format!("drain {items}, {c} consumers"),
+                "items",
+                &all,
+                "/s",
+                Better::Higher,
+                ("1 consumer", &one),
+            );
+        }
+    }
+
     // W7.
     for &size in &cfg.barrier_sizes {
         let sessions = pool.get(size).await?.to_vec();
@@ -1008,48 +1144,101 @@ pub async fn run(url: &str, cfg: &Config) -> BenchResult<Report> {
     Ok(rep)
 }
 
-/// The performance targets (docs/benchmarks.md) that apply to this backend.
+/// The performance targets (issue 15; docs/benchmarks.md) that apply to
+/// this backend. Ratios to a native client are medians of interleaved
+/// blocks where the workload runs in blocks.
 fn check_targets(rep: &mut Report, cfg: &Config) {
     let mut t = Vec::new();
     // A row without a ratio (a side had no sample) is a target missed,
     // reported as "no sample", not one left out.
     let ratio = |rep: &Report, key: &str| rep.get(key).map(|r| r.ratio().unwrap_or(f64::NAN));
+    let at_least = |t: &mut Vec<TargetCheck>, rep: &Report, key: &str, what: String, min: f64| {
+        if let Some(x) = ratio(rep, key) {
+            t.push(TargetCheck {
+                what,
+                measured: x,
+                met: x >= min,
+            });
+        }
+    };
     match rep.backend.as_str() {
         "zk" => {
-            if let Some(x) = ratio(rep, "w1.lock.per_s") {
-                t.push(TargetCheck {
-                    what: "ZooKeeper W1 cycles/s ≥ 1.0× zookeeper-client's lock".into(),
-                    measured: x,
-                    met: x >= 1.0,
-                });
-            }
-            if let Some(x) = ratio(rep, "w2.lock.k32.per_s") {
-                t.push(TargetCheck {
-                    what: "ZooKeeper W2 handoffs/s at 32 sessions ≥ 1.0× zookeeper-client's lock"
-                        .into(),
-                    measured: x,
-                    met: x >= 1.0,
-                });
+            let base = "zookeeper-client's lock";
+            at_least(
+                &mut t,
+                rep,
+                "w1.lock.per_s",
+                format!("ZooKeeper W1 cycles/s ≥ 1.1× {base}"),
+                1.1,
+            );
+            for k in [8, 32] {
+                at_least(
+                    &mut t,
+                    rep,
+                    &format!("w2.lock.k{k}.per_s"),
+                    format!("ZooKeeper W2 handoffs/s at {k} sessions ≥ 1.1× {base}"),
+                    1.1,
+                );
             }
         }
         "etcd" => {
-            if let Some(x) = ratio(rep, "w2.lock.k8.per_s") {
+            at_least(
+                &mut t,
+                rep,
+                "w1.lock.per_s",
+                "etcd W1 cycles/s ≥ 1.0× the lock RPC".into(),
+                1.0,
+            );
+            for (k, min) in [(8, 3.0), (32, 1.5)] {
+                at_least(
+                    &mut t,
+                    rep,
+                    &format!("w2.lock.k{k}.per_s"),
+                    format!("etcd W2 handoffs/s at {k} sessions ≥ {min}× the lock RPC"),
+                    min,
+                );
+            }
+            at_least(
+                &mut t,
+                rep,
+                "w6.four_vs_one.per_s",
+                "etcd W6: 4 consumers drain ≥ 2.5× as fast as 1".into(),
+                2.5,
+            );
+        }
+        "mem" => {
+            // tokio cycles/s ÷ Lock cycles/s: the inverse of the row's ratio.
+            if let Some(x) = ratio(rep, "w1.lock.per_s") {
+                let x = 1.0 / x;
                 t.push(TargetCheck {
-                    what: "etcd W2 handoffs/s at 8 sessions ≥ 2× the lock RPC".into(),
+                    what: "in-memory W1 within 50× of tokio::sync::Mutex (tokio cycles/s ÷ Lock cycles/s ≤ 50)".into(),
                     measured: x,
-                    met: x >= 2.0,
+                    met: x <= 50.0,
                 });
             }
         }
-        "mem" => {
-            if let (Some(ours), Some(floor)) =
-                (rep.value("w1.lock.per_s"), rep.value("w1.native.per_s"))
-            {
-                let x = floor / ours;
-                t.push(TargetCheck { what: "in-memory W1 within 50× of tokio::sync::Mutex (tokio cycles/s ÷ Lock cycles/s ≤ 50)".into(), measured: x, met: x <= 50.0 });
-            }
-        }
         _ => {}
+    }
+    if let Some(x) = rep.value("rt.semaphore.acquire") {
+        t.push(TargetCheck {
+            what: "Semaphore uncontended acquire ≤ 3 round trips".into(),
+            measured: x,
+            met: x <= 3.0,
+        });
+    }
+    if let Some(x) = ratio(rep, "rt.semaphore.acquire_p50_ms") {
+        t.push(TargetCheck {
+            what: "Semaphore uncontended acquire p50 ≤ 2× Lock's".into(),
+            measured: x,
+            met: x <= 2.0,
+        });
+    }
+    if let Some(x) = rep.value("rt.queue.take4.deletes") {
+        t.push(TargetCheck {
+            what: "Queue take by one of 4 consumers ≤ 1.2 deletes per item".into(),
+            measured: x,
+            met: x <= 1.2,
+        });
     }
     let kmax = cfg.sessions.iter().copied().max().unwrap_or(0);
     if let Some(w) = rep.value(&format!("w2.lock.k{kmax}.wakeups")) {

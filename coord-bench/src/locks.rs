@@ -159,10 +159,12 @@ async fn contenders(
 }
 
 /// W1: one session, `cycles` acquire + release in a row.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Cycles {
     /// Cycles per second.
     pub per_s: f64,
+    /// Cycles per second of each block, when run in blocks.
+    pub blocks: Vec<f64>,
     /// Latency of one cycle (acquire start to the next acquire start).
     pub latency: Percentiles,
 }
@@ -204,6 +206,7 @@ pub async fn uncontended(
     let per_block = cycles / blocks;
     let mut lat: Vec<Vec<Duration>> = vec![Vec::with_capacity(cycles); kinds.len()];
     let mut busy = vec![Duration::ZERO; kinds.len()];
+    let mut block_per_s: Vec<Vec<f64>> = vec![Vec::with_capacity(blocks); kinds.len()];
     for b in 0..blocks {
         for j in 0..cs.len() {
             // Alternate which kind goes first.
@@ -216,7 +219,9 @@ pub async fn uncontended(
                 lat[i].push(now - last);
                 last = now;
             }
-            busy[i] += start.elapsed();
+            let took = start.elapsed();
+            busy[i] += took;
+            block_per_s[i].push(per_block as f64 / took.as_secs_f64());
         }
     }
     for c in cs {
@@ -225,8 +230,10 @@ pub async fn uncontended(
     Ok(lat
         .iter_mut()
         .zip(busy)
-        .map(|(l, t)| Cycles {
+        .zip(block_per_s)
+        .map(|((l, t), blocks)| Cycles {
             per_s: l.len() as f64 / t.as_secs_f64(),
+            blocks,
             latency: percentiles(l),
         })
         .collect())
@@ -509,6 +516,7 @@ pub async fn raw_round_trip(session: &Session, dir: &str, ops: usize) -> BenchRe
     }
     Ok(Cycles {
         per_s: ops as f64 / start.elapsed().as_secs_f64(),
+        blocks: Vec::new(),
         latency: percentiles(&mut lat),
     })
 }

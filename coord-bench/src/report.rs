@@ -34,12 +34,38 @@ pub struct Row {
     pub better: Better,
     /// The baseline's name and figure; the ratio is `value / baseline`.
     pub baseline: Option<(String, f64)>,
+    /// When recipe and baseline ran in interleaved blocks: the ratio of
+    /// each block. The row's ratio is then their median, shown with their
+    /// range.
+    pub blocks: Vec<f64>,
+}
+
+/// The median of `xs` (the mean of the middle two for an even count);
+/// NaN for none.
+pub fn median(xs: &[f64]) -> f64 {
+    let mut v: Vec<f64> = xs.to_vec();
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
 }
 
 impl Row {
+    /// The lowest and highest per-block ratio, when there are blocks.
+    pub fn ratio_range(&self) -> Option<(f64, f64)> {
+        let lo = self.blocks.iter().copied().reduce(f64::min)?;
+        let hi = self.blocks.iter().copied().reduce(f64::max)?;
+        Some((lo, hi))
+    }
+
     /// `value / baseline`, when there is a baseline and both are figures
     /// (a side with no sample has no ratio).
     pub fn ratio(&self) -> Option<f64> {
+        if !self.blocks.is_empty() {
+            return Some(median(&self.blocks)).filter(|x| x.is_finite());
+        }
         self.baseline
             .as_ref()
             .filter(|(_, b)| b.is_finite() && *b > 0.0)
@@ -102,6 +128,44 @@ impl Report {
             unit: unit.to_owned(),
             better,
             baseline: baseline.map(|(n, v)| (n.to_owned(), v)),
+            blocks: Vec::new(),
+        });
+    }
+
+    /// Add a row whose recipe and baseline ran in interleaved blocks:
+    /// `ours[i]` and `base[i]` are block i's figures. The value and the
+    /// baseline are the medians of the blocks, the ratio the median of the
+    /// per-block ratios (shown with their range).
+    #[allow(clippy::too_many_arguments)]
+    pub fn add_blocks(
+        &mut self,
+        key: &str,
+        workload: &str,
+        case: &str,
+        metric: &str,
+        ours: &[f64],
+        unit: &str,
+        better: Better,
+        base: (&str, &[f64]),
+    ) {
+        let (name, base) = base;
+        let blocks = ours
+            .iter()
+            .zip(base)
+            .filter(|(_, b)| b.is_finite() && **b > 0.0)
+            .map(|(o, b)| o / b)
+            .filter(|x| x.is_finite())
+            .collect();
+        self.rows.push(Row {
+            key: key.to_owned(),
+            workload: workload.to_owned(),
+            case: case.to_owned(),
+            metric: metric.to_owned(),
+            value: median(ours),
+            unit: unit.to_owned(),
+            better,
+            baseline: Some((name.to_owned(), median(base))),
+            blocks,
         });
     }
 
@@ -139,9 +203,15 @@ impl Report {
                 Some((n, v)) => format!("{n}: {}", fmt_num(*v)),
                 None => String::new(),
             };
+            let range = match r.ratio_range() {
+                Some((lo, hi)) => {
+                    format!(" [{lo:.2}–{hi:.2}, median of {} blocks]", r.blocks.len())
+                }
+                None => String::new(),
+            };
             let ratio = match r.ratio() {
                 Some(x) => format!(
-                    "{:.2}× {}",
+                    "{:.2}×{range} {}",
                     x,
                     if r.better == Better::Higher {
                         "(higher better)"
@@ -187,7 +257,8 @@ impl Report {
     /// The report as JSON: `backend`, `url`, `elapsed_s`, `config` (an
     /// object of the settings), `rows` (each with `key`, `workload`,
     /// `case`, `metric`, `value`, `unit`, `better`, `baseline`,
-    /// `baseline_value`, `ratio`), `targets` (`what`, `measured`, `met`)
+    /// `baseline_value`, `ratio`, and for interleaved blocks `ratio_min`,
+    /// `ratio_max` and `blocks`, their count, 0 otherwise), `targets` (`what`, `measured`, `met`)
     /// and `failures` (`workload`, `error`). A figure that is not finite
     /// is `null`.
     pub fn json(&self) -> String {
@@ -208,6 +279,9 @@ impl Report {
                 baseline: r.baseline.as_ref().map(|(n, _)| n.as_str()),
                 baseline_value: r.baseline.as_ref().map(|(_, v)| *v),
                 ratio: r.ratio(),
+                ratio_min: r.ratio_range().map(|(lo, _)| lo),
+                ratio_max: r.ratio_range().map(|(_, hi)| hi),
+                blocks: r.blocks.len(),
             })
             .collect();
         let report = JsonReport {
@@ -272,6 +346,9 @@ struct JsonRow<'a> {
     baseline: Option<&'a str>,
     baseline_value: Option<f64>,
     ratio: Option<f64>,
+    ratio_min: Option<f64>,
+    ratio_max: Option<f64>,
+    blocks: usize,
 }
 
 #[derive(Serialize)]
@@ -343,6 +420,34 @@ pub fn percentiles(samples: &mut [Duration]) -> Percentiles {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_blocked_ratio_is_the_median_of_the_blocks_ratios() {
+        let mut rep = Report::default();
+        // Block ratios 2, 2 and 3: their median is 2, though the ratio of
+        // the medians (4 / 2) happens to agree and of the means would not.
+        rep.add_blocks(
+            "k",
+            "W2",
+            "case",
+            "handoffs",
+            &[2.0, 4.0, 9.0],
+            "/s",
+            Better::Higher,
+            ("native", &[1.0, 2.0, 3.0]),
+        );
+        let r = rep.get("k").expect("row");
+        assert_eq!(r.ratio(), Some(2.0));
+        assert_eq!(r.ratio_range(), Some((2.0, 3.0)));
+        assert_eq!(r.value, 4.0);
+        assert_eq!(r.baseline, Some(("native".to_owned(), 2.0)));
+        assert!(rep
+            .markdown()
+            .contains("2.00× [2.00–3.00, median of 3 blocks]"));
+        assert!(rep.json().contains("\"ratio_max\": 3.0"));
+        assert!(median(&[]).is_nan());
+        assert_eq!(median(&[1.0, 5.0]), 3.0);
+    }
 
     #[test]
     fn an_empty_sample_is_no_sample_never_zero() {

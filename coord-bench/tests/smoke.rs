@@ -25,11 +25,24 @@ async fn every_workload_runs_on_mem() {
         "w6.drain2_s",
         "w7.n3.round_ms",
         "w8.full_view_ms",
+        "w6.four_vs_one.per_s",
+        "rt.lock.acquire",
+        "rt.lock.release",
+        "rt.semaphore.acquire",
+        "rt.queue.offer",
+        "rt.queue.take1",
+        "rt.queue.take4",
+        "rt.queue.take4.deletes",
+        "rt.w2.k8.requests",
     ] {
         let v = report.value(key).unwrap_or_else(|| panic!("no row {key}"));
         assert!(v.is_finite() && v >= 0.0, "{key} = {v}");
     }
     assert!(report.value("w4.max_inside").expect("w4") <= 4.0);
+    // Interleaved blocks: the ratio is the median of the blocks' ratios.
+    let w2 = report.get("w2.lock.k8.per_s").expect("w2 row");
+    assert_eq!(w2.blocks.len(), 3, "W2 runs in 3 interleaved blocks");
+    assert!(w2.ratio().is_some_and(|r| r.is_finite() && r > 0.0));
     assert!(report.json().contains("\"rows\""));
     assert!(report.markdown().contains("| W2 |"));
 }
