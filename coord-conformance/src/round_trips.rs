@@ -61,6 +61,37 @@ pub async fn round_trips_uncontended_lock(h: &dyn Harness) {
     s.close().await.expect("close");
 }
 
+/// A guard dropped (released in the background) and the lock acquired
+/// again at once on the same session: the delete is sent as the guard
+/// drops, so the next acquire finds the lock free. It neither waits for
+/// its own old node nor pays for the wait: the delete, then the create
+/// and the listing, and nothing else.
+pub async fn round_trips_dropped_guard_then_acquire(h: &dyn Harness) {
+    let root = h.root("round_trips_dropped_guard_then_acquire");
+    let s = h.open().await;
+    let stats = Stats::new();
+    let lock = Lock::new(&s, &root)
+        .expect("lock")
+        .with_stats(stats.clone());
+    drop(lock.acquire().await.expect("acquire"));
+    for cycle in 0..20 {
+        let before = sent(&s);
+        let guard = lock.acquire().await.expect("acquire");
+        let spent = sent(&s) - before;
+        drop(guard);
+        assert!(
+            spent <= 3,
+            "cycle {cycle}: an acquire right after a dropped guard sent {spent} requests (with the drop's delete, at most 3)"
+        );
+    }
+    assert_eq!(
+        stats.wakeups(),
+        0,
+        "an acquire waited for the node of a guard already dropped"
+    );
+    s.close().await.expect("close");
+}
+
 /// A handoff down a queue of `WAITERS` waiters costs the release and what
 /// the one woken waiter does: a release wakes one waiter, not all of them.
 /// With a herd, every release would make every remaining waiter list the
@@ -152,6 +183,7 @@ macro_rules! __round_trips_tests {
     ($make:expr) => {
         $crate::__conformance_each!($make;
             round_trips::round_trips_uncontended_lock,
+            round_trips::round_trips_dropped_guard_then_acquire,
             round_trips::round_trips_handoff_wakes_one,
             round_trips::round_trips_queue,
             round_trips::round_trips_queue_four_consumers,

@@ -184,13 +184,26 @@ pub(crate) async fn delete_until_gone(session: &Session, node: &Created) -> Resu
 /// Delete the ephemeral `node` in the background, retrying until it is gone
 /// or the session is over (see [`delete_until_gone`]). [`Session::close`]
 /// waits for it.
+///
+/// The delete is polled once here, as [`PendingNode::spawn`] polls its
+/// create: its request leaves before this returns, so the session's next
+/// request (the next acquire's create, say) goes after it and, on
+/// ZooKeeper's in-order connection, is answered after it; its listing does
+/// not find the old node still there. That is how zookeeper-client's lock
+/// guard releases on drop. A delete answered at once needs no task.
 pub(crate) fn delete_in_background(session: Session, node: Created) {
     let s = session.clone();
-    session.spawn_work(async move {
+    let mut work = Box::pin(async move {
         if let Err(e) = delete_until_gone(&s, &node).await {
             tracing::warn!(path = %node.path, error = %e, "could not delete a node this session no longer needs");
         }
     });
+    // The first poll's waker is never woken for: a delete still pending
+    // is polled again by its task, with the task's waker, at once.
+    let mut cx = Context::from_waker(std::task::Waker::noop());
+    if work.as_mut().poll(&mut cx).is_pending() {
+        session.spawn_work(work);
+    }
 }
 
 impl Drop for PendingNode {
