@@ -1164,11 +1164,15 @@ fn check_targets(rep: &mut Report, cfg: &Config) {
     match rep.backend.as_str() {
         "zk" => {
             let base = "zookeeper-client's lock";
+            // Like for like: zookeeper-client's guard deletes its node in
+            // the background when dropped; so does a dropped `Lock` guard.
+            // `release().await` deletes before it returns (its promise):
+            // one more write in the cycle; reported, not the target.
             at_least(
                 &mut t,
                 rep,
-                "w1.lock.per_s",
-                format!("ZooKeeper W1 cycles/s ≥ 1.1× {base}"),
+                "w1.lockdrop.per_s",
+                format!("ZooKeeper W1 cycles/s, guard dropped, ≥ 1.1× {base} (guard dropped)"),
                 1.1,
             );
             for k in [8, 32] {
