@@ -23,12 +23,40 @@ use crate::traits::Lockable;
 /// A distributed semaphore: at most `max_leases` leases are held at once,
 /// across every process.
 ///
-/// Layout as Curator's: `<path>/locks` is an internal [`Lock`] that lets one
-/// acquirer at a time take leases, and `<path>/leases` holds one
-/// ephemeral-sequential node per lease (`_c_<uuid>-lease-<seq>`). An
-/// acquirer holding the internal lock creates its lease node, then counts
-/// the leases: at most `max_leases`, it keeps it; otherwise it waits for the
-/// lease directory to change. A holder's leases die with its session.
+/// Layout as Curator's: `<path>/locks` is an internal [`Lock`] that queues
+/// the acquirers who must wait, and `<path>/leases` holds one
+/// ephemeral-sequential node per lease (`_c_<uuid>-lease-<seq>`). A lease
+/// is first tried without the internal lock: create the lease node, list
+/// the leases; at most `max_leases`, it is kept (two round trips, a third
+/// to return it). Otherwise the node is deleted and the lease is taken as
+/// Curator takes every lease: holding the internal lock, create the lease
+/// node, count the leases, keep it at most `max_leases`, else wait for the
+/// lease directory to change, then let go of the lock. A holder's leases
+/// die with its session.
+///
+/// Why the fast path never grants more than `max_leases`: every acquirer,
+/// fast, locked or Curator's, decides on a listing made after its own node
+/// exists, and keeps it only if that listing counts at most `max_leases`.
+/// Take any `max_leases + 1` nodes held at one moment, and among them the
+/// one created last in the server's order of writes. Its listing was read
+/// from a state that holds its own create, so every earlier write, so
+/// every other of those nodes (each made before it, and deleted only after
+/// that moment, later than the listing): it counted more than
+/// `max_leases`, and was never kept. The internal lock plays no part in
+/// this; it only orders the waiting.
+///
+/// Why a waiter is not starved: a fast attempt keeps its node only when
+/// its listing, which holds the node of the waiter counting under the
+/// internal lock (ours or Curator's; it was made earlier), counts at most
+/// `max_leases`, so that waiter fits too, and the attempt's create wakes
+/// it to list again. A fast attempt that does not fit leaves a node in
+/// the directory for a moment: a waiter that counts it waits for the next
+/// change, the attempt's delete, and lists again — delayed, never
+/// miscounted for good. Having failed, the attempt queues on the internal
+/// lock behind the waiters, so each acquirer delays a waiter at most once.
+/// An acquirer queued on the lock, with no lease node yet, can be passed
+/// by a fast attempt while a lease is free: the fairness Curator's lock
+/// gives is kept from the head of the queue on.
 ///
 /// `acquire(qty, ..)` is all or nothing: on timeout, error or cancel, the
 /// leases taken so far are returned.
@@ -175,9 +203,14 @@ impl Semaphore {
     /// Waiters queue on the semaphore's internal lock; the first of them
     /// counts the leases, and while there is no room its own lease node is
     /// one beyond `max_leases` — it is listed once, as the waiter it is
-    /// (its lock node carries the same data). An acquirer caught in the
-    /// instant between taking a lease that fits and letting go of the
-    /// internal lock is listed both holding and waiting.
+    /// (its lock node carries the same data). A lease node made after that
+    /// waiter's is kept only if the waiter fits too (see the type's docs),
+    /// so while it waits, the first `max_leases` lease nodes are the
+    /// holders'. An acquirer caught in the instant between taking a lease
+    /// that fits and letting go of the internal lock is listed both holding
+    /// and waiting; a fast attempt that does not fit, caught in the instant
+    /// between its create and its delete, may be listed holding in place
+    /// of a holder made after it.
     ///
     /// # Errors
     /// The session's errors.
@@ -220,19 +253,66 @@ impl Semaphore {
         self.lock.acquire_quietly(wait).await
     }
 
-    /// One lease while holding the internal lock; `None` when `Wait::No`
-    /// finds no room.
-    async fn one_lease(&self, wait: Wait) -> Result<Option<Lease>> {
-        let Some(guard) = self.take_lock(wait).await? else {
-            return Ok(None);
-        };
+    /// Start creating a lease node (deleted unless taken).
+    fn create_lease(&self) -> PendingNode {
         let prefix = path::join(&self.leases_dir, &names::protected(names::LEASE));
-        let mut pending = PendingNode::spawn(
+        PendingNode::spawn(
             &self.session,
             prefix,
             self.data.clone(),
             CreateMode::EphemeralSequential,
-        );
+        )
+    }
+
+    /// Keep the created lease node as a lease.
+    fn keep(&self, pending: PendingNode) -> Option<Lease> {
+        pending
+            .take()
+            .map(|n| Lease(HeldNode::new(self.session.clone(), n)))
+    }
+
+    /// One lease, without the internal lock if there is room now (see the
+    /// type's docs), else holding it; `None` when `Wait::No` finds no room.
+    async fn one_lease(&self, wait: Wait) -> Result<Option<Lease>> {
+        match self.fast_lease().await? {
+            Some(lease) => Ok(Some(lease)),
+            None => self.locked_lease(wait).await,
+        }
+    }
+
+    /// The fast path: create a lease node, list the leases, keep the node
+    /// if they are at most `max_leases`. `None` when they are more: our
+    /// node is deleted first (retried until done), so a waiter that counts
+    /// it only waits for that delete.
+    async fn fast_lease(&self) -> Result<Option<Lease>> {
+        let mut pending = self.create_lease();
+        let me = path::name(&pending.created().await?.path).to_owned();
+        // On an error, `pending` is dropped: its node is deleted in the
+        // background.
+        let children = self.session.children(&self.leases_dir).await?;
+        if !children.iter().any(|c| c.name == me) {
+            return Err(Error::LockLost {
+                path: path::join(&self.leases_dir, &me),
+            });
+        }
+        if children.len() <= self.max_leases as usize {
+            let lease = self.keep(pending);
+            if lease.is_some() {
+                self.stats.acquired();
+            }
+            return Ok(lease);
+        }
+        pending.remove().await;
+        Ok(None)
+    }
+
+    /// One lease while holding the internal lock, waiting per `wait` (as
+    /// Curator takes each lease); `None` when `Wait::No` finds no room.
+    async fn locked_lease(&self, wait: Wait) -> Result<Option<Lease>> {
+        let Some(guard) = self.take_lock(wait).await? else {
+            return Ok(None);
+        };
+        let mut pending = self.create_lease();
         let me = path::name(&pending.created().await?.path).to_owned();
         let outcome = loop {
             let (children, changed) = self.session.children_watch(&self.leases_dir).await?;
@@ -259,9 +339,7 @@ impl Semaphore {
             self.stats.woke();
         };
         let lease = match outcome {
-            Ok(true) => pending
-                .take()
-                .map(|n| Lease(HeldNode::new(self.session.clone(), n))),
+            Ok(true) => self.keep(pending),
             Ok(false) => {
                 pending.remove().await;
                 None
