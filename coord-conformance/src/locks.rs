@@ -819,6 +819,8 @@ macro_rules! __lock_tests {
             semaphore::semaphore_all_or_nothing,
             semaphore::semaphore_dead_holder_leases_return,
             semaphore::semaphore_lease_data_and_mutex,
+            semaphore::semaphore_room_is_taken_without_the_internal_lock,
+            semaphore::semaphore_fast_and_locked_acquirers_mixed,
         );
     };
 }

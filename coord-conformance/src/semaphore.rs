@@ -7,11 +7,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use coord_core::path::join;
-use coord_core::recipes::{Semaphore, SemaphoreMutex};
-use coord_core::{Error, Session};
+use coord_core::path::{self, join};
+use coord_core::recipes::{Lock, Semaphore, SemaphoreMutex};
+use coord_core::{CreateMode, Created, Error, Session};
 
-use crate::{children_or_none, close_all, eventually, open_n, Harness, WAIT};
+use crate::{
+    await_children, children_or_none, close_all, eventually, open_n, within, Harness, WAIT,
+};
 
 const LONG: Duration = WAIT;
 
@@ -152,4 +154,175 @@ pub async fn semaphore_lease_data_and_mutex(h: &dyn Harness) {
     let g = m.try_acquire().await.expect("try").expect("free again");
     g.release().await.expect("release");
     let _ = s.close().await;
+}
+
+/// With room, a lease is taken without the semaphore's internal lock
+/// (`<path>/locks`): create the lease node, list, keep it. Shown two ways:
+/// the semaphore's stats, which its internal lock counts into, count one
+/// grant per uncontended lease and no lock grant beside it; and while
+/// another session holds the internal lock (as a Curator acquirer does
+/// while it takes a lease), a lease that is free is still granted, by
+/// `try_acquire` and by `acquire_timeout`.
+pub async fn semaphore_room_is_taken_without_the_internal_lock(h: &dyn Harness) {
+    let dir = h.root("semaphore_room_is_taken_without_the_internal_lock");
+    let leases_dir = join(&dir, "leases");
+    let [a, b] = <[Session; 2]>::try_from(open_n(h, 2).await).expect("two sessions");
+    let sem = Semaphore::new(&a, &dir, 2).expect("semaphore");
+
+    let one = sem.acquire(1).await.expect("a lease");
+    assert_eq!(
+        sem.stats().acquisitions(),
+        1,
+        "an uncontended acquire took the internal lock (its grant is counted too)"
+    );
+    Semaphore::return_all(one).await.expect("return");
+
+    let inner = Lock::new(&b, &join(&dir, "locks"))
+        .expect("the internal lock")
+        .acquire()
+        .await
+        .expect("the internal lock, held by another session");
+    let first = sem
+        .try_acquire(1)
+        .await
+        .expect("try")
+        .expect("a free lease while the internal lock is held elsewhere");
+    let second = sem
+        .acquire_timeout(1, LONG)
+        .await
+        .expect("the last free lease while the internal lock is held elsewhere");
+    assert!(
+        sem.try_acquire(1).await.expect("try").is_none(),
+        "a third lease of 2"
+    );
+    await_children(&a, &leases_dir, "only the 2 leases held", |k| k.len() == 2).await;
+    assert_eq!(
+        sem.stats().acquisitions(),
+        3,
+        "lease grants (and no internal lock grant) counted"
+    );
+    inner.release().await.expect("release the internal lock");
+    Semaphore::return_all(first.into_iter().chain(second))
+        .await
+        .expect("return");
+    close_all(&[a, b]).await;
+}
+
+/// One lease taken as Curator's `InterProcessSemaphoreV2` takes every
+/// lease: holding the internal lock, create the lease node, list the
+/// leases, wait for a change while they are more than `max`, then let go
+/// of the lock. Counted in `held` from the grant until [`curator_return`].
+async fn curator_lease(s: &Session, dir: &str, max: usize, held: &AtomicUsize) -> Created {
+    let leases_dir = join(dir, "leases");
+    let inner = Lock::new(s, &join(dir, "locks"))
+        .expect("the internal lock")
+        .acquire()
+        .await
+        .expect("the internal lock");
+    let uuid = uuid::Uuid::new_v4();
+    let lease = s
+        .create(
+            &join(&leases_dir, &format!("_c_{uuid}-lease-")),
+            b"",
+            CreateMode::EphemeralSequential,
+        )
+        .await
+        .expect("create the lease node");
+    let me = path::name(&lease.path).to_owned();
+    loop {
+        let (kids, changed) = s.children_watch(&leases_dir).await.expect("list");
+        assert!(kids.iter().any(|k| k.name == me), "our lease node is gone");
+        if kids.len() <= max {
+            break;
+        }
+        within("a change of the leases", changed)
+            .await
+            .expect("watch");
+    }
+    assert!(
+        held.fetch_add(1, Ordering::SeqCst) < max,
+        "more than {max} leases held (a Curator-style acquirer's grant)"
+    );
+    inner.release().await.expect("release the internal lock");
+    lease
+}
+
+/// Return a lease taken by [`curator_lease`].
+async fn curator_return(s: &Session, lease: Created, held: &AtomicUsize) {
+    held.fetch_sub(1, Ordering::SeqCst);
+    s.delete(&lease.path, None)
+        .await
+        .expect("delete the lease node");
+}
+
+/// Fast-path acquirers and Curator-style ones (which always hold the
+/// internal lock) on one semaphore of 2 leases, 8 sessions: never more
+/// than 2 held. It starts with both leases held Curator's way and the 6
+/// semaphore acquirers queued on the internal lock (each fast attempt
+/// found no room), so both paths are taken; then everyone loops.
+pub async fn semaphore_fast_and_locked_acquirers_mixed(h: &dyn Harness) {
+    const MAX: usize = 2;
+    const ROUNDS: usize = 4;
+    let dir = h.root("semaphore_fast_and_locked_acquirers_mixed");
+    let sessions = open_n(h, 8).await;
+    let (ours, curators) = sessions.split_at(6);
+    let held = Arc::new(AtomicUsize::new(0));
+    let mut first = Vec::new();
+    for s in curators {
+        first.push(curator_lease(s, &dir, MAX, &held).await);
+    }
+    let stats = coord_core::recipes::Stats::new();
+    let mut tasks = Vec::new();
+    for s in ours {
+        let (dir, held) = (dir.clone(), held.clone());
+        let sem = Semaphore::new(s, &dir, MAX as u32)
+            .expect("semaphore")
+            .with_stats(stats.clone());
+        tasks.push(tokio::spawn(async move {
+            for _ in 0..ROUNDS {
+                let leases = sem.acquire(1).await.expect("acquire");
+                assert!(
+                    held.fetch_add(1, Ordering::SeqCst) < MAX,
+                    "more than {MAX} leases held (a semaphore's grant)"
+                );
+                tokio::task::yield_now().await;
+                held.fetch_sub(1, Ordering::SeqCst);
+                Semaphore::return_all(leases).await.expect("return");
+            }
+        }));
+    }
+    await_children(
+        &curators[0],
+        &join(&dir, "locks"),
+        "the 6 semaphore acquirers queued on the internal lock",
+        |k| k.len() == 6,
+    )
+    .await;
+    for (s, lease) in curators.iter().zip(first) {
+        curator_return(s, lease, &held).await;
+    }
+    for s in curators {
+        let (s, dir, held) = (s.clone(), dir.clone(), held.clone());
+        tasks.push(tokio::spawn(async move {
+            for _ in 0..ROUNDS {
+                let lease = curator_lease(&s, &dir, MAX, &held).await;
+                tokio::task::yield_now().await;
+                curator_return(&s, lease, &held).await;
+            }
+        }));
+    }
+    for t in tasks {
+        within("every acquirer's rounds", t).await.expect("task");
+    }
+    assert!(
+        stats.acquisitions() > (ours.len() * ROUNDS) as u64,
+        "no semaphore lease was taken under the internal lock"
+    );
+    for d in ["leases", "locks"] {
+        await_children(&sessions[0], &join(&dir, d), "every node gone", |k| {
+            k.is_empty()
+        })
+        .await;
+    }
+    close_all(&sessions).await;
 }
