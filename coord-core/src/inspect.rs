@@ -598,8 +598,10 @@ async fn semaphore(
     )
     .await?;
     // The first waiter holds the internal lock and counts the leases; while
-    // there is no room its own lease node is the newest (every other lease
-    // was made by an acquirer that held the internal lock before it).
+    // there is no room its own lease node is the newest: a lease made
+    // after it without the lock (the semaphore's fast path) is kept only
+    // if the waiter fits too, and then it is about to take its own; one
+    // that does not fit is deleted at once.
     let counting = match (waiting.first(), leases.last()) {
         // Its lease is made after its lock node.
         (Some(w), Some(l)) => l.stamp > w.stamp,
