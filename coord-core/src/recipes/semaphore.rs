@@ -27,16 +27,18 @@ use crate::traits::Lockable;
 /// the acquirers who must wait, and `<path>/leases` holds one
 /// ephemeral-sequential node per lease (`_c_<uuid>-lease-<seq>`). A lease
 /// is first tried without the internal lock: create the lease node, list
-/// the leases; at most `max_leases`, it is kept (two round trips, a third
-/// to return it). Otherwise the node is deleted and the lease is taken as
-/// Curator takes every lease: holding the internal lock, create the lease
-/// node, count the leases, keep it at most `max_leases`, else wait for the
-/// lease directory to change, then let go of the lock. A holder's leases
-/// die with its session.
+/// the leases; at most `max_leases`, it is kept (two round trips, one on
+/// ZooKeeper, whose FIFO connection lets the listing follow the create
+/// unanswered; one more to return it). Otherwise the node is deleted and
+/// the lease is taken as Curator takes every lease: holding the internal
+/// lock, create the lease node, count the leases, keep it at most
+/// `max_leases`, else wait for the lease directory to change, then let go
+/// of the lock. A holder's leases die with its session.
 ///
 /// Why the fast path never grants more than `max_leases`: every acquirer,
 /// fast, locked or Curator's, decides on a listing made after its own node
-/// exists, and keeps it only if that listing counts at most `max_leases`.
+/// exists (one that shows its node), and keeps it only if that listing
+/// counts at most `max_leases`.
 /// Take any `max_leases + 1` nodes held at one moment, and among them the
 /// one created last in the server's order of writes. Its listing was read
 /// from a state that holds its own create, so every earlier write, so
@@ -286,10 +288,19 @@ impl Semaphore {
     /// it only waits for that delete.
     async fn fast_lease(&self) -> Result<Option<Lease>> {
         let mut pending = self.create_lease();
-        let me = path::name(&pending.created().await?.path).to_owned();
-        // On an error, `pending` is dropped: its node is deleted in the
-        // background.
-        let children = self.session.children(&self.leases_dir).await?;
+        // The create's request is issued already (PendingNode::spawn polls
+        // it once): list right behind it, as the lock does. On a FIFO
+        // connection (ZooKeeper) the listing sees our node, saving a round
+        // trip; a listing without it may predate our create, so it is no
+        // ground for a grant: list again. On an error, `pending` is
+        // dropped: its node is deleted in the background.
+        let (created, first) =
+            tokio::join!(pending.created(), self.session.children(&self.leases_dir));
+        let me = path::name(&created?.path).to_owned();
+        let children = match first {
+            Ok(c) if c.iter().any(|c| c.name == me) => c,
+            _ => self.session.children(&self.leases_dir).await?,
+        };
         if !children.iter().any(|c| c.name == me) {
             return Err(Error::LockLost {
                 path: path::join(&self.leases_dir, &me),
