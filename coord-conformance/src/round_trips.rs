@@ -4,7 +4,7 @@
 //! requests fails here: counting them is part of the contract a new
 //! backend proves.
 
-use coord_core::recipes::{Lock, LockGuard, Queue, Stats};
+use coord_core::recipes::{Lock, LockGuard, Queue, Semaphore, Stats};
 use coord_core::Session;
 use tokio::sync::mpsc;
 
@@ -56,6 +56,38 @@ pub async fn round_trips_uncontended_lock(h: &dyn Harness) {
             1,
             "cycle {cycle}: a release sent {} requests (one delete)",
             released - acquired
+        );
+    }
+    s.close().await.expect("close");
+}
+
+/// An uncontended semaphore lease costs at most three requests (create,
+/// listing, and the listing again where the first may predate the create)
+/// and one to return: it takes no internal lock while there is room.
+pub async fn round_trips_uncontended_semaphore(h: &dyn Harness) {
+    let root = h.root("round_trips_uncontended_semaphore");
+    let s = h.open().await;
+    let sem = Semaphore::new(&s, &root, 2).expect("semaphore");
+    // The first acquire may make the directories.
+    Semaphore::return_all(sem.acquire(1).await.expect("acquire"))
+        .await
+        .expect("return");
+    for cycle in 0..5 {
+        let before = sent(&s);
+        let leases = sem.acquire(1).await.expect("acquire");
+        let acquired = sent(&s);
+        Semaphore::return_all(leases).await.expect("return");
+        let returned = sent(&s);
+        assert!(
+            acquired - before <= 3,
+            "cycle {cycle}: an uncontended lease took {} requests (at most 3)",
+            acquired - before
+        );
+        assert_eq!(
+            returned - acquired,
+            1,
+            "cycle {cycle}: returning a lease took {} requests (one delete)",
+            returned - acquired
         );
     }
     s.close().await.expect("close");
@@ -184,6 +216,7 @@ macro_rules! __round_trips_tests {
         $crate::__conformance_each!($make;
             round_trips::round_trips_uncontended_lock,
             round_trips::round_trips_dropped_guard_then_acquire,
+            round_trips::round_trips_uncontended_semaphore,
             round_trips::round_trips_handoff_wakes_one,
             round_trips::round_trips_queue,
             round_trips::round_trips_queue_four_consumers,
