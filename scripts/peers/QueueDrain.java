@@ -13,6 +13,7 @@
 //    ZooKeeper session), connected before the clock starts, then released
 //    together; each polls until poll() returns null. Timed from the
 //    release to the last consumer's end.
+//    last_take_seconds: until the last item was taken.
 // 4. Checks every item was taken exactly once.
 // Prints one JSON line: {"impl":"curator","items":N,"seconds":S,...};
 // exits 1 if the check fails or a consumer threw.
@@ -69,6 +70,7 @@ public class QueueDrain {
         List<List<String>> taken = new ArrayList<>();
         List<Throwable> errors = new ArrayList<>();
         AtomicLong end = new AtomicLong();
+        AtomicLong lastTake = new AtomicLong(Long.MIN_VALUE);
         List<Thread> threads = new ArrayList<>();
         for (int i = 0; i < consumers; i++) {
             List<String> mine = new ArrayList<>();
@@ -80,6 +82,7 @@ public class QueueDrain {
                     byte[] b;
                     while ((b = cq.poll()) != null) {
                         mine.add(new String(b, StandardCharsets.UTF_8));
+                        lastTake.accumulateAndGet(System.nanoTime(), Math::max);
                     }
                 } catch (Throwable e) {
                     synchronized (errors) {
@@ -99,6 +102,8 @@ public class QueueDrain {
             t.join();
         }
         double seconds = (end.get() - start) / 1e9;
+        double lastTakeSeconds =
+                lastTake.get() == Long.MIN_VALUE ? 0 : Math.max(0, lastTake.get() - start) / 1e9;
 
         Map<String, Integer> seen = new HashMap<>();
         int total = 0;
@@ -128,6 +133,7 @@ public class QueueDrain {
             err.append(err.length() == 0 ? "" : "; ").append(e.toString().replace("\"", "'"));
         }
         System.out.println("{\"impl\":\"curator\",\"items\":" + items + ",\"seconds\":" + seconds
+                + ",\"last_take_seconds\":" + lastTakeSeconds
                 + ",\"taken\":" + total + ",\"duplicates\":" + duplicates + ",\"missing\":" + missing
                 + ",\"unexpected\":" + unexpected + ",\"per_consumer\":[" + per + "]"
                 + ",\"errors\":\"" + err + "\",\"ok\":" + ok + "}");

@@ -8,7 +8,9 @@
 //! `--consumers` sessions, one `Queue` each, then times them polling
 //! concurrently until each finds the queue empty, and checks that every
 //! item was taken exactly once. Prints one JSON line:
-//! `{"items":N,"seconds":S,...}` (`seconds` only with `--drain`); exits 1
+//! `{"items":N,"seconds":S,...}` (`seconds` only with `--drain`: until
+//! every consumer found the queue empty; `last_take_seconds`: until the
+//! last item was taken); exits 1
 //! if the check fails or a session errs.
 
 use std::collections::BTreeMap;
@@ -73,6 +75,7 @@ async fn prefill(url: &str, path: &str, n: usize) -> Res<()> {
 /// What the consumers took, and how long they took.
 struct Drained {
     seconds: f64,
+    last_take_seconds: f64,
     taken: Vec<Vec<u8>>,
     per_consumer: Vec<usize>,
     listings: u64,
@@ -92,10 +95,12 @@ async fn drain(url: &str, path: &str, consumers: usize) -> Res<Drained> {
         set.spawn(async move {
             gate.wait().await;
             let mut got = Vec::new();
+            let mut last = None;
             while let Some(item) = q.poll().await? {
                 got.push(item);
+                last = Some(Instant::now());
             }
-            Ok::<_, coord::Error>((got, q.stats().listings(), Instant::now()))
+            Ok::<_, coord::Error>((got, q.stats().listings(), Instant::now(), last))
         });
     }
     let start = Instant::now();
@@ -104,19 +109,23 @@ async fn drain(url: &str, path: &str, consumers: usize) -> Res<Drained> {
     let mut per_consumer = Vec::new();
     let mut listings = 0;
     let mut end = start;
+    let mut last_take = start;
     while let Some(r) = set.join_next().await {
-        let (got, l, at) = r??;
+        let (got, l, at, last) = r??;
         per_consumer.push(got.len());
         taken.extend(got);
         listings += l;
         end = end.max(at);
+        last_take = last_take.max(last.unwrap_or(start));
     }
     let seconds = end.duration_since(start).as_secs_f64();
+    let last_take_seconds = last_take.duration_since(start).as_secs_f64();
     for s in &sessions {
         let _ = s.close().await;
     }
     Ok(Drained {
         seconds,
+        last_take_seconds,
         taken,
         per_consumer,
         listings,
@@ -143,6 +152,7 @@ async fn run(a: &Args) -> Res<bool> {
         let unexpected = seen.len() + missing - a.items;
         ok = d.taken.len() == a.items && duplicates == 0 && missing == 0 && unexpected == 0;
         out["seconds"] = d.seconds.into();
+        out["last_take_seconds"] = d.last_take_seconds.into();
         out["taken"] = d.taken.len().into();
         out["duplicates"] = duplicates.into();
         out["missing"] = missing.into();
