@@ -186,6 +186,9 @@ type HandoffRow = (
     Better,
 );
 
+/// A W3 latency row: key, metric, the figure of a block.
+type MixedRow = (&'static str, &'static str, fn(&locks::Mixed) -> f64);
+
 /// Requests every one of `sessions` has sent so far (0 for a backend
 /// that does not count them).
 fn requests_of(sessions: &[coord::Session]) -> u64 {
@@ -677,169 +680,134 @@ pub async fn run(url: &str, cfg: &Config) -> BenchResult<Report> {
         }
     }
 
-    // W3 and W4, with the exclusive Lock under the same load as baseline.
+    // W3 and W4, with the exclusive Lock under the same load as baseline:
+    // the three run in `w2_blocks` interleaved blocks (the order rotates),
+    // and each ratio to the Lock is the median of the blocks' ratios.
     let m = cfg.mixed_sessions;
     let sessions = pool.get(m).await?.to_vec();
-    let excl = timed(
-        limit,
-        "W3/W4 baseline",
-        locks::mixed(
-            &sessions,
-            MixKind::Exclusive,
-            &format!("{root}/w34x"),
-            cfg.mixed_ops,
-        ),
-    )
-    .await;
-    let excl = match excl {
-        Ok(x) => {
-            rep.add(
-                "w34.exclusive.per_s",
-                "W3/W4",
-                &format!("Lock (baseline), {m} sessions"),
-                "ops",
-                x.per_s,
-                "/s",
-                Better::Higher,
-                None,
-            );
-            Some(x)
-        }
-        Err(e) => {
-            rep.failures.push(("W3/W4 baseline".into(), e.to_string()));
-            None
-        }
-    };
-    let xb = excl.map(|x| ("Lock, same load", x.per_s));
-    match timed(
-        limit,
-        "W3",
-        locks::mixed(
-            &sessions,
-            MixKind::ReadWrite,
-            &format!("{root}/w3"),
-            cfg.mixed_ops,
-        ),
-    )
-    .await
-    {
-        Ok(x) => {
-            let case = format!("RwLock 90% reads, {m} sessions");
-            rep.add(
-                "w3.per_s",
-                "W3",
-                &case,
-                "ops",
-                x.per_s,
-                "/s",
-                Better::Higher,
-                xb,
-            );
-            rep.add(
-                "w3.read_p50_ms",
-                "W3",
-                &case,
-                "read acquire p50",
-                x.read.p50,
-                "ms",
-                Better::Lower,
-                rtt,
-            );
-            rep.add(
-                "w3.read_p99_ms",
-                "W3",
-                &case,
-                "read acquire p99",
-                x.read.p99,
-                "ms",
-                Better::Lower,
-                rtt,
-            );
-            rep.add(
-                "w3.write_p50_ms",
-                "W3",
-                &case,
-                "write acquire p50",
-                x.write.p50,
-                "ms",
-                Better::Lower,
-                rtt,
-            );
-            rep.add(
-                "w3.write_p99_ms",
-                "W3",
-                &case,
-                "write acquire p99",
-                x.write.p99,
-                "ms",
-                Better::Lower,
-                rtt,
-            );
-        }
-        Err(e) => rep.failures.push(("W3".into(), e.to_string())),
-    }
-    match timed(
-        limit,
-        "W4",
-        locks::mixed(
-            &sessions,
-            MixKind::Semaphore(4),
-            &format!("{root}/w4"),
-            cfg.mixed_ops,
-        ),
-    )
-    .await
-    {
-        Ok(x) => {
-            let case = format!("Semaphore 4 leases, {m} sessions");
-            rep.add(
-                "w4.per_s",
-                "W4",
-                &case,
-                "ops",
-                x.per_s,
-                "/s",
-                Better::Higher,
-                xb,
-            );
-            rep.add(
-                "w4.p50_ms",
-                "W4",
-                &case,
-                "acquire p50",
-                x.read.p50,
-                "ms",
-                Better::Lower,
-                rtt,
-            );
-            rep.add(
-                "w4.p99_ms",
-                "W4",
-                &case,
-                "acquire p99",
-                x.read.p99,
-                "ms",
-                Better::Lower,
-                rtt,
-            );
-            rep.add(
-                "w4.max_inside",
-                "W4",
-                &case,
-                "most holders at once",
-                x.max_inside as f64,
-                "",
-                Better::Lower,
-                Some(("leases", 4.0)),
-            );
-            if x.max_inside > 4 {
-                rep.failures.push((
-                    "W4".into(),
-                    format!("{} holders at once over 4 leases", x.max_inside),
-                ));
+    let kinds = [
+        MixKind::Exclusive,
+        MixKind::ReadWrite,
+        MixKind::Semaphore(4),
+    ];
+    let names = ["W3/W4 baseline", "W3", "W4"];
+    let blocks = cfg.w2_blocks.max(1);
+    let ops = (cfg.mixed_ops / blocks).max(1);
+    let mut runs: [Vec<locks::Mixed>; 3] = Default::default();
+    'w34: for b in 0..blocks {
+        for j in 0..kinds.len() {
+            let i = (j + b) % kinds.len();
+            match timed(
+                limit,
+                names[i],
+                locks::mixed(&sessions, kinds[i], &format!("{root}/w34k{i}b{b}"), ops),
+            )
+            .await
+            {
+                Ok(x) => runs[i].push(x),
+                Err(e) => {
+                    rep.failures.push((names[i].into(), e.to_string()));
+                    break 'w34;
+                }
             }
         }
-        Err(e) => rep.failures.push(("W4".into(), e.to_string())),
+    }
+    let [excl, rw, sem] = runs;
+    let per_s = |xs: &[locks::Mixed]| xs.iter().map(|x| x.per_s).collect::<Vec<f64>>();
+    let med = |xs: &[locks::Mixed], f: fn(&locks::Mixed) -> f64| {
+        report::median(&xs.iter().map(f).collect::<Vec<f64>>())
+    };
+    if !excl.is_empty() {
+        rep.add(
+            "w34.exclusive.per_s",
+            "W3/W4",
+            &format!("Lock (baseline), {m} sessions"),
+            "ops",
+            report::median(&per_s(&excl)),
+            "/s",
+            Better::Higher,
+            None,
+        );
+    }
+    let complete = |xs: &[locks::Mixed]| !xs.is_empty() && xs.len() == excl.len();
+    if complete(&rw) {
+        let case = format!("RwLock 90% reads, {m} sessions");
+        rep.add_blocks(
+            "w3.per_s",
+            "W3",
+            &case,
+            "ops",
+            &per_s(&rw),
+            "/s",
+            Better::Higher,
+            ("Lock, same load", &per_s(&excl)),
+        );
+        let rows: [MixedRow; 4] = [
+            ("w3.read_p50_ms", "read acquire p50", |x| x.read.p50),
+            ("w3.read_p99_ms", "read acquire p99", |x| x.read.p99),
+            ("w3.write_p50_ms", "write acquire p50", |x| x.write.p50),
+            ("w3.write_p99_ms", "write acquire p99", |x| x.write.p99),
+        ];
+        for (key, metric, f) in rows {
+            rep.add(
+                key,
+                "W3",
+                &case,
+                metric,
+                med(&rw, f),
+                "ms",
+                Better::Lower,
+                rtt,
+            );
+        }
+    }
+    if complete(&sem) {
+        let case = format!("Semaphore 4 leases, {m} sessions");
+        rep.add_blocks(
+            "w4.per_s",
+            "W4",
+            &case,
+            "ops",
+            &per_s(&sem),
+            "/s",
+            Better::Higher,
+            ("Lock, same load", &per_s(&excl)),
+        );
+        rep.add(
+            "w4.p50_ms",
+            "W4",
+            &case,
+            "acquire p50",
+            med(&sem, |x| x.read.p50),
+            "ms",
+            Better::Lower,
+            rtt,
+        );
+        rep.add(
+            "w4.p99_ms",
+            "W4",
+            &case,
+            "acquire p99",
+            med(&sem, |x| x.read.p99),
+            "ms",
+            Better::Lower,
+            rtt,
+        );
+        let most = sem.iter().map(|x| x.max_inside).max().unwrap_or(0);
+        rep.add(
+            "w4.max_inside",
+            "W4",
+            &case,
+            "most holders at once",
+            most as f64,
+            "",
+            Better::Lower,
+            Some(("leases", 4.0)),
+        );
+        if most > 4 {
+            rep.failures
+                .push(("W4".into(), format!("{most} holders at once over 4 leases")));
+        }
     }
 
     // W5.

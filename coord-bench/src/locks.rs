@@ -56,23 +56,41 @@ enum Contender {
 
 impl Contender {
     /// Acquire, run `inside` (synchronously, while holding), release.
-    async fn hold_once(&mut self, inside: &mut (dyn FnMut() + Send)) -> BenchResult<()> {
+    /// With `pause`, the holder also yields to the runtime once while it
+    /// holds, as a process doing work would: on mem a whole acquire and
+    /// release completes without yielding, so without it contenders never
+    /// overlap and W2 would measure one task re-taking a free lock.
+    async fn hold_once(
+        &mut self,
+        inside: &mut (dyn FnMut() + Send),
+        pause: bool,
+    ) -> BenchResult<()> {
+        let mut inside = || {
+            inside();
+            pause
+        };
         match self {
             Contender::Recipe(l) => {
                 let g = l.acquire().await?;
-                inside();
+                if inside() {
+                    tokio::task::yield_now().await;
+                }
                 g.release().await?;
             }
             Contender::RecipeDrop(l) => {
                 let g = l.acquire().await?;
-                inside();
+                if inside() {
+                    tokio::task::yield_now().await;
+                }
                 // Released in the background; the session's next request
                 // queues behind the delete.
                 drop(g);
             }
             Contender::Simple(l) => {
                 let g = l.acquire().await?;
-                inside();
+                if inside() {
+                    tokio::task::yield_now().await;
+                }
                 g.release().await?;
             }
             Contender::Zk(client, dir) => {
@@ -84,7 +102,9 @@ impl Contender {
                                 .with_acls(zookeeper_client::Acls::anyone_all()),
                         )?;
                 let g = client.lock(prefix, b"", options).await?;
-                inside();
+                if inside() {
+                    tokio::task::yield_now().await;
+                }
                 // The crate's release: dropping the guard deletes the node
                 // in the background; the session's next request queues
                 // behind that delete (FIFO), so a loop pays for it.
@@ -98,12 +118,16 @@ impl Contender {
                     )
                     .await?;
                 let key = r.key().to_vec();
-                inside();
+                if inside() {
+                    tokio::task::yield_now().await;
+                }
                 client.unlock(key).await?;
             }
             Contender::Tokio(m) => {
                 let g = m.lock().await;
-                inside();
+                if inside() {
+                    tokio::task::yield_now().await;
+                }
                 drop(g);
             }
         }
@@ -198,7 +222,7 @@ pub async fn uncontended(
         let mut c = one.pop().ok_or("no contender")?;
         // Warm up (directory creation, connection).
         for _ in 0..cycles.clamp(1, 20) {
-            c.hold_once(&mut || {}).await?;
+            c.hold_once(&mut || {}, false).await?;
         }
         cs.push(c);
     }
@@ -214,7 +238,7 @@ pub async fn uncontended(
             let start = Instant::now();
             let mut last = start;
             for _ in 0..per_block {
-                cs[i].hold_once(&mut || {}).await?;
+                cs[i].hold_once(&mut || {}, false).await?;
                 let now = Instant::now();
                 lat[i].push(now - last);
                 last = now;
@@ -309,7 +333,7 @@ pub async fn contended(
                     inside_now.store(false, Ordering::SeqCst);
                     sh.last_release = Some(Instant::now());
                 };
-                let r = c.hold_once(&mut inside).await;
+                let r = c.hold_once(&mut inside, true).await;
                 if let Err(e) = r {
                     c.finish().await;
                     return Err(e);

@@ -39,6 +39,14 @@ async fn every_workload_runs_on_mem() {
         assert!(v.is_finite() && v >= 0.0, "{key} = {v}");
     }
     assert!(report.value("w4.max_inside").expect("w4") <= 4.0);
+    // W2 measures handoffs between sessions, not one task re-taking a
+    // free lock (on mem an acquire and release can run without yielding):
+    // every release of the FIFO lock wakes the next waiter.
+    let w = report.value("w2.lock.k8.wakeups").expect("wake-ups");
+    assert!(
+        w >= 0.5,
+        "W2 on mem woke {w} waiters per release: no handoffs"
+    );
     // Interleaved blocks: the ratio is the median of the blocks' ratios.
     let w2 = report.get("w2.lock.k8.per_s").expect("w2 row");
     assert_eq!(w2.blocks.len(), 3, "W2 runs in 3 interleaved blocks");
