@@ -40,8 +40,8 @@ pub(crate) struct Engine {
     /// The order items are taken in (FIFO, priority, delay).
     order: Order,
     /// Take strictly in order, several consumers racing for each next
-    /// item, rather than spread apart after meeting at one (see
-    /// [`Cache::scatter`]).
+    /// item, rather than spread over lanes after losing items to another
+    /// (see [`Cache::lost`]).
     strict: AtomicBool,
     pub(crate) stats: Stats,
     /// Names from the last listing not tried yet, in order.
@@ -389,9 +389,10 @@ impl Engine {
         }
     }
 
-    /// Plain mode: remove the item at the front of `cache`. The delete runs in a task that holds the cache
-    /// and leaves the item in the stash, so a take dropped mid-delete loses
-    /// nothing and the next take returns that item first.
+    /// Plain mode: remove the item at the front of `cache`. The delete
+    /// runs in a task that holds the cache and leaves the item in the
+    /// stash, so a take dropped mid-delete loses nothing and the next take
+    /// returns that item first.
     async fn try_remove(
         self: &Arc<Self>,
         name: &str,
