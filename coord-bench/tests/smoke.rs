@@ -40,12 +40,13 @@ async fn every_workload_runs_on_mem() {
     }
     assert!(report.value("w4.max_inside").expect("w4") <= 4.0);
     // W2 measures handoffs between sessions, not one task re-taking a
-    // free lock (on mem an acquire and release can run without yielding):
-    // every release of the FIFO lock wakes the next waiter.
+    // free lock: on mem an acquire and release can run without yielding,
+    // and then no contender ever waited (0 wake-ups, exactly). How many
+    // wait in a 10-acquisition block varies; that some do does not.
     let w = report.value("w2.lock.k8.wakeups").expect("wake-ups");
     assert!(
-        w >= 0.5,
-        "W2 on mem woke {w} waiters per release: no handoffs"
+        w > 0.0,
+        "W2 on mem woke no waiter: the contenders never overlapped"
     );
     // Interleaved blocks: the ratio is the median of the blocks' ratios.
     let w2 = report.get("w2.lock.k8.per_s").expect("w2 row");
