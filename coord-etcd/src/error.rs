@@ -330,6 +330,20 @@ pub(crate) fn never_sent(e: &etcd_client::Error) -> bool {
     .any(|s| text.contains(s))
 }
 
+/// Whether etcd refused the request as checked against an older auth
+/// store than the one it was applied to ("revision of auth store is old":
+/// a user, role or permission changed between the permission check and
+/// the apply). Such a request was not applied; etcd's Go client refreshes
+/// its token and sends it again (a JWT carries the auth revision).
+pub(crate) fn auth_revision_old(e: &etcd_client::Error) -> bool {
+    match e {
+        etcd_client::Error::GRpcStatus(status) => {
+            status.message().contains("revision of auth store is old")
+        }
+        _ => false,
+    }
+}
+
 /// Whether the status was made by tonic from a transport error (the
 /// server's own statuses carry no source).
 fn is_transport_source(status: &(dyn std::error::Error + 'static)) -> bool {

@@ -133,6 +133,9 @@ pub async fn connect(options: EtcdOptions) -> Result<Session> {
         closing: AtomicBool::new(false),
         beat_now: tokio::sync::Notify::new(),
         requests: AtomicU64::new(0),
+        authenticates: options.get_user().is_some(),
+        auth_epoch: AtomicU64::new(0),
+        auth_refresh: tokio::sync::Mutex::new(()),
     });
     tracing::debug!(lease = %format!("{:x}", grant.id()), ?ttl, "etcd session opened");
     let keep_alive = tokio::spawn(keep_alive(shared.clone()));

@@ -39,6 +39,13 @@ pub(crate) struct Shared {
     /// Unary requests this session sent (see
     /// [`coord_core::PrimitiveSession::requests_sent`]).
     pub(crate) requests: AtomicU64,
+    /// The session authenticates with a user and password (so a token the
+    /// server dropped can be had again; see [`Shared::refresh_token`]).
+    pub(crate) authenticates: bool,
+    /// Bumped by every token refresh [`Shared::refresh_token`] made.
+    pub(crate) auth_epoch: AtomicU64,
+    /// One refresh at a time: the watches refused together share it.
+    pub(crate) auth_refresh: tokio::sync::Mutex<()>,
 }
 
 impl Shared {
@@ -90,7 +97,9 @@ impl Shared {
     ///
     /// With several endpoints the client may route a request to a member
     /// it cannot connect to; such a request never left, so it is sent again
-    /// (the balancer then picks another member) until the timeout. A read
+    /// (the balancer then picks another member) until the timeout. So is a
+    /// request etcd refused unapplied because the auth store changed under
+    /// it (after a token refresh, as etcd's Go client does). A read
     /// (`idempotent`) is also sent again after any lost connection.
     pub(crate) async fn call<T, F, Fut>(&self, idempotent: bool, mut make: F) -> Result<T>
     where
@@ -104,6 +113,7 @@ impl Shared {
         loop {
             crate::testing::count_request();
             self.requests.fetch_add(1, Ordering::Relaxed);
+            let epoch = self.auth_epoch();
             let left = deadline.saturating_duration_since(Instant::now());
             let err = match tokio::time::timeout(left, make()).await {
                 Ok(Ok(v)) => {
@@ -113,7 +123,11 @@ impl Shared {
                 Ok(Err(e)) => e,
                 Err(_) => return Err(error::timed_out(self.request_timeout)),
             };
-            let unsent = error::never_sent(&err);
+            let auth_old = error::auth_revision_old(&err);
+            if auth_old {
+                self.refresh_token(epoch).await;
+            }
+            let unsent = auth_old || error::never_sent(&err);
             let mapped = error::map(err);
             if matches!(mapped, Error::SessionExpired) {
                 if self.closing.load(Ordering::SeqCst) {
@@ -132,6 +146,41 @@ impl Shared {
             }
             tracing::debug!(error = %mapped, "etcd request failed before it was answered; again");
             tokio::time::sleep(pause).await;
+        }
+    }
+
+    /// The token refresh count, to hand to [`Shared::refresh_token`] when
+    /// what is sent now is refused for its token.
+    pub(crate) fn auth_epoch(&self) -> u64 {
+        self.auth_epoch.load(Ordering::SeqCst)
+    }
+
+    /// Authenticate again, unless a refresh was made since `seen` (from
+    /// [`Shared::auth_epoch`] before the refused request): for a watch
+    /// that etcd cancelled as not permitted. etcd checks a watch's
+    /// permission when it is created, with the token its stream opened
+    /// with, and cancels it when that token is gone (dropped after
+    /// `--auth-token-ttl` of disuse, or when the user's password or roles
+    /// change); the client refreshes a token only when a unary request is
+    /// refused, so a session that only waits would have its watches
+    /// cancelled for ever. A failed refresh is left to the next refusal.
+    pub(crate) async fn refresh_token(&self, seen: u64) {
+        if !self.authenticates {
+            return;
+        }
+        let _one = self.auth_refresh.lock().await;
+        if self.auth_epoch() != seen {
+            return;
+        }
+        crate::testing::count_request();
+        self.requests.fetch_add(1, Ordering::Relaxed);
+        match tokio::time::timeout(self.request_timeout, self.client.refresh_token()).await {
+            Ok(Ok(())) => {
+                self.auth_epoch.fetch_add(1, Ordering::SeqCst);
+                tracing::debug!("etcd auth token refreshed for a refused watch");
+            }
+            Ok(Err(e)) => tracing::debug!(error = %e, "etcd auth token refresh failed"),
+            Err(_) => tracing::debug!("etcd auth token refresh timed out"),
         }
     }
 

@@ -43,6 +43,17 @@ enum WatchEnd {
     Cancelled,
     /// The stream broke (connection lost); open it again.
     Broken,
+    /// The server cancelled the watch as not permitted: the token the
+    /// stream opened with is gone. Authenticate again
+    /// ([`Shared::refresh_token`]), then open it again.
+    Denied,
+}
+
+/// Whether a watch cancel's reason is etcd refusing its permission (as it
+/// does for a token it dropped: `rpctypes.ErrGRPCPermissionDenied`, or
+/// an invalid token).
+fn denied(reason: &str) -> bool {
+    reason.contains("permission denied") || reason.contains("auth token")
 }
 
 /// Resolve with the session's end.
@@ -142,6 +153,9 @@ async fn next(
                     compact_revision = resp.compact_revision(),
                     "etcd cancelled a watch"
                 );
+                if denied(resp.cancel_reason()) {
+                    return Err(WatchEnd::Denied);
+                }
                 return Err(WatchEnd::Cancelled);
             }
             // An event at or before `after` is one the caller's read (or
@@ -296,6 +310,7 @@ async fn key_changed(shared: &Shared, mut w: WatchedKey) {
         let watchers = [(w.key.clone(), opts)];
         let what = w.what;
         let fires = |e: &Event| what == KeyChange::Any || e.event_type() == EventType::Delete;
+        let epoch = shared.auth_epoch();
         let end = match open(shared, &watchers, w.revision, &fires).await {
             Err(end) => end,
             Ok(mut opened) => {
@@ -313,6 +328,10 @@ async fn key_changed(shared: &Shared, mut w: WatchedKey) {
             // Opened again from the current revision; the read above
             // covers what happened meanwhile.
             WatchEnd::Broken | WatchEnd::Cancelled => backoff(&mut attempt).await,
+            WatchEnd::Denied => {
+                shared.refresh_token(epoch).await;
+                backoff(&mut attempt).await;
+            }
         }
     }
 }
@@ -399,6 +418,7 @@ async fn children_changed_inner(
     };
     let mut attempt = 0;
     loop {
+        let epoch = shared.auth_epoch();
         let end = match open(shared, &watchers, revision, &fires).await {
             Err(end) => end,
             Ok(mut opened) => {
@@ -416,6 +436,10 @@ async fn children_changed_inner(
         match end {
             WatchEnd::Fired => return,
             WatchEnd::Broken | WatchEnd::Cancelled => backoff(&mut attempt).await,
+            WatchEnd::Denied => {
+                shared.refresh_token(epoch).await;
+                backoff(&mut attempt).await;
+            }
         }
     }
 }
@@ -566,6 +590,7 @@ async fn feed_tree(
         let opts = WatchOptions::new()
             .with_range(end.as_str())
             .with_start_revision(next);
+        let epoch = shared.auth_epoch();
         let mut client = shared.client.watch_client();
         let open = tokio::time::timeout(
             shared.request_timeout,
@@ -586,6 +611,13 @@ async fn feed_tree(
         loop {
             match stream.message().await {
                 Ok(Some(resp)) => {
+                    if resp.canceled() && denied(resp.cancel_reason()) {
+                        // Refused for a token the server dropped: open it
+                        // again from `next` with a new one (nothing lost).
+                        tracing::debug!(reason = resp.cancel_reason(), "etcd refused a tree watch");
+                        shared.refresh_token(epoch).await;
+                        break;
+                    }
                     attempt = 0;
                     if resp.canceled() {
                         // Compacted past `next`: what happened since is

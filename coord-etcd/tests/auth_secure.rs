@@ -14,7 +14,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use common::secure::SecureEtcd;
-use coord_core::{CreateMode, Error, SessionState, TlsOptions};
+use coord_conformance::fault::{Fault, FaultProxy};
+use coord_core::{CreateMode, Error, SessionState, TlsOptions, TreeChange};
 use coord_etcd::EtcdOptions;
 
 const WAIT: Duration = Duration::from_secs(15);
@@ -296,4 +297,80 @@ async fn sessions_survive_the_expiry_of_their_token() {
     assert_eq!(session.state(), SessionState::Connected);
     other.close().await.expect("close");
     session.close().await.expect("close");
+}
+
+/// A watch that has to be opened again after the server dropped the
+/// session's auth token still fires. etcd checks a watch's permission when
+/// the watch is created, with the token the stream opened with; a dropped
+/// token gets every new watch cancelled ("permission denied"), and only a
+/// unary request would have refreshed it. Here the token is dropped (the
+/// user's password changed to itself, which invalidates its tokens at
+/// once) and then the connection is cut, so the waiting watch must open
+/// again with the dead token; the change made after that must reach it,
+/// and a tree watch (opened again from where it was) reports it as it is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watch_opened_again_after_its_token_was_dropped_fires() {
+    let server = SecureEtcd::from_env();
+    let mut root = server.raw_client("root", &server.root_password).await;
+    // A user of its own: dropping its tokens touches no other test.
+    let user = unique("coord-watch");
+    let role = format!("{user}-role");
+    let password = unique("pw");
+    let dir = format!("/{}", unique("auth-rewatch"));
+    root.role_add(role.as_str()).await.expect("add the role");
+    root.role_grant_permission(
+        role.as_str(),
+        etcd_client::Permission::read_write(dir.as_str()).with_prefix(),
+    )
+    .await
+    .expect("grant the prefix");
+    root.user_add(user.as_str(), password.as_str(), None)
+        .await
+        .expect("add the user");
+    root.user_grant_role(user.as_str(), role.as_str())
+        .await
+        .expect("grant the role");
+
+    let outcome = async {
+        let proxy = FaultProxy::start(&server.host_port()).await;
+        let options = EtcdOptions::new([format!("http://{}", proxy.addr())])
+            .tls(server.tls())
+            .user(user.clone(), password.clone())
+            .session_timeout(Duration::from_secs(30));
+        let session = coord_etcd::connect(options).await?;
+        let other = coord_etcd::connect(server.options()).await?;
+        let node = format!("{dir}/node");
+        session.create(&node, b"1", CreateMode::Ephemeral).await?;
+        let (_, changed) = session.get_watch(&node).await?.expect("the node just made");
+        let changed = tokio::spawn(changed);
+        let mut tree = session.watch_tree(&dir).await?;
+        root.user_change_password(user.as_str(), password.as_str())
+            .await
+            .expect("drop the user's tokens");
+        proxy.cut();
+        proxy.heal();
+        other.set(&node, b"2", None).await?;
+        let fired = tokio::time::timeout(WAIT, changed).await;
+        // The tree watch, opened again the same way, reports the set and
+        // nothing else (no resync: no change was lost).
+        let seen = tokio::time::timeout(WAIT, tree.next()).await;
+        assert!(
+            matches!(&seen, Ok(Ok(TreeChange::Changed(p))) if *p == node),
+            "the tree watch after its token was dropped: {seen:?}"
+        );
+        let _ = other.close().await;
+        let _ = session.close().await;
+        Ok::<_, Error>(fired)
+    }
+    .await;
+
+    // Clean up before asserting.
+    let _ = root.user_delete(user.as_str()).await;
+    let _ = root.role_delete(role.as_str()).await;
+
+    outcome
+        .expect("the session's requests")
+        .expect("the watch did not fire after its token was dropped")
+        .expect("the watch task")
+        .expect("the watch");
 }
