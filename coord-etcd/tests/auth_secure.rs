@@ -183,20 +183,21 @@ async fn no_credentials_are_refused() {
     }
 }
 
-/// A user whose role grants only one prefix: writes there work, a write
-/// elsewhere is `PermissionDenied` naming the path.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_key_outside_the_users_role_is_permission_denied_naming_the_path() {
-    let server = SecureEtcd::from_env();
-    let mut root = server.raw_client("root", &server.root_password).await;
-    let user = unique("coord-limited");
+/// A new user (named from `name`) whose role grants read-write on
+/// `prefix` only, made over root's account: its name, role and password.
+/// The caller deletes them.
+async fn limited_user(
+    root: &mut etcd_client::Client,
+    name: &str,
+    prefix: &str,
+) -> (String, String, String) {
+    let user = unique(name);
     let role = format!("{user}-role");
     let password = unique("pw");
-    let allowed = format!("/{}", unique("auth-allowed"));
     root.role_add(role.as_str()).await.expect("add the role");
     root.role_grant_permission(
         role.as_str(),
-        etcd_client::Permission::read_write(allowed.as_str()).with_prefix(),
+        etcd_client::Permission::read_write(prefix).with_prefix(),
     )
     .await
     .expect("grant the prefix");
@@ -206,6 +207,17 @@ async fn a_key_outside_the_users_role_is_permission_denied_naming_the_path() {
     root.user_grant_role(user.as_str(), role.as_str())
         .await
         .expect("grant the role");
+    (user, role, password)
+}
+
+/// A user whose role grants only one prefix: writes there work, a write
+/// elsewhere is `PermissionDenied` naming the path.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_outside_the_users_role_is_permission_denied_naming_the_path() {
+    let server = SecureEtcd::from_env();
+    let mut root = server.raw_client("root", &server.root_password).await;
+    let allowed = format!("/{}", unique("auth-allowed"));
+    let (user, role, password) = limited_user(&mut root, "coord-limited", &allowed).await;
 
     let options = EtcdOptions::new([server.url.clone()])
         .tls(server.tls())
@@ -313,23 +325,8 @@ async fn a_watch_opened_again_after_its_token_was_dropped_fires() {
     let server = SecureEtcd::from_env();
     let mut root = server.raw_client("root", &server.root_password).await;
     // A user of its own: dropping its tokens touches no other test.
-    let user = unique("coord-watch");
-    let role = format!("{user}-role");
-    let password = unique("pw");
     let dir = format!("/{}", unique("auth-rewatch"));
-    root.role_add(role.as_str()).await.expect("add the role");
-    root.role_grant_permission(
-        role.as_str(),
-        etcd_client::Permission::read_write(dir.as_str()).with_prefix(),
-    )
-    .await
-    .expect("grant the prefix");
-    root.user_add(user.as_str(), password.as_str(), None)
-        .await
-        .expect("add the user");
-    root.user_grant_role(user.as_str(), role.as_str())
-        .await
-        .expect("grant the role");
+    let (user, role, password) = limited_user(&mut root, "coord-watch", &dir).await;
 
     let outcome = async {
         let proxy = FaultProxy::start(&server.host_port()).await;
