@@ -1513,6 +1513,66 @@ pub async fn prim_watch_gone_is_armed(h: &dyn Harness) {
     let _ = b.close().await;
 }
 
+/// `watch_gone_listed` waits for the node a listing showed, not for
+/// whatever has its name now: after its session deleted it and made
+/// another at the same prefix (etcd may give the new node the same name,
+/// with a new sequence), it reports the listed node gone rather than wait
+/// for the new one, which may be queued behind the waiter (a deadlock).
+pub async fn prim_watch_gone_listed_waits_for_the_listed_node(h: &dyn Harness) {
+    let dir = h.root("prim_watch_gone_listed_waits_for_the_listed_node");
+    let prefix = format!("{dir}/n-");
+    let a = h.open().await;
+    let b = h.open().await;
+    let first = a
+        .create(&prefix, b"", CreateMode::EphemeralSequential)
+        .await
+        .expect("create");
+    let listed = b.children(&dir).await.expect("list");
+    let [child] = listed.as_slice() else {
+        panic!("one child listed, got {listed:?}")
+    };
+    let seq = child.sequence;
+    assert!(seq.is_some(), "a sequential node has a sequence");
+    let armed = b
+        .watch_gone_listed(&first.path, seq)
+        .await
+        .expect("arm")
+        .expect("the listed node is there");
+    a.delete(&first.path, None).await.expect("delete");
+    within("the watch on the listed node fires", armed)
+        .await
+        .expect("deleted");
+    // Made again at the prefix: perhaps the same name, a new node.
+    let second = a
+        .create(&prefix, b"", CreateMode::EphemeralSequential)
+        .await
+        .expect("create");
+    assert!(
+        b.watch_gone_listed(&first.path, seq)
+            .await
+            .expect("arm")
+            .is_none(),
+        "a watch for the listed node waits for another ({} now at {})",
+        second.path,
+        first.path
+    );
+    let now = b.children(&dir).await.expect("list");
+    let [current] = now.as_slice() else {
+        panic!("one child listed, got {now:?}")
+    };
+    let watch = b
+        .watch_gone_listed(&second.path, current.sequence)
+        .await
+        .expect("arm")
+        .expect("the new node is there");
+    a.delete(&second.path, None).await.expect("delete");
+    within("the watch on the new node fires", watch)
+        .await
+        .expect("deleted");
+    let _ = a.close().await;
+    let _ = b.close().await;
+}
+
 /// A data watch on the existing node at `path`.
 async fn data_watch(s: &Session, path: &str) -> Watch {
     let (_, watch) = s
@@ -2004,6 +2064,7 @@ macro_rules! __primitives_tests {
     ($make:expr) => {
         $crate::__conformance_each!($make;
             primitives::prim_watch_gone_is_armed,
+            primitives::prim_watch_gone_listed_waits_for_the_listed_node,
             primitives::prim_path_rules_typed_errors,
             primitives::prim_path_rules_checked_before_io,
             primitives::prim_zookeeper_tree_reserved,

@@ -120,7 +120,10 @@ pub enum CreateMode {
     PersistentSequential,
     /// Deleted when its session ends.
     Ephemeral,
-    /// Deleted when its session ends; unique name and a sequence.
+    /// Deleted when its session ends; unique name and a sequence. The name
+    /// is unique among live nodes; a backend may give a session's new node
+    /// the name of one that session deleted (etcd does, to keep its index
+    /// small), never its sequence.
     EphemeralSequential,
     /// Persistent, but deleted by the backend once it has gone this long
     /// without a change (see [TTL nodes](CreateMode#ttl-nodes)).
@@ -566,6 +569,21 @@ pub trait PrimitiveSession: Send + Sync + 'static {
     ///
     /// Errors: those of a read.
     async fn watch_gone(&self, path: &str) -> Result<Option<Watch>>;
+
+    /// [`PrimitiveSession::watch_gone`] for the node a listing showed at
+    /// `path` with `sequence` ([`Child::sequence`]): `None` also when the
+    /// node there now is another one, made after the listing. A backend
+    /// that may give a deleted node's name to a new node (etcd reuses a
+    /// session's ephemeral-sequential names; see
+    /// [`CreateMode::EphemeralSequential`]) must compare, or a waiter could
+    /// wait for a node queued behind itself. Where names never repeat, the
+    /// default is [`PrimitiveSession::watch_gone`].
+    ///
+    /// Errors: those of a read.
+    async fn watch_gone_listed(&self, path: &str, sequence: Option<u64>) -> Result<Option<Watch>> {
+        let _ = sequence;
+        self.watch_gone(path).await
+    }
 
     /// Read the node at `path` and arm a watch on its next change. `None`
     /// when there is no node now (and no watch is left set on the server).

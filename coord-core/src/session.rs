@@ -457,6 +457,29 @@ impl Session {
             .map(|w| self.bound(w)))
     }
 
+    /// [`Session::watch_gone`] for the node a listing showed at `path` with
+    /// `sequence` ([`Child::sequence`]): `None` also when the node there now
+    /// is another one. Wait for a node found in a listing with this, not
+    /// with `watch_gone`: on etcd a session may give the name of a node it
+    /// deleted to its next one; see [`PrimitiveSession::watch_gone_listed`].
+    ///
+    /// # Errors
+    /// `InvalidPath`, then the backend's.
+    ///
+    /// # Cancel safety
+    /// Cancel safe; dropping the returned watch unregisters it.
+    pub async fn watch_gone_listed(
+        &self,
+        path: &str,
+        sequence: Option<u64>,
+    ) -> Result<Option<Watch>> {
+        path::validate_non_root(path)?;
+        Ok(self
+            .run(self.inner.watch_gone_listed(path, sequence))
+            .await?
+            .map(|w| self.bound(w)))
+    }
+
     /// Read the node at `path` and arm a watch on its next change (a set,
     /// even to the same data, or its deletion): `None` when there is none
     /// now; see [`PrimitiveSession::get_watch`].

@@ -48,6 +48,9 @@ pub struct Lock {
     dir: String,
     data: Vec<u8>,
     stats: Stats,
+    /// Protection ids of deleted nodes, to name the next ones with
+    /// ([`names::Ids`]; shared by clones).
+    ids: names::Ids,
 }
 
 fn any_contender(_: &Child) -> bool {
@@ -66,6 +69,7 @@ impl Lock {
             dir: path.to_owned(),
             data: Vec::new(),
             stats: Stats::new(),
+            ids: names::Ids::default(),
         })
     }
 
@@ -117,6 +121,7 @@ impl Lock {
             data: &self.data,
             stats: &self.stats,
             blocked_by: &any_contender,
+            ids: Some(&self.ids),
         }
     }
 

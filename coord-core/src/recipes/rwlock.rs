@@ -122,6 +122,7 @@ impl RwLock {
             } else {
                 &blocks_reader
             },
+            ids: None,
         };
         let recipe = if write {
             Recipe::WriteLock

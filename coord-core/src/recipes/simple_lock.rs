@@ -111,10 +111,10 @@ impl SimpleLock {
             }
             match wait {
                 Wait::No => return Ok(None),
-                Wait::Forever => wait_counted(&self.session, &self.stats, &self.node).await?,
+                Wait::Forever => wait_counted(&self.session, &self.stats, &self.node, None).await?,
                 Wait::Until(deadline, d) => tokio::time::timeout_at(
                     deadline,
-                    wait_counted(&self.session, &self.stats, &self.node),
+                    wait_counted(&self.session, &self.stats, &self.node, None),
                 )
                 .await
                 .map_err(|_| Error::Timeout(d))??,

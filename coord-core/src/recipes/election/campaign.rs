@@ -133,11 +133,12 @@ impl Candidate<'_> {
                 return Ok(HeldNode::new(self.session.clone(), node));
             };
             let pred_path = path::join(self.dir, &pred.name);
+            let pred_seq = pred.sequence;
             emit(ElectionEvent::ReadyStart);
             emit(ElectionEvent::ReadyComplete);
             let mut attempt = 0;
             loop {
-                match wait_counted(self.session, self.stats, &pred_path).await {
+                match wait_counted(self.session, self.stats, &pred_path, pred_seq).await {
                     Ok(()) => break,
                     Err(e) if e.is_retryable() => backoff(&mut attempt).await,
                     Err(e) => return Err(e),

@@ -35,6 +35,9 @@ pub(crate) struct Request<'a> {
     pub stats: &'a Stats,
     /// Whether an earlier child blocks this contender.
     pub blocked_by: &'a (dyn Fn(&Child) -> bool + Send + Sync),
+    /// The handle's protection ids to lend again ([`names::Ids`]); `None`:
+    /// a fresh id every time.
+    pub ids: Option<&'a names::Ids>,
 }
 
 /// The nearest earlier child that blocks `me`, or `None` when `me` holds.
@@ -60,9 +63,15 @@ fn predecessor<'c>(
 /// Wait until the node at `path` is gone, counted in `stats`: as waiting
 /// once the watch is armed (so a test that sees N waiting knows a release
 /// reaches all N), and as a wake-up when it fires. A node already gone
-/// counts as neither.
-pub(crate) async fn wait_counted(session: &Session, stats: &Stats, path: &str) -> Result<()> {
-    let Some(gone) = session.watch_gone(path).await? else {
+/// counts as neither. With `sequence` (from the listing that showed the
+/// node), another node made at that name since counts as gone.
+pub(crate) async fn wait_counted(
+    session: &Session,
+    stats: &Stats,
+    path: &str,
+    sequence: Option<u64>,
+) -> Result<()> {
+    let Some(gone) = session.watch_gone_listed(path, sequence).await? else {
         return Ok(());
     };
     let blocked = stats.blocked();
@@ -76,7 +85,11 @@ impl Request<'_> {
     /// Join the queue and wait per `wait`. `Ok(None)` only for `Wait::No`
     /// when blocked; `Err(Timeout)` when a deadline passes.
     pub(crate) async fn acquire(&self, wait: Wait) -> Result<Option<HeldNode>> {
-        let prefix = path::join(self.dir, &names::protected(self.marker));
+        let id = self
+            .ids
+            .map_or_else(names::Ids::default, Clone::clone)
+            .take();
+        let prefix = path::join(self.dir, &names::protected_with(id, self.marker));
         let mut pending = PendingNode::spawn(
             self.session,
             prefix,
@@ -140,22 +153,29 @@ impl Request<'_> {
                     Error::backend(self.session.backend(), "lost track of our own node")
                 })?;
                 self.stats.acquired();
-                return Ok(Some(HeldNode::new(self.session.clone(), node)));
+                let held = HeldNode::new(self.session.clone(), node);
+                return Ok(Some(match self.ids {
+                    Some(ids) => held.lending(ids, id),
+                    None => held,
+                }));
             };
             let pred_path = path::join(self.dir, &pred.name);
+            let pred_seq = pred.sequence;
             match wait {
                 Wait::No => {
                     pending.remove().await;
                     return Ok(None);
                 }
-                Wait::Forever => match wait_counted(self.session, self.stats, &pred_path).await {
-                    Err(e) if e.is_retryable() => {
-                        self.pause_within(wait, &mut attempt).await;
+                Wait::Forever => {
+                    match wait_counted(self.session, self.stats, &pred_path, pred_seq).await {
+                        Err(e) if e.is_retryable() => {
+                            self.pause_within(wait, &mut attempt).await;
+                        }
+                        r => r?,
                     }
-                    r => r?,
-                },
+                }
                 Wait::Until(deadline, d) => {
-                    let waited = wait_counted(self.session, self.stats, &pred_path);
+                    let waited = wait_counted(self.session, self.stats, &pred_path, pred_seq);
                     let in_time = match tokio::time::timeout_at(deadline, waited).await {
                         Ok(Err(e)) if e.is_retryable() => {
                             self.pause_within(wait, &mut attempt).await

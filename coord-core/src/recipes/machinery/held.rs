@@ -2,7 +2,10 @@
 
 use crate::error::{Error, Result};
 use crate::primitive::{Created, Fence, Op, OpResult};
-use crate::recipes::machinery::pending::{delete_in_background, delete_own, delete_until_gone};
+use crate::recipes::machinery::names::Ids;
+use crate::recipes::machinery::pending::{
+    delete_in_background_then, delete_own, delete_until_gone,
+};
 use crate::recipes::machinery::retry;
 use crate::session::Session;
 use crate::telemetry::Tracker;
@@ -22,6 +25,9 @@ pub struct HeldNode {
     released: bool,
     /// Says how the hold ended, when telemetry follows it.
     track: Option<Tracker>,
+    /// The protection id the node's name carries, to give back to its
+    /// handle once the node is deleted ([`Ids`]).
+    lent: Option<(Ids, uuid::Uuid)>,
 }
 
 impl HeldNode {
@@ -31,6 +37,21 @@ impl HeldNode {
             node,
             released: false,
             track: None,
+            lent: None,
+        }
+    }
+
+    /// Give `id` back to `ids` once the node is deleted by
+    /// [`HeldNode::release`].
+    pub(crate) fn lending(mut self, ids: &Ids, id: uuid::Uuid) -> Self {
+        self.lent = Some((ids.clone(), id));
+        self
+    }
+
+    /// The node is deleted: its id may name the handle's next node.
+    fn give_back(&mut self) {
+        if let Some((ids, id)) = self.lent.take() {
+            ids.give(id);
         }
     }
 
@@ -130,12 +151,14 @@ impl HeldNode {
                 Ok(()) => {
                     self.released = true;
                     self.ended_released(false);
+                    self.give_back();
                     return Ok(());
                 }
                 // After a lost answer, "gone" may be our own delete landing.
                 Err(Error::NotFound { .. }) if tried => {
                     self.released = true;
                     self.ended_released(false);
+                    self.give_back();
                     return Ok(());
                 }
                 Err(Error::NotFound { .. }) => {
@@ -198,7 +221,12 @@ impl Drop for HeldNode {
         // A no-op when the hold already ended (released or found lost).
         self.ended_released(true);
         if !self.released {
-            delete_in_background(self.session.clone(), self.node.clone());
+            let lent = self.lent.take();
+            delete_in_background_then(self.session.clone(), self.node.clone(), move || {
+                if let Some((ids, id)) = lent {
+                    ids.give(id);
+                }
+            });
         }
     }
 }

@@ -11,6 +11,44 @@ pub fn protected(kind: &str) -> String {
     format!("_c_{}-{kind}", fresh_uuid())
 }
 
+/// [`protected`] with a given id: `_c_<id>-<kind>`.
+pub(crate) fn protected_with(id: uuid::Uuid, kind: &str) -> String {
+    format!("_c_{id}-{kind}")
+}
+
+/// Protection ids a recipe handle lends again: the id of a node whose
+/// delete this handle saw answered. A backend that names a session's
+/// sequential nodes itself (etcd: lease and counter) can then give the next
+/// node the same name, so its index does not grow by a deleted key per
+/// acquisition (see coord-etcd's `slots`). Safe for the lost-answer search
+/// by id (ZooKeeper): an id is lent only once no node bearing it is left,
+/// so the only node found with it is the new one.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Ids(std::sync::Arc<std::sync::Mutex<Vec<uuid::Uuid>>>);
+
+/// At most this many ids wait to be lent per handle.
+const MAX_IDS: usize = 4;
+
+impl Ids {
+    /// An id to name a new node with: one given back, else a fresh one.
+    pub(crate) fn take(&self) -> uuid::Uuid {
+        self.0
+            .lock()
+            .ok()
+            .and_then(|mut ids| ids.pop())
+            .unwrap_or_else(fresh_uuid)
+    }
+
+    /// The node named with `id` is deleted (its delete was answered).
+    pub(crate) fn give(&self, id: uuid::Uuid) {
+        if let Ok(mut ids) = self.0.lock() {
+            if ids.len() < MAX_IDS {
+                ids.push(id);
+            }
+        }
+    }
+}
+
 /// A version-4 UUID, unique in this process and random across processes,
 /// without a `getrandom` system call each time (one per acquire was a
 /// twelfth of an in-memory lock cycle): a per-process random seed, taken

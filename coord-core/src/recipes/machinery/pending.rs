@@ -192,10 +192,22 @@ pub(crate) async fn delete_until_gone(session: &Session, node: &Created) -> Resu
 /// not find the old node still there. That is how zookeeper-client's lock
 /// guard releases on drop. A delete answered at once needs no task.
 pub(crate) fn delete_in_background(session: Session, node: Created) {
+    delete_in_background_then(session, node, || {});
+}
+
+/// [`delete_in_background`], running `deleted` once the node is gone.
+pub(crate) fn delete_in_background_then(
+    session: Session,
+    node: Created,
+    deleted: impl FnOnce() + Send + 'static,
+) {
     let s = session.clone();
     let mut work = Box::pin(async move {
-        if let Err(e) = delete_until_gone(&s, &node).await {
-            tracing::warn!(path = %node.path, error = %e, "could not delete a node this session no longer needs");
+        match delete_until_gone(&s, &node).await {
+            Ok(()) => deleted(),
+            Err(e) => {
+                tracing::warn!(path = %node.path, error = %e, "could not delete a node this session no longer needs");
+            }
         }
     });
     // The first poll's waker is never woken for: a delete still pending

@@ -130,8 +130,8 @@ impl telemetry::Outcome for Got {}
 pub(crate) enum Got {
     /// Plain mode: the item, removed from the queue.
     Plain(Vec<u8>),
-    /// Reliable mode: the item, leased.
-    Leased(Claim),
+    /// Reliable mode: the item, leased (boxed: a claim holds its node).
+    Leased(Box<Claim>),
 }
 
 impl Engine {
@@ -295,7 +295,7 @@ impl Engine {
                     self.stats.attempted();
                     let got = try_claim(&self.session, &self.claims, &self.items, &name)
                         .await?
-                        .map(Got::Leased);
+                        .map(|c| Got::Leased(Box::new(c)));
                     cache.pop_front();
                     got
                 } else {
@@ -471,7 +471,7 @@ impl Got {
     }
     pub(crate) fn leased(self) -> Option<Claim> {
         match self {
-            Got::Leased(d) => Some(d),
+            Got::Leased(d) => Some(*d),
             Got::Plain(_) => None,
         }
     }
