@@ -66,6 +66,17 @@
 //! the name. A create whose answer is lost is sent again with the same name
 //! and recognised, so it is never made twice.
 //!
+//! An ephemeral-sequential create reuses the name of a node this session
+//! deleted at the same path prefix (its delete answered), as etcd's own
+//! recipes reuse `<prefix>/<lease>`: etcd keeps deleted keys in its index
+//! until a compaction and every listing walks them, so a lock that made a
+//! new key per acquisition got slower with each one. A reused name never
+//! belongs to two live nodes; each incarnation has a new create revision
+//! (sequence and fencing stamp), and this session's deletes of it compare
+//! that revision, so a late delete of an old one cannot remove the new one.
+//! coord's `Lock` names each node with a protection id that it lends again
+//! once the node is deleted, so its cycles reuse one key.
+//!
 //! The session is `Suspended` while keep-alives fail, `Connected` again when
 //! one succeeds, and `Expired` when the server says the lease is gone (TTL 0,
 //! revoked) or when no keep-alive was answered before the lease deadline
@@ -93,6 +104,7 @@ mod options;
 mod probe;
 mod session;
 mod shared;
+mod slots;
 mod ttl;
 mod txn;
 mod watch;

@@ -20,6 +20,7 @@ use crate::keys::{direct_child, sequential_suffix, KeySpace};
 use crate::lease::keep_alive;
 use crate::options::EtcdOptions;
 use crate::shared::Shared;
+use crate::slots::Slots;
 use crate::txn::{self, stat_of, urev, CreatePlan, DeletePlan, FenceKey, Plan, SetPlan};
 
 /// Open a session on the etcd cluster described by `options`: connect,
@@ -145,6 +146,7 @@ pub async fn connect(options: EtcdOptions) -> Result<Session> {
         keep_alive: Mutex::new(Some(keep_alive)),
         in_flight: Mutex::new(Vec::new()),
         in_flight_ids: AtomicU64::new(0),
+        slots: Mutex::new(Slots::default()),
     })))
 }
 
@@ -168,6 +170,9 @@ struct EtcdSession {
     /// instead of a round trip of its own (see [`EtcdSession::create`]).
     in_flight: Mutex<Vec<InFlight>>,
     in_flight_ids: AtomicU64,
+    /// Names of deleted contender nodes, lent to the next create at the
+    /// same prefix ([`crate::slots`]).
+    slots: Mutex<Slots>,
 }
 
 /// A listing of a directory's children and the revision it was read at.
@@ -270,11 +275,73 @@ impl EtcdSession {
         }
     }
 
+    /// The create revision of this session's node at `path` when its name
+    /// may be lent again (see [`crate::slots`]).
+    fn created(&self, path: &str) -> Option<i64> {
+        self.slots.lock().ok()?.created(path)
+    }
+
+    /// A delete of `path` (of the node with `created`) was answered: a node
+    /// deleted or found gone lends its name again.
+    fn deleted<T>(&self, path: &str, created: Option<i64>, done: &Result<T>) {
+        let Some(created) = created else { return };
+        if matches!(done, Ok(_) | Err(Error::NotFound { .. })) {
+            if let Ok(mut slots) = self.slots.lock() {
+                slots.gone(path, created);
+            }
+        }
+    }
+
+    /// Send one create (see [`PrimitiveSession::create`] for
+    /// [`EtcdSession`]): a contender's also lists its siblings.
+    async fn create_once(&self, mut plan: CreatePlan, mode: CreateMode) -> Result<Created> {
+        let parent = parent_of(&plan.path).to_owned();
+        let in_flight = if mode == CreateMode::EphemeralSequential && parent != "/" {
+            plan.list_siblings = Some(self.shared.keys.child_prefix(&parent));
+            let (tx, listing) = watch::channel(None);
+            let id = self.in_flight_ids.fetch_add(1, Ordering::Relaxed);
+            if let Ok(mut list) = self.in_flight.lock() {
+                list.push(InFlight {
+                    id,
+                    dir: parent,
+                    listing,
+                });
+            }
+            Some(InFlightGuard {
+                session: self,
+                id,
+                tx,
+            })
+        } else {
+            None
+        };
+        let (done, listing) = self.write_listing(Plan::Create(plan), None).await?;
+        if let (Some(guard), Some(listing)) = (&in_flight, listing) {
+            guard.tx.send_replace(Some(Some(listing)));
+        }
+        match done {
+            OpResult::Created(c) => Ok(c),
+            _ => Err(error::unexpected("a create that did not create")),
+        }
+    }
+
     /// The plan for a create, naming a sequential node.
     fn create_plan(&self, path: &str, data: &[u8], mode: CreateMode) -> CreatePlan {
+        self.create_plan_numbered(path, data, mode, None)
+    }
+
+    /// [`EtcdSession::create_plan`], naming a sequential node with
+    /// `counter` (a lent one, see [`crate::slots`]) or else a new one.
+    fn create_plan_numbered(
+        &self,
+        path: &str,
+        data: &[u8],
+        mode: CreateMode,
+        counter: Option<u64>,
+    ) -> CreatePlan {
         let shared = &self.shared;
         let path = if mode.is_sequential() {
-            let n = self.counter.fetch_add(1, Ordering::Relaxed);
+            let n = counter.unwrap_or_else(|| self.counter.fetch_add(1, Ordering::Relaxed));
             format!("{path}{}", sequential_suffix(shared.lease, n))
         } else {
             path.to_owned()
@@ -482,38 +549,37 @@ impl PrimitiveSession for EtcdSession {
     /// issued while it is in flight takes that listing: the recipes list
     /// right behind their create, so an uncontended acquire costs one round
     /// trip and its release one more, as etcd's Go mutex does.
+    ///
+    /// An ephemeral-sequential create takes the name of a node this session
+    /// deleted at the same prefix when it has one ([`crate::slots`]: etcd's
+    /// listings walk deleted keys until a compaction).
     async fn create(&self, path: &str, data: &[u8], mode: CreateMode) -> Result<Created> {
         if let Some(ttl) = mode.ttl() {
             return self.create_ttl(path, data, mode, ttl).await;
         }
-        let mut plan = self.create_plan(path, data, mode);
-        let parent = parent_of(&plan.path).to_owned();
-        let in_flight = if mode == CreateMode::EphemeralSequential && parent != "/" {
-            plan.list_siblings = Some(self.shared.keys.child_prefix(&parent));
-            let (tx, listing) = watch::channel(None);
-            let id = self.in_flight_ids.fetch_add(1, Ordering::Relaxed);
-            if let Ok(mut list) = self.in_flight.lock() {
-                list.push(InFlight {
-                    id,
-                    dir: parent,
-                    listing,
-                });
-            }
-            Some(InFlightGuard {
-                session: self,
-                id,
-                tx,
-            })
-        } else {
-            None
-        };
-        let (done, listing) = self.write_listing(Plan::Create(plan), None).await?;
-        if let (Some(guard), Some(listing)) = (&in_flight, listing) {
-            guard.tx.send_replace(Some(Some(listing)));
+        if mode != CreateMode::EphemeralSequential {
+            return self
+                .create_once(self.create_plan(path, data, mode), mode)
+                .await;
         }
-        match done {
-            OpResult::Created(c) => Ok(c),
-            _ => Err(error::unexpected("a create that did not create")),
+        loop {
+            let lent = self.slots.lock().ok().and_then(|mut s| s.take(path));
+            let counter = lent.unwrap_or_else(|| self.counter.fetch_add(1, Ordering::Relaxed));
+            let plan = self.create_plan_numbered(path, data, mode, Some(counter));
+            match self.create_once(plan, mode).await {
+                Ok(made) => {
+                    if let (Ok(mut slots), Ok(stamp)) =
+                        (self.slots.lock(), i64::try_from(made.stamp))
+                    {
+                        slots.made(&made.path, path, counter, stamp);
+                    }
+                    return Ok(made);
+                }
+                // Somebody else made a key at that name (by hand): the
+                // counter is not lent again; a new one.
+                Err(Error::AlreadyExists { .. }) if lent.is_some() => {}
+                Err(e) => return Err(e),
+            }
         }
     }
 
@@ -561,13 +627,17 @@ impl PrimitiveSession for EtcdSession {
     }
 
     async fn delete(&self, path: &str, version: Option<u64>) -> Result<()> {
+        let created = self.created(path);
         let plan = Plan::Delete(DeletePlan {
             path: path.to_owned(),
             key: self.shared.keys.key(path),
             child_prefix: self.shared.keys.child_prefix(path),
             version,
+            created,
         });
-        self.write(plan, None).await.map(|_| ())
+        let done = self.write(plan, None).await.map(|_| ());
+        self.deleted(path, created, &done);
+        done
     }
 
     async fn children(&self, dir: &str) -> Result<Vec<Child>> {
@@ -591,6 +661,12 @@ impl PrimitiveSession for EtcdSession {
     /// revision (see [`crate::watch`]), so a delete after the read is never
     /// missed however late it is polled.
     async fn watch_gone(&self, path: &str) -> Result<Option<Watch>> {
+        self.watch_gone_listed(path, None).await
+    }
+
+    /// A node's name may be reused by its session ([`crate::slots`]): the
+    /// listed node is the one with `sequence` as its create revision.
+    async fn watch_gone_listed(&self, path: &str, sequence: Option<u64>) -> Result<Option<Watch>> {
         let shared = &self.shared;
         shared.check_open()?;
         let key = shared.keys.key(path);
@@ -602,6 +678,10 @@ impl PrimitiveSession for EtcdSession {
             return Ok(None);
         };
         let revision = shared.saw_header(resp.header());
+        if sequence.is_some_and(|s| s != urev(found.create_revision())) {
+            // Another node at the name now: the one listed is gone.
+            return Ok(None);
+        }
         Ok(Some(Watch::new(crate::watch::wait_gone(
             shared.clone(),
             key,
@@ -667,6 +747,7 @@ impl PrimitiveSession for EtcdSession {
             Op::Delete { path, version } => Plan::Delete(DeletePlan {
                 key: keys.key(&path),
                 child_prefix: keys.child_prefix(&path),
+                created: self.created(&path),
                 path,
                 version,
             }),
@@ -679,7 +760,15 @@ impl PrimitiveSession for EtcdSession {
                 })
             }
         };
-        self.write(plan, Some(fence)).await
+        let deleting = match &plan {
+            Plan::Delete(d) => Some((d.path.clone(), d.created)),
+            _ => None,
+        };
+        let done = self.write(plan, Some(fence)).await;
+        if let Some((path, created)) = deleting {
+            self.deleted(&path, created, &done);
+        }
+        done
     }
 
     fn requests_sent(&self) -> Option<u64> {

@@ -87,6 +87,10 @@ pub(crate) struct DeletePlan {
     /// `<key>/`: any key under it is a child (or deeper) and forbids the delete.
     pub child_prefix: String,
     pub version: Option<u64>,
+    /// The create revision of the node this session made there, when it
+    /// may lend the name again (`crate::slots`): another incarnation at
+    /// the key is not deleted, and counts as ours gone.
+    pub created: Option<i64>,
 }
 
 /// One write.
@@ -137,11 +141,10 @@ impl Plan {
                 v
             }
             Plan::Delete(d) => {
-                let mut v = vec![Compare::create_revision(
-                    d.key.as_str(),
-                    CompareOp::Greater,
-                    0,
-                )];
+                let mut v = vec![match d.created {
+                    Some(c) => Compare::create_revision(d.key.as_str(), CompareOp::Equal, c),
+                    None => Compare::create_revision(d.key.as_str(), CompareOp::Greater, 0),
+                }];
                 if let Some(ver) = d.version {
                     v.push(Compare::mod_revision(
                         d.key.as_str(),
@@ -149,14 +152,19 @@ impl Plan {
                         rev(ver),
                     ));
                 }
-                // Over a range, a compare holds only if it holds for every
-                // key; over an empty range it is compared with a zero key.
-                // So "every key under <key>/ has create revision 0" means
-                // "there is none".
-                v.push(
-                    Compare::create_revision(d.child_prefix.as_str(), CompareOp::Equal, 0)
-                        .with_prefix(),
-                );
+                // A node of this session's own ephemeral-sequential
+                // creates (`created`) has no children: a create under an
+                // ephemeral node is refused. Any other may.
+                if d.created.is_none() {
+                    // Over a range, a compare holds only if it holds for
+                    // every key; over an empty range it is compared with a
+                    // zero key. So "every key under <key>/ has create
+                    // revision 0" means "there is none".
+                    v.push(
+                        Compare::create_revision(d.child_prefix.as_str(), CompareOp::Equal, 0)
+                            .with_prefix(),
+                    );
+                }
                 v
             }
         }
@@ -307,6 +315,12 @@ impl Plan {
                         path: d.path.clone(),
                     });
                 };
+                if d.created.is_some_and(|c| c != kv.create_revision()) {
+                    // Another node at the name: ours is gone.
+                    return Err(Error::NotFound {
+                        path: d.path.clone(),
+                    });
+                }
                 // The version first, then the children, as ZooKeeper does.
                 if let Some(v) = d.version {
                     if urev(kv.mod_revision()) != v {
@@ -443,6 +457,7 @@ mod tests {
         assert_eq!(plan.then_ops().len(), 2);
         assert_eq!(plan.else_ops().len(), 2);
         let del = Plan::Delete(DeletePlan {
+            created: None,
             path: "/a".into(),
             key: "/ns/a".into(),
             child_prefix: "/ns/a/".into(),
@@ -450,5 +465,15 @@ mod tests {
         });
         assert_eq!(del.compares().len(), 3);
         assert_eq!(del.else_ops().len(), 2);
+        // This session's own ephemeral node: its create revision, no
+        // children check (nothing can be made under it).
+        let own = Plan::Delete(DeletePlan {
+            created: Some(42),
+            path: "/a".into(),
+            key: "/ns/a".into(),
+            child_prefix: "/ns/a/".into(),
+            version: None,
+        });
+        assert_eq!(own.compares().len(), 1);
     }
 }
