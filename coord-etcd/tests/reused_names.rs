@@ -10,7 +10,8 @@
 
 use std::collections::HashSet;
 
-use coord_core::recipes::Lock;
+use coord_core::recipes::{Lock, RwLock, Semaphore};
+use coord_core::traits::Lockable;
 use coord_core::{CreateMode, Error};
 use coord_etcd::EtcdOptions;
 use etcd_client::{EventType, GetOptions, WatchOptions};
@@ -175,4 +176,67 @@ async fn a_lent_name_never_deletes_another_node_made_there() {
     other.delete(&again.path, None).await.expect("clean up");
     other.close().await.expect("close");
     s.close().await.expect("close");
+}
+
+/// A semaphore's leases and a read/write lock's halves lend their names
+/// the same way: a handle cycled keeps one key per kind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn semaphore_leases_and_rwlock_halves_reuse_their_names() {
+    let endpoints = endpoints();
+    let session = coord_etcd::connect(EtcdOptions::from_endpoint_list(&endpoints))
+        .await
+        .expect("session");
+    let mut raw = etcd_client::Client::connect(endpoints.split(',').collect::<Vec<_>>(), None)
+        .await
+        .expect("a raw client");
+    let dir = format!("/coord-reused-names/{}", uuid::Uuid::new_v4().simple());
+    let sem = Semaphore::new(&session, &format!("{dir}/sem"), 2).expect("semaphore");
+    let rw = RwLock::new(&session, &format!("{dir}/rw")).expect("rwlock");
+    let (read, write) = (rw.read_lock(), rw.write_lock());
+    // The first round makes the directories.
+    for l in sem.acquire(1).await.expect("acquire") {
+        l.release().await.expect("release");
+    }
+    Lockable::acquire(&read)
+        .await
+        .expect("read")
+        .release()
+        .await
+        .expect("release");
+    Lockable::acquire(&write)
+        .await
+        .expect("write")
+        .release()
+        .await
+        .expect("release");
+    let start = raw
+        .get("/", Some(GetOptions::new().with_count_only()))
+        .await
+        .expect("read the revision")
+        .header()
+        .expect("a header")
+        .revision();
+    for _ in 0..CYCLES {
+        for l in sem.acquire(1).await.expect("acquire") {
+            l.release().await.expect("release");
+        }
+        Lockable::acquire(&read)
+            .await
+            .expect("read")
+            .release()
+            .await
+            .expect("release");
+        Lockable::acquire(&write)
+            .await
+            .expect("write")
+            .release()
+            .await
+            .expect("release");
+    }
+    let made = keys_made_since(&mut raw, &format!("{dir}/"), start).await;
+    assert!(
+        made <= 3,
+        "{CYCLES} cycles of a lease, a read and a write made {made} keys; at most 3"
+    );
+    session.close().await.expect("close");
 }

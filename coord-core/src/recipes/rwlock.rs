@@ -33,6 +33,9 @@ pub struct RwLock {
     session: Session,
     dir: String,
     stats: Stats,
+    /// Protection ids of deleted nodes, to name the next ones with
+    /// ([`names::Ids`]; shared by clones and both halves).
+    ids: names::Ids,
 }
 
 fn is_reader(c: &Child) -> bool {
@@ -67,6 +70,7 @@ impl RwLock {
             session: session.clone(),
             dir: path.to_owned(),
             stats: Stats::new(),
+            ids: names::Ids::default(),
         })
     }
 
@@ -122,7 +126,7 @@ impl RwLock {
             } else {
                 &blocks_reader
             },
-            ids: None,
+            ids: Some(&self.ids),
         };
         let recipe = if write {
             Recipe::WriteLock

@@ -71,6 +71,9 @@ pub struct Semaphore {
     max_leases: u32,
     data: Vec<u8>,
     stats: Stats,
+    /// Protection ids of returned lease nodes, to name the next ones with
+    /// ([`names::Ids`]; shared by clones).
+    ids: names::Ids,
 }
 
 /// One lease of a [`Semaphore`]; return it with [`Lease::release`] (or
@@ -164,6 +167,7 @@ impl Semaphore {
             max_leases,
             data: Vec::new(),
             stats,
+            ids: names::Ids::default(),
         })
     }
 
@@ -255,22 +259,25 @@ impl Semaphore {
         self.lock.acquire_quietly(wait).await
     }
 
-    /// Start creating a lease node (deleted unless taken).
-    fn create_lease(&self) -> PendingNode {
-        let prefix = path::join(&self.leases_dir, &names::protected(names::LEASE));
-        PendingNode::spawn(
+    /// Start creating a lease node (deleted unless taken), named with
+    /// the protection id returned with it.
+    fn create_lease(&self) -> (PendingNode, uuid::Uuid) {
+        let id = self.ids.take();
+        let prefix = path::join(&self.leases_dir, &names::protected_with(id, names::LEASE));
+        let pending = PendingNode::spawn(
             &self.session,
             prefix,
             self.data.clone(),
             CreateMode::EphemeralSequential,
-        )
+        );
+        (pending, id)
     }
 
-    /// Keep the created lease node as a lease.
-    fn keep(&self, pending: PendingNode) -> Option<Lease> {
+    /// Keep the created lease node (named with `id`) as a lease.
+    fn keep(&self, pending: PendingNode, id: uuid::Uuid) -> Option<Lease> {
         pending
             .take()
-            .map(|n| Lease(HeldNode::new(self.session.clone(), n)))
+            .map(|n| Lease(HeldNode::new(self.session.clone(), n).lending(&self.ids, id)))
     }
 
     /// One lease, without the internal lock if there is room now (see the
@@ -287,7 +294,7 @@ impl Semaphore {
     /// node is deleted first (retried until done), so a waiter that counts
     /// it only waits for that delete.
     async fn fast_lease(&self) -> Result<Option<Lease>> {
-        let mut pending = self.create_lease();
+        let (mut pending, id) = self.create_lease();
         // The create's request is issued already (PendingNode::spawn polls
         // it once): list right behind it, as the lock does. On a FIFO
         // connection (ZooKeeper) the listing sees our node, saving a round
@@ -307,7 +314,7 @@ impl Semaphore {
             });
         }
         if children.len() <= self.max_leases as usize {
-            let lease = self.keep(pending);
+            let lease = self.keep(pending, id);
             if lease.is_some() {
                 self.stats.acquired();
             }
@@ -323,7 +330,7 @@ impl Semaphore {
         let Some(guard) = self.take_lock(wait).await? else {
             return Ok(None);
         };
-        let mut pending = self.create_lease();
+        let (mut pending, id) = self.create_lease();
         let me = path::name(&pending.created().await?.path).to_owned();
         let outcome = loop {
             let (children, changed) = self.session.children_watch(&self.leases_dir).await?;
@@ -350,7 +357,7 @@ impl Semaphore {
             self.stats.woke();
         };
         let lease = match outcome {
-            Ok(true) => self.keep(pending),
+            Ok(true) => self.keep(pending, id),
             Ok(false) => {
                 pending.remove().await;
                 None

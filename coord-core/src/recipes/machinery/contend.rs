@@ -85,10 +85,7 @@ impl Request<'_> {
     /// Join the queue and wait per `wait`. `Ok(None)` only for `Wait::No`
     /// when blocked; `Err(Timeout)` when a deadline passes.
     pub(crate) async fn acquire(&self, wait: Wait) -> Result<Option<HeldNode>> {
-        let id = self
-            .ids
-            .map_or_else(names::Ids::default, Clone::clone)
-            .take();
+        let id = self.ids.map_or_else(names::fresh_id, names::Ids::take);
         let prefix = path::join(self.dir, &names::protected_with(id, self.marker));
         let mut pending = PendingNode::spawn(
             self.session,

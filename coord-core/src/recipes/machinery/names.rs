@@ -11,6 +11,11 @@ pub fn protected(kind: &str) -> String {
     format!("_c_{}-{kind}", fresh_uuid())
 }
 
+/// A fresh protection id (what [`protected`] puts in a name).
+pub(crate) fn fresh_id() -> uuid::Uuid {
+    fresh_uuid()
+}
+
 /// [`protected`] with a given id: `_c_<id>-<kind>`.
 pub(crate) fn protected_with(id: uuid::Uuid, kind: &str) -> String {
     format!("_c_{id}-{kind}")
