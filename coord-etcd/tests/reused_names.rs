@@ -79,13 +79,7 @@ async fn cycle(drop_guard: bool, at_most: usize) {
         .release()
         .await
         .expect("release");
-    let start = raw
-        .get("/", Some(GetOptions::new().with_count_only()))
-        .await
-        .expect("read the revision")
-        .header()
-        .expect("a header")
-        .revision();
+    let start = revision(&mut raw).await;
 
     let mut paths = HashSet::new();
     let mut last_token = 0;
@@ -178,6 +172,31 @@ async fn a_lent_name_never_deletes_another_node_made_there() {
     s.close().await.expect("close");
 }
 
+/// The store's revision now.
+async fn revision(raw: &mut etcd_client::Client) -> i64 {
+    raw.get("/", Some(GetOptions::new().with_count_only()))
+        .await
+        .expect("read the revision")
+        .header()
+        .expect("a header")
+        .revision()
+}
+
+/// A lease taken and returned, a read and a write lock taken and released.
+async fn round(sem: &Semaphore, read: &dyn Lockable, write: &dyn Lockable) {
+    for l in sem.acquire(1).await.expect("acquire") {
+        l.release().await.expect("release");
+    }
+    for half in [read, write] {
+        half.acquire()
+            .await
+            .expect("acquire")
+            .release()
+            .await
+            .expect("release");
+    }
+}
+
 /// A semaphore's leases and a read/write lock's halves lend their names
 /// the same way: a handle cycled keeps one key per kind.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -194,44 +213,10 @@ async fn semaphore_leases_and_rwlock_halves_reuse_their_names() {
     let rw = RwLock::new(&session, &format!("{dir}/rw")).expect("rwlock");
     let (read, write) = (rw.read_lock(), rw.write_lock());
     // The first round makes the directories.
-    for l in sem.acquire(1).await.expect("acquire") {
-        l.release().await.expect("release");
-    }
-    Lockable::acquire(&read)
-        .await
-        .expect("read")
-        .release()
-        .await
-        .expect("release");
-    Lockable::acquire(&write)
-        .await
-        .expect("write")
-        .release()
-        .await
-        .expect("release");
-    let start = raw
-        .get("/", Some(GetOptions::new().with_count_only()))
-        .await
-        .expect("read the revision")
-        .header()
-        .expect("a header")
-        .revision();
+    round(&sem, &read, &write).await;
+    let start = revision(&mut raw).await;
     for _ in 0..CYCLES {
-        for l in sem.acquire(1).await.expect("acquire") {
-            l.release().await.expect("release");
-        }
-        Lockable::acquire(&read)
-            .await
-            .expect("read")
-            .release()
-            .await
-            .expect("release");
-        Lockable::acquire(&write)
-            .await
-            .expect("write")
-            .release()
-            .await
-            .expect("release");
+        round(&sem, &read, &write).await;
     }
     let made = keys_made_since(&mut raw, &format!("{dir}/"), start).await;
     assert!(
