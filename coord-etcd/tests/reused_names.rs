@@ -62,15 +62,22 @@ async fn keys_made_since(client: &mut etcd_client::Client, prefix: &str, revisio
     }
 }
 
-async fn cycle(drop_guard: bool, at_most: usize) {
+/// A session, a raw client (to read the server's history) and a fresh
+/// directory.
+async fn setup() -> (coord_core::Session, etcd_client::Client, String) {
     let endpoints = endpoints();
     let session = coord_etcd::connect(EtcdOptions::from_endpoint_list(&endpoints))
         .await
         .expect("session");
-    let mut raw = etcd_client::Client::connect(endpoints.split(',').collect::<Vec<_>>(), None)
+    let raw = etcd_client::Client::connect(endpoints.split(',').collect::<Vec<_>>(), None)
         .await
         .expect("a raw client");
     let dir = format!("/coord-reused-names/{}", uuid::Uuid::new_v4().simple());
+    (session, raw, dir)
+}
+
+async fn cycle(drop_guard: bool, at_most: usize) {
+    let (session, mut raw, dir) = setup().await;
     let lock = Lock::new(&session, &dir).expect("lock");
     // The first acquire makes the directory.
     lock.acquire()
@@ -201,14 +208,7 @@ async fn round(sem: &Semaphore, read: &dyn Lockable, write: &dyn Lockable) {
 /// the same way: a handle cycled keeps one key per kind.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn semaphore_leases_and_rwlock_halves_reuse_their_names() {
-    let endpoints = endpoints();
-    let session = coord_etcd::connect(EtcdOptions::from_endpoint_list(&endpoints))
-        .await
-        .expect("session");
-    let mut raw = etcd_client::Client::connect(endpoints.split(',').collect::<Vec<_>>(), None)
-        .await
-        .expect("a raw client");
-    let dir = format!("/coord-reused-names/{}", uuid::Uuid::new_v4().simple());
+    let (session, mut raw, dir) = setup().await;
     let sem = Semaphore::new(&session, &format!("{dir}/sem"), 2).expect("semaphore");
     let rw = RwLock::new(&session, &format!("{dir}/rw")).expect("rwlock");
     let (read, write) = (rw.read_lock(), rw.write_lock());
