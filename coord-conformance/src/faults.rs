@@ -556,6 +556,55 @@ pub async fn fault_dropped_guard_released_after_heal(h: &dyn Harness) {
     let _ = other.close().await;
 }
 
+/// A release whose delete's answer is lost (applied, then the connection
+/// closed) still completes, and the same handle's next acquire (which, on
+/// etcd, reuses the released node's name) is a new hold: it waits for a
+/// rival that took the lock meanwhile, gets a larger fencing token, and
+/// the rival's wait and this one never overlap.
+pub async fn fault_release_answer_lost_then_reacquire(h: &dyn Harness) {
+    let dir = join(&h.root("fault_release_answer_lost_then_reacquire"), "lock");
+    let (holder, fault) = h.open_faulty(SHORT_FAULT_TIMEOUT).await;
+    let other = h.open().await;
+    let stats = Stats::new();
+    let lock = Lock::new(&holder, &dir)
+        .expect("lock")
+        .with_stats(stats.clone());
+    let first = lock.acquire().await.expect("acquire");
+    let first_token = first.fencing_token();
+    fault.lose_next_answer();
+    within("the release whose answer was lost", first.release())
+        .await
+        .expect("a release whose answer was lost still completes");
+    let rival = Lock::new(&other, &dir)
+        .expect("lock")
+        .acquire()
+        .await
+        .expect("the rival acquires the released lock");
+    let again = {
+        let lock = lock.clone();
+        tokio::spawn(async move { lock.acquire().await })
+    };
+    await_blocked(&stats, 1, "the holder waits behind the rival").await;
+    assert!(
+        !again.is_finished(),
+        "the holder acquired while the rival held"
+    );
+    let rival_token = rival.fencing_token();
+    rival.release().await.expect("release by the rival");
+    let held = within("the holder acquires after the rival", again)
+        .await
+        .expect("join")
+        .expect("acquire again");
+    assert!(
+        held.fencing_token() > rival_token && rival_token > first_token,
+        "fencing tokens out of order: {first_token}, rival {rival_token}, again {}",
+        held.fencing_token()
+    );
+    held.release().await.expect("release");
+    let _ = holder.close().await;
+    let _ = other.close().await;
+}
+
 /// A create whose answer is lost (the request reached the server, the
 /// answer never came back) is found again, not made twice: the session's
 /// contender node exists once, at the path the create returned.
@@ -740,6 +789,7 @@ macro_rules! __fault_tests {
             faults::fault_cancelled_acquire_leaves_no_node,
             faults::fault_release_during_cut_completes_after_heal,
             faults::fault_dropped_guard_released_after_heal,
+            faults::fault_release_answer_lost_then_reacquire,
             faults::fault_lost_create_answer_is_found,
             faults::fault_partitioned_delivery_redelivered_once,
             faults::fault_lost_offer_answer_taken_meanwhile_delivered_once,
