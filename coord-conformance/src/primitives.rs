@@ -83,6 +83,7 @@ async fn with_path_everywhere(
         ("exists", s.exists(bad).await.map(drop)),
         ("set", s.set(bad, b"", None).await.map(drop)),
         ("delete", s.delete(bad, None).await),
+        ("take_leaf", s.take_leaf(bad).await.map(drop)),
         ("children", s.children(bad).await.map(drop)),
         ("children_watch", s.children_watch(bad).await.map(drop)),
         ("wait_gone", s.wait_gone(bad).await),
@@ -150,6 +151,7 @@ async fn with_root_everywhere(s: &Session, good: &str) -> Vec<(&'static str, Res
         "create ephemeral sequential",
         "set",
         "delete",
+        "take_leaf",
         "wait_gone",
         "watch_gone",
         "get_watch",
@@ -397,6 +399,7 @@ pub async fn prim_missing_nodes(h: &dyn Harness) {
     assert_err!(s.set(&missing, b"x", Some(0)).await, Error::NotFound { .. });
     assert_err!(s.delete(&missing, None).await, Error::NotFound { .. });
     assert_err!(s.delete(&missing, Some(0)).await, Error::NotFound { .. });
+    assert_eq!(s.take_leaf(&missing).await.expect("take_leaf"), None);
     assert_err!(s.children(&missing).await, Error::NotFound { .. });
     assert_err!(s.children_watch(&missing).await, Error::NotFound { .. });
     assert!(
@@ -434,6 +437,75 @@ pub async fn prim_delete_not_empty(h: &dyn Harness) {
     s.delete(&dir, None).await.expect("delete the emptied dir");
     assert!(!s.exists(&dir).await.expect("exists"));
     s.close().await.expect("close");
+}
+
+/// `take_leaf` deletes a leaf and returns its data, once: two sessions
+/// taking the same nodes at once get each node's data exactly once (no
+/// answer is lost here) and leave none; a node gone is `None`. A session
+/// may take its own ephemeral-sequential node too (on etcd, whose name it
+/// lends to its next one: the name is free again afterwards).
+pub async fn prim_take_leaf_returns_the_data_once(h: &dyn Harness) {
+    let root = h.root("prim_take_leaf_returns_the_data_once");
+    let (a, b) = (h.open().await, h.open().await);
+    let items = format!("{root}/items");
+    let mut made = Vec::new();
+    for i in 0..20 {
+        let data = format!("item {i}").into_bytes();
+        let c = a
+            .create(
+                &format!("{items}/item-"),
+                &data,
+                CreateMode::PersistentSequential,
+            )
+            .await
+            .expect("create");
+        made.push((c.path, data));
+    }
+    let mut takers = JoinSet::new();
+    for s in [a.clone(), b.clone()] {
+        let made = made.clone();
+        takers.spawn(async move {
+            let mut got = Vec::new();
+            for (path, _) in made {
+                if let Some(data) = s.take_leaf(&path).await.expect("take_leaf") {
+                    got.push((path, data));
+                }
+            }
+            got
+        });
+    }
+    let mut taken = Vec::new();
+    while let Some(got) = takers.join_next().await {
+        taken.extend(got.expect("join"));
+    }
+    taken.sort();
+    made.sort();
+    assert_eq!(taken, made, "each node taken exactly once, with its data");
+    assert!(a.children(&items).await.expect("children").is_empty());
+    assert_eq!(a.take_leaf(&made[0].0).await.expect("take again"), None);
+
+    let prefix = format!("{root}/own/n-");
+    let own = a
+        .create(&prefix, b"mine", CreateMode::EphemeralSequential)
+        .await
+        .expect("create");
+    assert_eq!(
+        a.take_leaf(&own.path).await.expect("take own"),
+        Some(b"mine".to_vec())
+    );
+    assert!(a.get(&own.path).await.expect("get").is_none());
+    let next = a
+        .create(&prefix, b"next", CreateMode::EphemeralSequential)
+        .await
+        .expect("create after the take");
+    let node = a
+        .get(&next.path)
+        .await
+        .expect("get")
+        .expect("the next node");
+    assert_eq!(node.data, b"next");
+    a.close().await.expect("close");
+    b.close().await.expect("close");
 }
 
 /// Compare-and-set and compare-and-delete: a stale version is a typed
@@ -2072,6 +2144,7 @@ macro_rules! __primitives_tests {
             primitives::prim_create_get_basics,
             primitives::prim_missing_nodes,
             primitives::prim_delete_not_empty,
+            primitives::prim_take_leaf_returns_the_data_once,
             primitives::prim_cas_versions,
             primitives::prim_sequences_increase,
             primitives::prim_stamps_increase,

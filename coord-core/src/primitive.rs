@@ -483,10 +483,57 @@ impl std::fmt::Debug for Watch {
     }
 }
 
+/// [`PrimitiveSession::take_leaf`] as a read, then a delete (the default;
+/// also for a backend whose own way does not fit some node): at least
+/// once, sending the delete again through lost connections.
+///
+/// # Errors
+/// Those of [`PrimitiveSession::get`] and [`PrimitiveSession::delete`]
+/// (not `NotFound`: a node found gone is `None`).
+///
+/// # Cancel safety
+/// Not cancel safe: the delete may land after the drop, and the data is
+/// then lost with the future.
+pub async fn read_then_delete<S: PrimitiveSession + ?Sized>(
+    session: &S,
+    path: &str,
+) -> Result<Option<Vec<u8>>> {
+    let Some(node) = session.get(path).await? else {
+        return Ok(None);
+    };
+    let ours = delete_at_least_once(|| session.delete(path, None)).await?;
+    Ok(ours.then_some(node.data))
+}
+
+/// Send `delete` until it is answered (again through lost connections):
+/// `true` when it removed the node. After a delete whose answer was lost,
+/// "gone" may be that delete's doing, so it counts as removed (at least
+/// once) rather than lose what the node held.
+pub(crate) async fn delete_at_least_once<F, Fut>(mut delete: F) -> Result<bool>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<()>>,
+{
+    let backoff = crate::backoff::Backoff::RECIPES;
+    let (mut attempt, mut ambiguous) = (0, false);
+    loop {
+        match delete().await {
+            Ok(()) => return Ok(true),
+            Err(crate::Error::NotFound { .. }) => return Ok(ambiguous),
+            Err(e) if e.is_retryable() => {
+                ambiguous = true;
+                backoff.sleep(&mut attempt).await;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
 /// The primitive contract, implemented once per backend.
 ///
 /// Callers reach it through [`crate::Session`], which has already checked
 /// every path and size, so an implementation may assume valid arguments.
+///
 /// An implementation maps its own errors to [`crate::Error`] in one place.
 ///
 /// Common errors of every operation: [`crate::Error::SessionExpired`] and
@@ -542,6 +589,38 @@ pub trait PrimitiveSession: Send + Sync + 'static {
     ///
     /// Errors: `NotFound`, `VersionMismatch`, `NotEmpty` when it has children.
     async fn delete(&self, path: &str, version: Option<u64>) -> Result<()>;
+
+    /// Take the leaf node at `path`: delete it and return the data it held;
+    /// `None` when there is no node there. For a node that never has
+    /// children and whose data never changes once made — a queue's item —
+    /// so a backend may delete it without checking for children, and read
+    /// its data at any moment it existed.
+    ///
+    /// At least once: when an answer is lost and the node is then found
+    /// gone, the delete that removed it may have been this one, so its data
+    /// is returned (a consumer may get an item another consumer got too,
+    /// but no item is lost). Requests lost to a dropped connection are sent
+    /// again until one is answered or the session ends.
+    ///
+    /// The default reads the node, then deletes it: two round trips. A
+    /// backend that deletes and returns the data in one request says so in
+    /// [`PrimitiveSession::takes_leaf_at_once`].
+    ///
+    /// Errors: `NotEmpty` where the backend checks for children and finds
+    /// some; `OutcomeUnknown` when an answer was lost, the node is gone, and
+    /// its data can no longer be read (etcd: its history was compacted);
+    /// those of a read and a delete once the session is over.
+    async fn take_leaf(&self, path: &str) -> Result<Option<Vec<u8>>> {
+        read_then_delete(self, path).await
+    }
+
+    /// Whether [`PrimitiveSession::take_leaf`] is one request (etcd: a
+    /// delete that returns the key's previous value). Where it is not, a
+    /// caller that takes many nodes does better to read their data ahead,
+    /// pipelined, then delete each.
+    fn takes_leaf_at_once(&self) -> bool {
+        false
+    }
 
     /// The children of `dir`: those with a sequence first, by sequence, then
     /// the rest by name.

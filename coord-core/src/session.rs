@@ -415,6 +415,31 @@ impl Session {
         self.run(self.inner.delete(path, version)).await
     }
 
+    /// Delete the leaf node at `path` and return its data, at least once
+    /// (see [`PrimitiveSession::take_leaf`]): `None` when there is none.
+    /// Only for nodes that never have children and whose data never
+    /// changes, such as a queue's items: a backend may skip the check for
+    /// children.
+    ///
+    /// # Errors
+    /// `InvalidPath`; `OutcomeUnknown` when an answer was lost, the node is
+    /// gone, and its data can no longer be read; `NotEmpty` where the
+    /// backend checks for children; the session's end.
+    ///
+    /// # Cancel safety
+    /// Not cancel safe: the delete may land after the drop, and the data
+    /// is then lost with the future.
+    pub async fn take_leaf(&self, path: &str) -> Result<Option<Vec<u8>>> {
+        path::validate_non_root(path)?;
+        self.run(self.inner.take_leaf(path)).await
+    }
+
+    /// Whether [`Session::take_leaf`] is one request on this backend (see
+    /// [`PrimitiveSession::takes_leaf_at_once`]).
+    pub fn takes_leaf_at_once(&self) -> bool {
+        self.inner.takes_leaf_at_once()
+    }
+
     /// The children of `dir` in creation order (see
     /// [`PrimitiveSession::children`]).
     ///
