@@ -742,6 +742,34 @@ pub async fn fault_lost_offer_answer_taken_meanwhile_delivered_once(h: &dyn Harn
     let _ = consumer.close().await;
 }
 
+/// A take whose delete's answer is lost (applied, then the connection
+/// closed) still returns its item: the item is gone from the queue, so
+/// returning nothing would lose it. On etcd the take is one delete that
+/// returns the item, and its answer is what was lost: the take reads the
+/// item from the history it had seen before it sent the delete.
+pub async fn fault_take_answer_lost_still_delivers(h: &dyn Harness) {
+    let dir = join(&h.root("fault_take_answer_lost_still_delivers"), "q");
+    let producer = h.open().await;
+    let (consumer, fault) = h.open_faulty(SHORT_FAULT_TIMEOUT).await;
+    let pq = Queue::new(&producer, &dir).expect("queue");
+    for item in [&b"first"[..], b"second"] {
+        pq.offer(item).await.expect("offer");
+    }
+    let cq = Queue::new(&consumer, &dir).expect("queue");
+    // The first take lists both items (and, where items are read ahead,
+    // reads both): the next request is the second item's delete.
+    assert_eq!(cq.take().await.expect("take"), b"first");
+    fault.lose_next_answer();
+    let got = within("the take whose answer was lost", cq.take())
+        .await
+        .expect("a take whose answer was lost still delivers its item");
+    assert_eq!(got, b"second");
+    assert_eq!(cq.poll().await.expect("poll"), None, "delivered twice");
+    assert_eq!(pq.len().await.expect("len"), 0);
+    let _ = consumer.close().await;
+    let _ = producer.close().await;
+}
+
 /// A session the client gave up (answers stopped coming while the server
 /// kept hearing its heartbeats: a one-way partition) ends itself on the
 /// server as soon as it reaches it again: its holds go at once, not when
@@ -793,6 +821,7 @@ macro_rules! __fault_tests {
             faults::fault_lost_create_answer_is_found,
             faults::fault_partitioned_delivery_redelivered_once,
             faults::fault_lost_offer_answer_taken_meanwhile_delivered_once,
+            faults::fault_take_answer_lost_still_delivers,
             faults::fault_session_lost_here_ends_on_the_server,
         );
     };

@@ -428,6 +428,34 @@ impl EtcdSession {
         }
     }
 
+    /// The data of the node at `path` (`key`) at `revision`, for a take
+    /// whose delete's answer was lost and which then found the key gone
+    /// (see [`PrimitiveSession::take_leaf`]).
+    async fn data_before(&self, path: &str, key: &str, revision: i64) -> Result<Option<Vec<u8>>> {
+        let backoff = Backoff::RECIPES;
+        let mut attempt = 0;
+        loop {
+            let at = GetOptions::new().with_revision(revision);
+            match self.shared.get(key, Some(at)).await {
+                Ok(resp) => return Ok(resp.kvs().first().map(|kv| kv.value().to_vec())),
+                Err(e) if e.is_retryable() => {
+                    self.shared.check_open()?;
+                    backoff.sleep(&mut attempt).await;
+                }
+                Err(e) => {
+                    return Err(Error::OutcomeUnknown {
+                        path: path.to_owned(),
+                        detail: format!(
+                            "the answer to this take was lost and the node is gone, taken by \
+                             this take or another; its data at revision {revision} could not \
+                             be read ({e})"
+                        ),
+                    })
+                }
+            }
+        }
+    }
+
     /// The node a sequential create made, if it is there: its key carries
     /// this session's lease and counter, so whatever is there is ours.
     async fn find_sequential(&self, c: &txn::CreatePlan) -> Result<Option<Created>> {
@@ -624,6 +652,67 @@ impl PrimitiveSession for EtcdSession {
             }
             None => Ok(stat),
         }
+    }
+
+    /// One plain delete that returns the key's previous value: no Txn,
+    /// and no read first. etcd applies a plain delete at well under half
+    /// the cost of a Txn, and several consumers' deletes then share its
+    /// raft rounds (measured on etcd 3.4 with four clients: 3.1× one
+    /// client's rate for plain deletes, 2.2× for Txn deletes).
+    ///
+    /// After a lost answer, a later delete that finds the key gone reads
+    /// the node as it was at the last revision this session had seen
+    /// before the first delete was sent: there it means the first delete
+    /// may have taken it (its data is returned); not there means another
+    /// session took it before. Only a compaction past that revision in the
+    /// meantime leaves the data unreadable (`OutcomeUnknown`).
+    async fn take_leaf(&self, path: &str) -> Result<Option<Vec<u8>>> {
+        let shared = &self.shared;
+        shared.check_open()?;
+        let before = shared.seen.load(Ordering::Relaxed);
+        if self.created(path).is_some() || before <= 0 {
+            // This session's own contender node, whose name it lends again
+            // (a plain delete would not free it), or a session that has
+            // no revision to read at yet: read, then delete.
+            return coord_core::primitive::read_then_delete(self, path).await;
+        }
+        let key = shared.keys.key(path);
+        let backoff = Backoff::RECIPES;
+        let (mut attempt, mut ambiguous) = (0, false);
+        loop {
+            let sent = shared
+                .call(false, || {
+                    let mut kv = shared.client.kv_client();
+                    let key = key.clone();
+                    let options = etcd_client::DeleteOptions::new().with_prev_key();
+                    async move { kv.delete(key, Some(options)).await }
+                })
+                .await
+                .map_err(error::at(path));
+            match sent {
+                Ok(resp) => {
+                    shared.saw_header(resp.header());
+                    if let Some(kv) = resp.prev_kvs().first() {
+                        return Ok(Some(kv.value().to_vec()));
+                    }
+                    if !ambiguous {
+                        return Ok(None);
+                    }
+                    return self.data_before(path, &key, before).await;
+                }
+                Err(e) if e.is_retryable() => {
+                    tracing::debug!(error = %e, "etcd take lost its answer; again");
+                    shared.check_open()?;
+                    ambiguous = true;
+                    backoff.sleep(&mut attempt).await;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    fn takes_leaf_at_once(&self) -> bool {
+        true
     }
 
     async fn delete(&self, path: &str, version: Option<u64>) -> Result<()> {
