@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::error::{Error, Result};
 use crate::path;
-use crate::primitive::{Child, CreateMode};
+use crate::primitive::{delete_at_least_once, Child, CreateMode};
 use crate::recipes::machinery::names;
 use crate::recipes::machinery::retry::{backoff, list_watch_retrying, pause};
 use crate::recipes::machinery::stats::Stats;
@@ -393,6 +393,11 @@ impl Engine {
     /// runs in a task that holds the cache and leaves the item in the
     /// stash, so a take dropped mid-delete loses nothing and the next take
     /// returns that item first.
+    ///
+    /// Where the backend takes a node and its data in one request
+    /// ([`Session::takes_leaf_at_once`]), that is the whole try; otherwise
+    /// the data is read ahead (pipelined, for the next items too) and the
+    /// item is then deleted.
     async fn try_remove(
         self: &Arc<Self>,
         name: &str,
@@ -400,44 +405,45 @@ impl Engine {
     ) -> Result<(Removed, CacheGuard)> {
         let inner = Arc::clone(self);
         let item_path = path::join(&inner.items, name);
-        if cache.data(name).is_none() {
-            cache.read_ahead(&self.session, &self.items).await?;
-        }
-        let Some(Some(data)) = cache.data(name).cloned() else {
-            // Gone before we could read it: someone else took it.
-            cache.pop_front();
-            return Ok((Removed::Gone, cache));
+        let read = if self.session.takes_leaf_at_once() {
+            None
+        } else {
+            if cache.data(name).is_none() {
+                cache.read_ahead(&self.session, &self.items).await?;
+            }
+            let Some(Some(data)) = cache.data(name).cloned() else {
+                // Gone before we could read it: someone else took it.
+                cache.pop_front();
+                return Ok((Removed::Gone, cache));
+            };
+            Some(data)
         };
         let name = name.to_owned();
         let task_name = name.clone();
         self.stats.attempted();
         let task = tokio::spawn(async move {
-            let mut attempt = 0;
-            let mut ambiguous = false;
-            let removed = loop {
-                match inner.session.delete(&item_path, None).await {
-                    Ok(()) => break Ok(true),
-                    // After a delete whose answer was lost, "gone" may be our
-                    // own delete: deliver (at least once) rather than lose it.
-                    Err(Error::NotFound { .. }) => break Ok(ambiguous),
-                    Err(e) if e.is_retryable() => {
-                        ambiguous = true;
-                        backoff(&mut attempt).await;
-                    }
-                    Err(e) => break Err(e),
-                }
+            let session = &inner.session;
+            let removed = match read {
+                Some(data) => delete_at_least_once(|| session.delete(&item_path, None))
+                    .await
+                    .map(|ours| ours.then_some(data)),
+                None => session.take_leaf(&item_path).await,
             };
             if removed.is_ok() {
                 cache.pop_front();
             }
-            if let Ok(true) = removed {
-                if let Ok(mut s) = inner.stash.lock() {
-                    s.push_back(Stashed {
-                        name: task_name,
-                        data,
-                    });
+            let removed = removed.map(|data| match data {
+                Some(data) => {
+                    if let Ok(mut s) = inner.stash.lock() {
+                        s.push_back(Stashed {
+                            name: task_name,
+                            data,
+                        });
+                    }
+                    true
                 }
-            }
+                None => false,
+            });
             (removed, cache)
         });
         let (removed, cache) = match task.await {
