@@ -43,6 +43,12 @@ pub(crate) struct Cache {
     lane: u64,
     /// Items lost to other consumers in a row (see [`Cache::lost`]).
     lost: u32,
+    /// With lanes: how many items each lane had at this consumer's last
+    /// listing, how many of them this consumer has taken since, and the
+    /// lane of the name it tried last (see [`Cache::in_lane_first`]).
+    counts: Vec<u64>,
+    took: Vec<u64>,
+    tried: Option<usize>,
 }
 
 impl Cache {
@@ -58,6 +64,7 @@ impl Cache {
     /// a read each to find gone.
     pub(crate) fn pop_front(&mut self) {
         if let Some(n) = self.names.pop_front() {
+            self.tried = (self.lanes > 1).then(|| lane_of(&n, self.lanes) as usize);
             self.data.remove(&n);
         }
         let lane_done = self
@@ -73,16 +80,20 @@ impl Cache {
     /// This consumer took the item it tried.
     pub(crate) fn won(&mut self) {
         self.lost = 0;
+        if let Some(took) = self.tried.and_then(|l| self.took.get_mut(l)) {
+            *took += 1;
+        }
     }
 
-    /// This consumer lost the item it tried to another one. Once is not
-    /// a race: the item may have been taken before this take began (the
-    /// name was cached by an earlier listing). Twice in a row is: the next
-    /// item was taken as this consumer tried it, so it [spreads
-    /// out](Cache::spread).
+    /// This consumer lost the item it tried to another one. In strict
+    /// order, once is not a race: the item may have been taken before this
+    /// take began (the name was cached by an earlier listing). Twice in a
+    /// row is: the next item was taken as this consumer tried it, so it
+    /// [spreads out](Cache::spread). Already spread, once is enough:
+    /// another consumer is in this lane.
     pub(crate) fn lost(&mut self) {
         self.lost += 1;
-        if self.lost >= 2 {
+        if self.lost >= 2 || self.lanes > 1 {
             self.lost = 0;
             self.spread();
         }
@@ -91,30 +102,70 @@ impl Cache {
     /// Spread out after losing items to another consumer. The queue is
     /// split into [`LANES`] lanes, a lane being the items whose name hashes
     /// to it (alike in every process: names hold a random UUID); the
-    /// consumer takes a lane picked at random, through a random item it
-    /// knows of (so a lane with items left), and tries that lane's items
-    /// first, in order, then the rest. Consumers in different lanes never
-    /// race; two that meet again each pick anew. Its data read ahead is
-    /// dropped: read before the race was lost, it may be stale, and trying
-    /// a stale item is a delete wasted. A consumer that never lost a race
-    /// (one alone) keeps a single lane: strict order.
+    /// consumer takes one lane's items, in order, then lists again and
+    /// picks another (see [`Cache::in_lane_first`]). Consumers in
+    /// different lanes never race. A consumer that never lost a race (one
+    /// alone) keeps a single lane: strict order.
+    ///
+    /// The first time, the names cached are dropped (and the data read
+    /// ahead, which may be stale): listed before the race, many are gone,
+    /// and trying a gone item is a delete wasted; the next take lists
+    /// again, one request. Already in a lane, it leaves that lane to the
+    /// consumer it met there and moves to the lane of a random name still
+    /// cached (listed when its lane began): near the end of a queue, when
+    /// the consumers meet often, a listing per meeting would cost more
+    /// than the deletes it saves.
     fn spread(&mut self) {
-        self.lanes = LANES;
         self.data.clear();
+        if self.lanes <= 1 {
+            self.lanes = LANES;
+            self.names.clear();
+            return;
+        }
+        let (lanes, left) = (self.lanes, self.lane);
+        self.names.retain(|n| lane_of(n, lanes) != left);
+        if self.names.is_empty() {
+            return;
+        }
+        let pick = crate::recipes::machinery::names::random_u64() % self.names.len() as u64;
+        let lane = lane_of(&self.names[pick as usize], lanes);
+        self.lane = lane;
         let names = std::mem::take(&mut self.names);
-        self.names = self.in_lane_first(names);
+        let (mut mine, rest): (VecDeque<String>, VecDeque<String>) =
+            names.into_iter().partition(|n| lane_of(n, lanes) == lane);
+        mine.extend(rest);
+        self.names = mine;
     }
 
     /// `names`, in order, those of this consumer's lane first; with
-    /// lanes, the lane is picked anew through a random name of `names`.
+    /// lanes, the lane is picked anew. It prefers a lane no other
+    /// consumer has taken from since this one's last listing (each lane
+    /// still has every item it had then, less those this one took), picked
+    /// at random among those; failing one, the lane of a random name of
+    /// `names` (so a lane with items left).
     fn in_lane_first(&mut self, names: impl IntoIterator<Item = String>) -> VecDeque<String> {
         let names: VecDeque<String> = names.into_iter().collect();
         if self.lanes <= 1 || names.is_empty() {
             return names;
         }
-        let pick = crate::recipes::machinery::names::random_u64() % names.len() as u64;
-        self.lane = lane_of(&names[pick as usize], self.lanes);
         let lanes = self.lanes;
+        let mut counts = vec![0u64; lanes as usize];
+        for n in &names {
+            counts[lane_of(n, lanes) as usize] += 1;
+        }
+        let untouched: Vec<usize> = (0..counts.len())
+            .filter(|&l| {
+                let (then, took) = (self.counts.get(l), self.took.get(l));
+                counts[l] > 0 && then.is_some_and(|&t| counts[l] + took.copied().unwrap_or(0) >= t)
+            })
+            .collect();
+        let random = crate::recipes::machinery::names::random_u64();
+        self.lane = match untouched.len() as u64 {
+            0 => lane_of(&names[(random % names.len() as u64) as usize], lanes),
+            k => untouched[(random % k) as usize] as u64,
+        };
+        self.counts = counts;
+        self.took = vec![0; lanes as usize];
         let lane = self.lane;
         let (mut mine, rest): (VecDeque<String>, VecDeque<String>) =
             names.into_iter().partition(|n| lane_of(n, lanes) == lane);
@@ -224,7 +275,10 @@ mod tests {
         c.extend(all.clone());
         c.lost();
         assert_eq!(c.lanes, 0, "one lost item is not a race");
+        assert_eq!(c.front(), Some(&all[0]), "it keeps its listing");
         c.lost();
+        assert!(c.front().is_none(), "spread out: it lists again");
+        c.extend(all.clone());
         let lane = c.lane;
         let taken = drain(&mut c);
         // Its lane, in order, and nothing else: then it lists afresh.
@@ -237,5 +291,56 @@ mod tests {
         assert_eq!(taken, want);
         let used: std::collections::HashSet<u64> = all.iter().map(|n| lane_of(n, LANES)).collect();
         assert_eq!(used.len() as u64, LANES, "400 names fill every lane");
+        // Spread out, one lost item is a race: another consumer is in
+        // this lane. It leaves that lane, without listing again, for the
+        // lane of another name it has.
+        c.extend(all.clone());
+        let met = c.lane;
+        c.lost();
+        let moved = c.lane;
+        assert_ne!(moved, met, "it left the lane at the first loss");
+        let rest = drain(&mut c);
+        let want: Vec<String> = all
+            .iter()
+            .filter(|n| lane_of(n, LANES) == moved)
+            .cloned()
+            .collect();
+        assert_eq!(rest, want, "the new lane, in order, from the names it had");
+    }
+
+    /// Listing again after its lane, a consumer picks a lane that no one
+    /// took from since its last listing, when there is one.
+    #[test]
+    fn a_new_lane_is_one_no_other_consumer_took_from() {
+        let all = names(400);
+        let lane_names = |l: u64| -> Vec<String> {
+            all.iter()
+                .filter(|n| lane_of(n, LANES) == l)
+                .cloned()
+                .collect()
+        };
+        for _ in 0..50 {
+            let mut c = Cache::default();
+            c.extend(all.clone());
+            c.lost();
+            c.lost();
+            c.extend(all.clone());
+            let first = c.lane;
+            // It takes its whole lane; meanwhile others took one item from
+            // every other lane but one.
+            let mine = drain(&mut c);
+            assert_eq!(mine, lane_names(first));
+            let spared = (first + 1) % LANES;
+            let left: Vec<String> = (0..LANES)
+                .filter(|&l| l != first)
+                .flat_map(|l| {
+                    let names = lane_names(l);
+                    let skip = usize::from(l != spared);
+                    names.into_iter().skip(skip)
+                })
+                .collect();
+            c.extend(left);
+            assert_eq!(c.lane, spared, "picked a lane others are taking from");
+        }
     }
 }
