@@ -49,6 +49,10 @@ pub(crate) struct Cache {
     counts: Vec<u64>,
     took: Vec<u64>,
     tried: Option<usize>,
+    /// Near the end of a queue: at the last pick, items were left in at
+    /// most half the lanes, and each had another consumer in it (see
+    /// [`Cache::spread`]).
+    crowded: bool,
 }
 
 impl Cache {
@@ -64,7 +68,7 @@ impl Cache {
     /// a read each to find gone.
     pub(crate) fn pop_front(&mut self) {
         if let Some(n) = self.names.pop_front() {
-            self.tried = (self.lanes > 1).then(|| lane_of(&n, self.lanes) as usize);
+            self.tried = Some(lane_of(&n, LANES) as usize);
             self.data.remove(&n);
         }
         let lane_done = self
@@ -107,34 +111,53 @@ impl Cache {
     /// different lanes never race. A consumer that never lost a race (one
     /// alone) keeps a single lane: strict order.
     ///
-    /// The first time, the names cached are dropped (and the data read
-    /// ahead, which may be stale): listed before the race, many are gone,
-    /// and trying a gone item is a delete wasted; the next take lists
-    /// again, one request. Already in a lane, it leaves that lane to the
-    /// consumer it met there and moves to the lane of a random name still
-    /// cached (listed when its lane began): near the end of a queue, when
-    /// the consumers meet often, a listing per meeting would cost more
-    /// than the deletes it saves.
+    /// The first time, it takes the lane of a random name of the listing
+    /// it has (just made: the race was at its front). Already in a lane,
+    /// it met another consumer there; its names were listed when its lane
+    /// began and many are gone by now (the others have taken on, each in
+    /// its lane), and trying a gone item is a delete wasted: it drops them
+    /// and the next take lists again, one request, and picks a free lane.
+    /// But near the end of a queue ([crowded](Cache::crowded)) the
+    /// consumers meet often, and a listing per meeting would cost more
+    /// than the deletes it saves (a listing walks every key of the queue,
+    /// on etcd the deleted ones too): then it leaves the lane to the one it
+    /// met, moves to the lane of a random name it still has, and lists
+    /// again when it has none. Data read ahead is dropped either way (it
+    /// may be stale).
     fn spread(&mut self) {
         self.data.clear();
-        if self.lanes <= 1 {
-            self.lanes = LANES;
+        let first = self.lanes <= 1;
+        if !first && !self.crowded {
             self.names.clear();
             return;
         }
-        let (lanes, left) = (self.lanes, self.lane);
-        self.names.retain(|n| lane_of(n, lanes) != left);
+        self.lanes = LANES;
+        if !first {
+            let left = self.lane;
+            self.names.retain(|n| lane_of(n, LANES) != left);
+        }
         if self.names.is_empty() {
             return;
         }
         let pick = crate::recipes::machinery::names::random_u64() % self.names.len() as u64;
-        let lane = lane_of(&self.names[pick as usize], lanes);
-        self.lane = lane;
+        self.lane = lane_of(&self.names[pick as usize], LANES);
         let names = std::mem::take(&mut self.names);
+        self.names = self.lane_first(names);
+    }
+
+    /// `names` with those of this consumer's lane first, in order — or,
+    /// [crowded](Cache::crowded), newest first: the consumer met in that
+    /// lane takes it from the front, and the two meet once, in the middle,
+    /// rather than race for every item.
+    fn lane_first(&self, names: VecDeque<String>) -> VecDeque<String> {
+        let (lanes, lane) = (self.lanes, self.lane);
         let (mut mine, rest): (VecDeque<String>, VecDeque<String>) =
             names.into_iter().partition(|n| lane_of(n, lanes) == lane);
+        if self.crowded {
+            mine = mine.into_iter().rev().collect();
+        }
         mine.extend(rest);
-        self.names = mine;
+        mine
     }
 
     /// `names`, in order, those of this consumer's lane first; with
@@ -145,13 +168,11 @@ impl Cache {
     /// `names` (so a lane with items left).
     fn in_lane_first(&mut self, names: impl IntoIterator<Item = String>) -> VecDeque<String> {
         let names: VecDeque<String> = names.into_iter().collect();
-        if self.lanes <= 1 || names.is_empty() {
-            return names;
-        }
-        let lanes = self.lanes;
-        let mut counts = vec![0u64; lanes as usize];
+        // Counted in strict order too, so the first pick after a race
+        // already knows which lanes were taken from.
+        let mut counts = vec![0u64; LANES as usize];
         for n in &names {
-            counts[lane_of(n, lanes) as usize] += 1;
+            counts[lane_of(n, LANES) as usize] += 1;
         }
         let untouched: Vec<usize> = (0..counts.len())
             .filter(|&l| {
@@ -159,18 +180,23 @@ impl Cache {
                 counts[l] > 0 && then.is_some_and(|&t| counts[l] + took.copied().unwrap_or(0) >= t)
             })
             .collect();
+        self.counts = counts;
+        self.took = vec![0; LANES as usize];
+        if self.lanes <= 1 || names.is_empty() {
+            return names;
+        }
+        let lanes = self.lanes;
         let random = crate::recipes::machinery::names::random_u64();
+        // Near the end: items left in few lanes, each with a consumer in
+        // it. (At the start every lane has items, and the consumers still
+        // in strict order take from the front of each.)
+        let with_items = self.counts.iter().filter(|&&c| c > 0).count() as u64;
+        self.crowded = untouched.is_empty() && with_items <= LANES / 2;
         self.lane = match untouched.len() as u64 {
             0 => lane_of(&names[(random % names.len() as u64) as usize], lanes),
             k => untouched[(random % k) as usize] as u64,
         };
-        self.counts = counts;
-        self.took = vec![0; lanes as usize];
-        let lane = self.lane;
-        let (mut mine, rest): (VecDeque<String>, VecDeque<String>) =
-            names.into_iter().partition(|n| lane_of(n, lanes) == lane);
-        mine.extend(rest);
-        mine
+        self.lane_first(names)
     }
 
     /// Add the names of a new listing, in order (with lanes, those of a
@@ -277,11 +303,10 @@ mod tests {
         assert_eq!(c.lanes, 0, "one lost item is not a race");
         assert_eq!(c.front(), Some(&all[0]), "it keeps its listing");
         c.lost();
-        assert!(c.front().is_none(), "spread out: it lists again");
-        c.extend(all.clone());
         let lane = c.lane;
         let taken = drain(&mut c);
-        // Its lane, in order, and nothing else: then it lists afresh.
+        // Its lane, in order, from the listing it had, and nothing else:
+        // then it lists afresh.
         let want: Vec<String> = all
             .iter()
             .filter(|n| lane_of(n, LANES) == lane)
@@ -292,20 +317,27 @@ mod tests {
         let used: std::collections::HashSet<u64> = all.iter().map(|n| lane_of(n, LANES)).collect();
         assert_eq!(used.len() as u64, LANES, "400 names fill every lane");
         // Spread out, one lost item is a race: another consumer is in
-        // this lane. It leaves that lane, without listing again, for the
-        // lane of another name it has.
+        // this lane, and the names it has are stale; it lists again.
         c.extend(all.clone());
-        let met = c.lane;
         c.lost();
-        let moved = c.lane;
-        assert_ne!(moved, met, "it left the lane at the first loss");
-        let rest = drain(&mut c);
-        let want: Vec<String> = all
-            .iter()
-            .filter(|n| lane_of(n, LANES) == moved)
+        assert!(c.front().is_none(), "it lists again at the first loss");
+    }
+
+    fn lane_names(all: &[String], lane: u64) -> Vec<String> {
+        all.iter()
+            .filter(|n| lane_of(n, LANES) == lane)
             .cloned()
-            .collect();
-        assert_eq!(rest, want, "the new lane, in order, from the names it had");
+            .collect()
+    }
+
+    /// `all` less the first name of each lane in `lanes` and every name of
+    /// the others: what is left after other consumers took one item from
+    /// each of `lanes` and this one took the rest.
+    fn left_in(all: &[String], lanes: &[u64]) -> Vec<String> {
+        lanes
+            .iter()
+            .flat_map(|&l| lane_names(all, l).into_iter().skip(1))
+            .collect()
     }
 
     /// Listing again after its lane, a consumer picks a lane that no one
@@ -313,34 +345,50 @@ mod tests {
     #[test]
     fn a_new_lane_is_one_no_other_consumer_took_from() {
         let all = names(400);
-        let lane_names = |l: u64| -> Vec<String> {
-            all.iter()
-                .filter(|n| lane_of(n, LANES) == l)
-                .cloned()
-                .collect()
-        };
         for _ in 0..50 {
             let mut c = Cache::default();
             c.extend(all.clone());
             c.lost();
             c.lost();
-            c.extend(all.clone());
             let first = c.lane;
-            // It takes its whole lane; meanwhile others took one item from
-            // every other lane but one.
-            let mine = drain(&mut c);
-            assert_eq!(mine, lane_names(first));
+            assert_eq!(drain(&mut c), lane_names(&all, first));
+            // Meanwhile others took one item from every other lane but one.
             let spared = (first + 1) % LANES;
-            let left: Vec<String> = (0..LANES)
-                .filter(|&l| l != first)
-                .flat_map(|l| {
-                    let names = lane_names(l);
-                    let skip = usize::from(l != spared);
-                    names.into_iter().skip(skip)
-                })
-                .collect();
+            let touched: Vec<u64> = (0..LANES).filter(|&l| l != first && l != spared).collect();
+            let mut left = left_in(&all, &touched);
+            left.extend(lane_names(&all, spared));
             c.extend(left);
             assert_eq!(c.lane, spared, "picked a lane others are taking from");
+            assert_eq!(c.front(), lane_names(&all, spared).first());
+        }
+    }
+
+    /// Near the end (items left in few lanes, another consumer in each),
+    /// a consumer takes its lane newest first, so it meets the consumer
+    /// taking it from the front once; meeting it, it moves to another of
+    /// those lanes without listing.
+    #[test]
+    fn near_the_end_a_shared_lane_is_taken_from_the_back() {
+        let all = names(400);
+        for _ in 0..50 {
+            let mut c = Cache::default();
+            c.extend(all.clone());
+            c.lost();
+            c.lost();
+            let first = c.lane;
+            drain(&mut c);
+            let three: Vec<u64> = (1..=3).map(|k| (first + k) % LANES).collect();
+            let left = left_in(&all, &three);
+            c.extend(left.clone());
+            let lane = c.lane;
+            assert!(three.contains(&lane));
+            let newest = lane_names(&left, lane).last().cloned();
+            assert_eq!(c.front().cloned(), newest, "newest first");
+            c.lost();
+            assert_ne!(c.lane, lane, "it left the lane");
+            assert!(three.contains(&c.lane));
+            let newest = lane_names(&left, c.lane).last().cloned();
+            assert_eq!(c.front().cloned(), newest, "no listing: the names it had");
         }
     }
 }
