@@ -340,25 +340,32 @@ mod tests {
             .collect()
     }
 
+    /// A consumer of `all` that lost two races, then took its whole first
+    /// lane (in order, and nothing else): the cache and that lane.
+    fn after_first_lane(all: &[String]) -> (Cache, u64) {
+        let mut c = Cache::default();
+        c.extend(all.to_vec());
+        c.lost();
+        c.lost();
+        let first = c.lane;
+        assert_eq!(drain(&mut c), lane_names(all, first));
+        (c, first)
+    }
+
     /// Listing again after its lane, a consumer picks a lane that no one
     /// took from since its last listing, when there is one.
     #[test]
     fn a_new_lane_is_one_no_other_consumer_took_from() {
         let all = names(400);
         for _ in 0..50 {
-            let mut c = Cache::default();
-            c.extend(all.clone());
-            c.lost();
-            c.lost();
-            let first = c.lane;
-            assert_eq!(drain(&mut c), lane_names(&all, first));
+            let (mut c, first) = after_first_lane(&all);
             // Meanwhile others took one item from every other lane but one.
             let spared = (first + 1) % LANES;
             let touched: Vec<u64> = (0..LANES).filter(|&l| l != first && l != spared).collect();
             let mut left = left_in(&all, &touched);
             left.extend(lane_names(&all, spared));
             c.extend(left);
-            assert_eq!(c.lane, spared, "picked a lane others are taking from");
+            assert_eq!(c.lane, spared, "picked a lane others took from");
             assert_eq!(c.front(), lane_names(&all, spared).first());
         }
     }
@@ -371,12 +378,7 @@ mod tests {
     fn near_the_end_a_shared_lane_is_taken_from_the_back() {
         let all = names(400);
         for _ in 0..50 {
-            let mut c = Cache::default();
-            c.extend(all.clone());
-            c.lost();
-            c.lost();
-            let first = c.lane;
-            drain(&mut c);
+            let (mut c, first) = after_first_lane(&all);
             let three: Vec<u64> = (1..=3).map(|k| (first + k) % LANES).collect();
             let left = left_in(&all, &three);
             c.extend(left.clone());
