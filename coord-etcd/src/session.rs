@@ -147,6 +147,7 @@ pub async fn connect(options: EtcdOptions) -> Result<Session> {
         in_flight: Mutex::new(Vec::new()),
         in_flight_ids: AtomicU64::new(0),
         slots: Mutex::new(Slots::default()),
+        deleting: Mutex::new(Vec::new()),
     })))
 }
 
@@ -173,6 +174,37 @@ struct EtcdSession {
     /// Names of deleted contender nodes, lent to the next create at the
     /// same prefix ([`crate::slots`]).
     slots: Mutex<Slots>,
+    /// Paths of this session's contender nodes whose delete is in flight
+    /// (see [`EtcdSession::list`]).
+    deleting: Mutex<Vec<String>>,
+}
+
+/// Registers a contender node's delete in flight in
+/// [`EtcdSession::deleting`] until it ends, however it ends.
+struct DeletingGuard<'a> {
+    session: &'a EtcdSession,
+    path: Option<String>,
+}
+
+impl<'a> DeletingGuard<'a> {
+    fn new(session: &'a EtcdSession, path: &str, own: bool) -> Self {
+        let path = own.then(|| path.to_owned());
+        if let (Some(p), Ok(mut list)) = (&path, session.deleting.lock()) {
+            list.push(p.clone());
+        }
+        DeletingGuard { session, path }
+    }
+}
+
+impl Drop for DeletingGuard<'_> {
+    fn drop(&mut self) {
+        let (Some(p), Ok(mut list)) = (&self.path, self.session.deleting.lock()) else {
+            return;
+        };
+        if let Some(i) = list.iter().position(|d| d == p) {
+            list.swap_remove(i);
+        }
+    }
 }
 
 /// A listing of a directory's children and the revision it was read at.
@@ -476,8 +508,28 @@ impl EtcdSession {
         }))
     }
 
-    /// The children of `dir` and the revision they were read at.
+    /// The children of `dir` and the revision they were read at, less
+    /// this session's contender nodes whose delete is in flight.
+    ///
+    /// etcd does not apply one client's requests in the order sent (each
+    /// is a stream of its own on the connection), so a lock's next acquire
+    /// right after a dropped guard — whose delete was sent first — could
+    /// list the old node and wait for it. That delete is sent until the
+    /// node is gone or the session is over, so this session may count the
+    /// node gone already: the listing is what it will be once the delete,
+    /// which began before it, lands. Other sessions see the node until
+    /// then, and wait behind it, as behind any holder.
     async fn list(&self, dir: &str) -> Result<(Vec<Child>, i64)> {
+        let (mut children, revision) = self.list_all(dir).await?;
+        let deleting = self.deleting.lock().map(|d| d.clone()).unwrap_or_default();
+        if !deleting.is_empty() {
+            children.retain(|c| !deleting.contains(&coord_core::path::join(dir, &c.name)));
+        }
+        Ok((children, revision))
+    }
+
+    /// The children of `dir` and the revision they were read at.
+    async fn list_all(&self, dir: &str) -> Result<(Vec<Child>, i64)> {
         let shared = &self.shared;
         shared.check_open()?;
         if let Some(listing) = self.listing_in_flight(dir).await {
@@ -717,6 +769,7 @@ impl PrimitiveSession for EtcdSession {
 
     async fn delete(&self, path: &str, version: Option<u64>) -> Result<()> {
         let created = self.created(path);
+        let _deleting = DeletingGuard::new(self, path, created.is_some());
         let plan = Plan::Delete(DeletePlan {
             path: path.to_owned(),
             key: self.shared.keys.key(path),
