@@ -600,7 +600,11 @@ pub trait PrimitiveSession: Send + Sync + 'static {
     /// gone, the delete that removed it may have been this one, so its data
     /// is returned (a consumer may get an item another consumer got too,
     /// but no item is lost). Requests lost to a dropped connection are sent
-    /// again until one is answered or the session ends.
+    /// again until one is answered or the session ends. The node must be
+    /// one this session has already seen (listed, read or made): a backend
+    /// that takes at once may read the data back as it was at the last
+    /// revision the session had seen (etcd), and a node made after that
+    /// would then be found absent, as if another session had taken it.
     ///
     /// The default reads the node, then deletes it: two round trips. A
     /// backend that deletes and returns the data in one request says so in

@@ -419,7 +419,8 @@ impl Session {
     /// (see [`PrimitiveSession::take_leaf`]): `None` when there is none.
     /// Only for nodes that never have children and whose data never
     /// changes, such as a queue's items: a backend may skip the check for
-    /// children.
+    /// children. The node must be one this session has listed, read or
+    /// made already (see [`PrimitiveSession::take_leaf`]).
     ///
     /// # Errors
     /// `InvalidPath`; `OutcomeUnknown` when an answer was lost, the node is
