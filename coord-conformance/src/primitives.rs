@@ -85,6 +85,10 @@ async fn with_path_everywhere(
         ("delete", s.delete(bad, None).await),
         ("take_leaf", s.take_leaf(bad).await.map(drop)),
         ("children", s.children(bad).await.map(drop)),
+        (
+            "children_prefixed",
+            s.children_prefixed(bad, "a-").await.map(drop),
+        ),
         ("children_watch", s.children_watch(bad).await.map(drop)),
         ("wait_gone", s.wait_gone(bad).await),
         ("watch_gone", s.watch_gone(bad).await.map(drop)),
@@ -401,6 +405,10 @@ pub async fn prim_missing_nodes(h: &dyn Harness) {
     assert_err!(s.delete(&missing, Some(0)).await, Error::NotFound { .. });
     assert_eq!(s.take_leaf(&missing).await.expect("take_leaf"), None);
     assert_err!(s.children(&missing).await, Error::NotFound { .. });
+    assert_err!(
+        s.children_prefixed(&missing, "a-").await,
+        Error::NotFound { .. }
+    );
     assert_err!(s.children_watch(&missing).await, Error::NotFound { .. });
     assert!(
         s.get(&missing).await.expect("get").is_none(),
@@ -437,6 +445,82 @@ pub async fn prim_delete_not_empty(h: &dyn Harness) {
     s.delete(&dir, None).await.expect("delete the emptied dir");
     assert!(!s.exists(&dir).await.expect("exists"));
     s.close().await.expect("close");
+}
+
+/// `children_prefixed` lists the children whose names begin with the
+/// prefix, in the order `children` lists them (sequenced first, by
+/// sequence, made by two sessions), and no other: not a name that only
+/// contains the prefix, nor a grandchild. An empty prefix is every child, a
+/// prefix nothing begins with is an empty listing, and a prefix that is not
+/// the start of one name is `InvalidPath` before any I/O.
+pub async fn prim_children_prefixed_lists_only_those(h: &dyn Harness) {
+    let root = h.root("prim_children_prefixed_lists_only_those");
+    let (a, b) = (h.open().await, h.open().await);
+    let dir = format!("{root}/dir");
+    a.ensure_dir(&dir).await.expect("ensure_dir");
+    for (i, name) in ["b-", "a-", "ab-", "b-", "xa-", "a-", "b-"]
+        .iter()
+        .enumerate()
+    {
+        let s = if i % 2 == 0 { &a } else { &b };
+        let mode = if i % 3 == 0 {
+            CreateMode::EphemeralSequential
+        } else {
+            CreateMode::PersistentSequential
+        };
+        s.create(&format!("{dir}/{name}"), b"", mode)
+            .await
+            .expect("create");
+    }
+    for name in ["a", "b-plain"] {
+        a.create(&format!("{dir}/{name}"), b"", CreateMode::Persistent)
+            .await
+            .expect("create");
+    }
+    a.create(
+        &format!("{dir}/b-plain/a-grandchild"),
+        b"",
+        CreateMode::Persistent,
+    )
+    .await
+    .expect("create");
+    let all = b.children(&dir).await.expect("children");
+    assert_eq!(all.len(), 9, "{all:?}");
+    for prefix in ["a", "a-", "b-", "ab", "x", "b-p", "zz", ""] {
+        let want: Vec<_> = all
+            .iter()
+            .filter(|c| c.name.starts_with(prefix))
+            .cloned()
+            .collect();
+        let got = b
+            .children_prefixed(&dir, prefix)
+            .await
+            .unwrap_or_else(|e| panic!("children_prefixed({prefix:?}): {e}"));
+        assert_eq!(got, want, "children_prefixed({prefix:?})");
+    }
+    assert_eq!(
+        a.children_prefixed(&dir, "b-")
+            .await
+            .expect("listing")
+            .len(),
+        4,
+        "three sequenced and one plain"
+    );
+    for bad in ["a/b", "a\u{0}"] {
+        assert_err!(
+            b.children_prefixed(&dir, bad).await,
+            Error::InvalidPath { .. }
+        );
+    }
+    b.close().await.expect("close");
+    assert_err!(
+        b.children_prefixed(&dir, "x/").await,
+        Error::InvalidPath {
+            kind: PathErrorKind::NamePrefix,
+            ..
+        }
+    );
+    a.close().await.expect("close");
 }
 
 /// `take_leaf` deletes a leaf and returns its data, once: two sessions
@@ -2145,6 +2229,7 @@ macro_rules! __primitives_tests {
             primitives::prim_missing_nodes,
             primitives::prim_delete_not_empty,
             primitives::prim_take_leaf_returns_the_data_once,
+            primitives::prim_children_prefixed_lists_only_those,
             primitives::prim_cas_versions,
             primitives::prim_sequences_increase,
             primitives::prim_stamps_increase,

@@ -26,6 +26,9 @@ pub enum PathErrorKind {
     /// `/zookeeper` or a path below it: ZooKeeper's own tree, reserved on
     /// every backend.
     Reserved,
+    /// A name prefix (see [`crate::session::Session::children_prefixed`])
+    /// holds a `/`: it must be the start of one name.
+    NamePrefix,
 }
 
 impl std::fmt::Display for PathErrorKind {
@@ -44,6 +47,7 @@ impl std::fmt::Display for PathErrorKind {
             PathErrorKind::Reserved => {
                 "'/zookeeper' and the paths below it are reserved (ZooKeeper's own tree)"
             }
+            PathErrorKind::NamePrefix => "a name prefix must not contain '/'",
         };
         f.write_str(s)
     }

@@ -95,6 +95,26 @@ pub fn validate_non_root(path: &str) -> Result<()> {
     Ok(())
 }
 
+/// Check a directory and the start of its children's names, as
+/// [`Session::children_prefixed`](crate::session::Session::children_prefixed)
+/// takes them: `dir` by [`validate`]; `prefix` must not hold a `/`, and
+/// `dir/prefix` must pass [`validate`] too (so no forbidden character and
+/// no `.` or `..`). An empty prefix is every child.
+///
+/// # Errors
+/// [`Error::InvalidPath`], naming `dir/prefix` when the prefix is at fault.
+pub fn validate_name_prefix(dir: &str, prefix: &str) -> Result<()> {
+    validate(dir)?;
+    if prefix.is_empty() {
+        return Ok(());
+    }
+    let joined = join(dir, prefix);
+    if prefix.contains('/') {
+        return Err(invalid(&joined, PathErrorKind::NamePrefix));
+    }
+    validate(&joined)
+}
+
 /// Check that node data fits in [`MAX_DATA_LEN`].
 ///
 /// # Errors

@@ -632,6 +632,27 @@ pub trait PrimitiveSession: Send + Sync + 'static {
     /// Errors: `NotFound` when `dir` does not exist.
     async fn children(&self, dir: &str) -> Result<Vec<Child>>;
 
+    /// The children of `dir` whose names begin with `prefix`, in the order
+    /// of [`PrimitiveSession::children`]. The default lists every child and
+    /// keeps those; a backend that reads only those at the server (a range
+    /// of keys) says so in [`PrimitiveSession::lists_by_prefix`], and a
+    /// caller that would list a large directory often may then list a part
+    /// of it instead.
+    ///
+    /// Errors: `NotFound` when `dir` does not exist.
+    async fn children_prefixed(&self, dir: &str, prefix: &str) -> Result<Vec<Child>> {
+        let mut children = self.children(dir).await?;
+        children.retain(|c| c.name.starts_with(prefix));
+        Ok(children)
+    }
+
+    /// Whether [`PrimitiveSession::children_prefixed`] reads only the
+    /// children it returns (etcd: a range of keys; in-memory: a range of a
+    /// sorted map), so that it costs the server in proportion to them.
+    fn lists_by_prefix(&self) -> bool {
+        false
+    }
+
     /// Like [`PrimitiveSession::children`], and also a [`Watch`] that fires
     /// at the first change to the set of children after that read: a change
     /// that lands between the read and the watch is never missed.

@@ -454,6 +454,28 @@ impl Session {
         self.run(self.inner.children(dir)).await
     }
 
+    /// The children of `dir` whose names begin with `prefix`, in creation
+    /// order (see [`PrimitiveSession::children_prefixed`]); an empty prefix
+    /// is every child.
+    ///
+    /// # Errors
+    /// `InvalidPath` (checked before any I/O: see
+    /// [`path::validate_name_prefix`]); `NotFound` when `dir` does not exist.
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn children_prefixed(&self, dir: &str, prefix: &str) -> Result<Vec<Child>> {
+        path::validate_name_prefix(dir, prefix)?;
+        self.run(self.inner.children_prefixed(dir, prefix)).await
+    }
+
+    /// Whether [`Session::children_prefixed`] costs the server only the
+    /// children it returns on this backend (see
+    /// [`PrimitiveSession::lists_by_prefix`]).
+    pub fn lists_by_prefix(&self) -> bool {
+        self.inner.lists_by_prefix()
+    }
+
     /// The children of `dir` and a watch for the next change to them.
     ///
     /// # Errors

@@ -520,7 +520,13 @@ impl EtcdSession {
     /// which began before it, lands. Other sessions see the node until
     /// then, and wait behind it, as behind any holder.
     async fn list(&self, dir: &str) -> Result<(Vec<Child>, i64)> {
-        let (mut children, revision) = self.list_all(dir).await?;
+        self.list_prefixed(dir, "").await
+    }
+
+    /// [`EtcdSession::list`] of the children whose names begin with
+    /// `name_prefix`: a range over their keys only.
+    async fn list_prefixed(&self, dir: &str, name_prefix: &str) -> Result<(Vec<Child>, i64)> {
+        let (mut children, revision) = self.list_all(dir, name_prefix).await?;
         let deleting = self.deleting.lock().map(|d| d.clone()).unwrap_or_default();
         if !deleting.is_empty() {
             children.retain(|c| !deleting.contains(&coord_core::path::join(dir, &c.name)));
@@ -528,17 +534,21 @@ impl EtcdSession {
         Ok((children, revision))
     }
 
-    /// The children of `dir` and the revision they were read at.
-    async fn list_all(&self, dir: &str) -> Result<(Vec<Child>, i64)> {
+    /// The children of `dir` whose names begin with `name_prefix` (all of
+    /// them for `""`) and the revision they were read at.
+    async fn list_all(&self, dir: &str, name_prefix: &str) -> Result<(Vec<Child>, i64)> {
         let shared = &self.shared;
         shared.check_open()?;
         if let Some(listing) = self.listing_in_flight(dir).await {
-            return Ok((listing.0.clone(), listing.1));
+            let (children, revision) = &*listing;
+            let mine = children.iter().filter(|c| c.name.starts_with(name_prefix));
+            return Ok((mine.cloned().collect(), *revision));
         }
         let prefix = shared.keys.child_prefix(dir);
+        let range = format!("{prefix}{name_prefix}");
         let under = || Some(GetOptions::new().with_prefix().with_keys_only());
         if dir == "/" {
-            let resp = shared.get(&prefix, under()).await.map_err(error::at(dir))?;
+            let resp = shared.get(&range, under()).await.map_err(error::at(dir))?;
             let revision = shared.saw_header(resp.header());
             return Ok((children_of(&prefix, resp.kvs()), revision));
         }
@@ -546,7 +556,7 @@ impl EtcdSession {
         let dir_key = shared.keys.key(dir);
         let listing = Txn::new().and_then([
             TxnOp::get(dir_key.as_str(), Some(GetOptions::new().with_keys_only())),
-            TxnOp::get(prefix.as_str(), under()),
+            TxnOp::get(range.as_str(), under()),
         ]);
         let resp = shared.txn(&listing, true).await.map_err(error::at(dir))?;
         let revision = shared.saw_header(resp.header());
@@ -560,6 +570,16 @@ impl EtcdSession {
         // etcd's own clients make `P/<lease>` without a key `P` (etcdctl
         // lock, elect), and those contenders must be listed.
         if own.kvs().is_empty() && under.kvs().is_empty() {
+            if !name_prefix.is_empty() {
+                // No key of its own and none in this part: whether it has
+                // children at all takes the whole range (rare: a directory
+                // only etcd's own clients made).
+                let (children, revision) = Box::pin(self.list_all(dir, "")).await?;
+                let mine = children
+                    .into_iter()
+                    .filter(|c| c.name.starts_with(name_prefix));
+                return Ok((mine.collect(), revision));
+            }
             return Err(Error::NotFound {
                 path: dir.to_owned(),
             });
@@ -784,6 +804,14 @@ impl PrimitiveSession for EtcdSession {
 
     async fn children(&self, dir: &str) -> Result<Vec<Child>> {
         Ok(self.list(dir).await?.0)
+    }
+
+    async fn children_prefixed(&self, dir: &str, prefix: &str) -> Result<Vec<Child>> {
+        Ok(self.list_prefixed(dir, prefix).await?.0)
+    }
+
+    fn lists_by_prefix(&self) -> bool {
+        true
     }
 
     async fn children_watch(&self, dir: &str) -> Result<(Vec<Child>, Watch)> {

@@ -194,6 +194,15 @@ impl PrimitiveSession for MemSession {
         self.live()?.tree.children(dir)
     }
 
+    async fn children_prefixed(&self, dir: &str, prefix: &str) -> Result<Vec<Child>> {
+        path::validate_name_prefix(dir, prefix)?;
+        self.live()?.tree.children_prefixed(dir, prefix)
+    }
+
+    fn lists_by_prefix(&self) -> bool {
+        true
+    }
+
     async fn children_watch(&self, dir: &str) -> Result<(Vec<Child>, Watch)> {
         path::validate(dir)?;
         let fired = {

@@ -332,12 +332,23 @@ impl Tree {
     /// The children of `dir`: sequential ones by sequence, then the rest by
     /// name.
     pub(crate) fn children(&self, dir: &str) -> Result<Vec<Child>> {
+        self.children_prefixed(dir, "")
+    }
+
+    /// The children of `dir` whose names begin with `prefix`, in the order
+    /// of [`Tree::children`]; only those are visited (a range of the
+    /// sorted names).
+    pub(crate) fn children_prefixed(&self, dir: &str, prefix: &str) -> Result<Vec<Child>> {
         let entry = self.nodes.get(dir).ok_or_else(|| Error::NotFound {
             path: dir.to_owned(),
         })?;
         let mut out: Vec<Child> = entry
             .children
-            .iter()
+            .range::<str, _>((
+                std::ops::Bound::Included(prefix),
+                std::ops::Bound::Unbounded,
+            ))
+            .take_while(|name| name.starts_with(prefix))
             .map(|name| {
                 let sequence = self
                     .nodes
