@@ -145,14 +145,16 @@ pub async fn round_trips(sessions: &[Session], root: &str, ops: usize) -> BenchR
             while q.poll().await?.is_some() {
                 got += 1;
             }
-            Ok::<_, coord::Error>((got, q.stats().attempts()))
+            let stats = q.stats();
+            Ok::<_, coord::Error>((got, stats.attempts(), stats.names_listed()))
         });
     }
-    let (mut got, mut attempts) = (0u64, 0u64);
+    let (mut got, mut attempts, mut names) = (0u64, 0u64, 0u64);
     while let Some(r) = tasks.join_next().await {
-        let (g, a) = r??;
+        let (g, a, l) = r??;
         got += g;
         attempts += a;
+        names += l;
     }
     if got != items as u64 {
         return Err(format!("4 consumers took {got} of {items} items").into());
@@ -168,6 +170,12 @@ pub async fn round_trips(sessions: &[Session], root: &str, ops: usize) -> BenchR
         "queue.take4.deletes",
         "Queue take, 1 of 4 consumers: deletes per item",
         attempts,
+        per,
+    );
+    add(
+        "queue.take4.names",
+        "Queue take, 1 of 4 consumers: names listed per item",
+        names,
         per,
     );
     Ok(Trips {

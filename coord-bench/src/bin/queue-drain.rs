@@ -79,6 +79,7 @@ struct Drained {
     taken: Vec<Vec<u8>>,
     per_consumer: Vec<usize>,
     listings: u64,
+    names_listed: u64,
 }
 
 async fn drain(url: &str, path: &str, consumers: usize) -> Res<Drained> {
@@ -100,21 +101,24 @@ async fn drain(url: &str, path: &str, consumers: usize) -> Res<Drained> {
                 got.push(item);
                 last = Some(Instant::now());
             }
-            Ok::<_, coord::Error>((got, q.stats().listings(), Instant::now(), last))
+            let stats = q.stats();
+            let listed = (stats.listings(), stats.names_listed());
+            Ok::<_, coord::Error>((got, listed, Instant::now(), last))
         });
     }
     let start = Instant::now();
     gate.wait().await;
     let mut taken = Vec::new();
     let mut per_consumer = Vec::new();
-    let mut listings = 0;
+    let (mut listings, mut names_listed) = (0, 0);
     let mut end = start;
     let mut last_take = start;
     while let Some(r) = set.join_next().await {
-        let (got, l, at, last) = r??;
+        let (got, (l, n), at, last) = r??;
         per_consumer.push(got.len());
         taken.extend(got);
         listings += l;
+        names_listed += n;
         end = end.max(at);
         last_take = last_take.max(last.unwrap_or(start));
     }
@@ -129,6 +133,7 @@ async fn drain(url: &str, path: &str, consumers: usize) -> Res<Drained> {
         taken,
         per_consumer,
         listings,
+        names_listed,
     })
 }
 
@@ -159,6 +164,7 @@ async fn run(a: &Args) -> Res<bool> {
         out["unexpected"] = unexpected.into();
         out["per_consumer"] = d.per_consumer.into();
         out["listings"] = d.listings.into();
+        out["names_listed"] = d.names_listed.into();
         out["ok"] = ok.into();
     }
     println!("{out}");

@@ -16,6 +16,7 @@ struct Counters {
     acquisitions: AtomicU64,
     waiting: AtomicI64,
     listings: AtomicU64,
+    names_listed: AtomicU64,
     attempts: AtomicU64,
 }
 
@@ -54,6 +55,13 @@ impl Stats {
         self.inner.listings.load(Ordering::Relaxed)
     }
 
+    /// How many names those listings returned in all: what a queue
+    /// consumer's listings read (the server's cost of a listing grows with
+    /// the names it returns).
+    pub fn names_listed(&self) -> u64 {
+        self.inner.names_listed.load(Ordering::Relaxed)
+    }
+
     /// How many times a queue consumer tried to take an item: a delete
     /// (or in reliable mode a claim) sent, won or lost to another
     /// consumer. Against [`Stats::acquisitions`] it shows how often
@@ -68,6 +76,12 @@ impl Stats {
 
     pub(crate) fn listed(&self) {
         self.inner.listings.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn listed_names(&self, n: usize) {
+        self.inner
+            .names_listed
+            .fetch_add(n as u64, Ordering::Relaxed);
     }
 
     pub(crate) fn woke(&self) {

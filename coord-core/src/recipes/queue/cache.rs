@@ -16,15 +16,32 @@ const READ_AHEAD: usize = 32;
 /// [`Cache::spread`]).
 const LANES: u64 = 16;
 
-/// The lane of the item `name` among `lanes` (FNV-1a of the name: the
-/// same in every process).
+/// The lane of the item `name` among `lanes`, the same in every process:
+/// for a name coord made, `_c_<uuid>-item-<seq>`, the first hex digit of
+/// its random uuid, so one lane's names are those that begin with
+/// [`lane_prefix`] and a backend that [lists by
+/// prefix](crate::session::Session::lists_by_prefix) can list one lane
+/// alone; for any other name, FNV-1a of the name.
 fn lane_of(name: &str, lanes: u64) -> u64 {
+    let lanes = lanes.max(1);
+    let digit = name.strip_prefix(LANE_MARK).and_then(|r| r.chars().next());
+    if let Some(d @ ('0'..='9' | 'a'..='f')) = digit {
+        return u64::from(d.to_digit(16).unwrap_or(0)) % lanes;
+    }
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for b in name.bytes() {
         h ^= u64::from(b);
         h = h.wrapping_mul(0x0000_0100_0000_01b3);
     }
     h % lanes
+}
+
+/// What a coord-made item's name begins with, before its uuid.
+const LANE_MARK: &str = "_c_";
+
+/// The start of the names of lane `lane` (of [`LANES`]) that coord made.
+fn lane_prefix(lane: u64) -> String {
+    format!("{LANE_MARK}{lane:x}")
 }
 
 /// A consumer's names from its last listing, not tried yet, in order, with
@@ -53,9 +70,28 @@ pub(crate) struct Cache {
     /// most half the lanes, and each had another consumer in it (see
     /// [`Cache::spread`]).
     crowded: bool,
+    /// The backend [lists by prefix](crate::session::Session::lists_by_prefix):
+    /// with lanes, a consumer done with a lane lists the next one alone
+    /// rather than the whole queue (see [`Cache::lane_to_list`]).
+    narrow: bool,
+    /// Narrow: the lanes this consumer has listed or taken from since its
+    /// last listing of the whole queue.
+    visited: Vec<bool>,
+    /// Narrow: the lane to list when the names run out (`None`: the whole
+    /// queue).
+    next: Option<u64>,
 }
 
 impl Cache {
+    /// A cache for a consumer whose backend [lists by
+    /// prefix](crate::session::Session::lists_by_prefix) (`narrow`) or not.
+    pub(crate) fn new(narrow: bool) -> Self {
+        Cache {
+            narrow,
+            ..Cache::default()
+        }
+    }
+
     /// The next name to try.
     pub(crate) fn front(&self) -> Option<&String> {
         self.names.front()
@@ -71,13 +107,58 @@ impl Cache {
             self.tried = Some(lane_of(&n, LANES) as usize);
             self.data.remove(&n);
         }
-        let lane_done = self
-            .names
-            .front()
-            .is_some_and(|n| self.lanes > 1 && lane_of(n, self.lanes) != self.lane);
+        let lane_done = self.lanes > 1
+            && self
+                .names
+                .front()
+                .is_none_or(|n| lane_of(n, self.lanes) != self.lane);
         if lane_done {
             self.names.clear();
             self.data.clear();
+            self.next = self.unvisited_lane();
+        }
+    }
+
+    /// Narrow, with lanes: a lane, picked at random, that had items at
+    /// this consumer's last listing of the whole queue and that it has not
+    /// listed since, marked visited; `None` when there is none left (or
+    /// not narrow): the whole queue is listed next.
+    fn unvisited_lane(&mut self) -> Option<u64> {
+        if !self.narrow || self.lanes <= 1 {
+            return None;
+        }
+        let left: Vec<usize> = (0..self.counts.len())
+            .filter(|&l| self.counts[l] > 0 && !self.visited.get(l).copied().unwrap_or(true))
+            .collect();
+        if left.is_empty() {
+            return None;
+        }
+        let pick =
+            left[(crate::recipes::machinery::names::random_u64() % left.len() as u64) as usize];
+        self.visited[pick] = true;
+        Some(pick as u64)
+    }
+
+    /// When the names have run out: the lane to list alone, and the start
+    /// of its names to list (see [`Cache::extend_lane`]); `None` to list
+    /// the whole queue.
+    pub(crate) fn lane_to_list(&mut self) -> Option<(u64, String)> {
+        self.next.take().map(|l| (l, lane_prefix(l)))
+    }
+
+    /// The names of lane `lane` alone, as listed just now, in order. An
+    /// empty lane moves on to the next one. (Another consumer may be in
+    /// this lane: the first item the two race for sends one of them on.)
+    pub(crate) fn extend_lane(&mut self, lane: u64, names: Vec<String>) {
+        let names: VecDeque<String> = names
+            .into_iter()
+            .filter(|n| lane_of(n, LANES) == lane)
+            .collect();
+        self.data.retain(|n, _| names.contains(n));
+        self.lane = lane;
+        self.names = names;
+        if self.names.is_empty() {
+            self.next = self.unvisited_lane();
         }
     }
 
@@ -124,11 +205,18 @@ impl Cache {
     /// met, moves to the lane of a random name it still has, and lists
     /// again when it has none. Data read ahead is dropped either way (it
     /// may be stale).
+    ///
+    /// Narrow (the backend lists one lane alone, for a fraction of a whole
+    /// listing), a consumer that meets another in its lane leaves it and
+    /// lists a lane it has not visited since its last whole listing (see
+    /// [`Cache::extend_lane`]), and lists the whole queue only once it has
+    /// visited them all.
     fn spread(&mut self) {
         self.data.clear();
         let first = self.lanes <= 1;
-        if !first && !self.crowded {
+        if !first && (self.narrow || !self.crowded) {
             self.names.clear();
+            self.next = self.unvisited_lane();
             return;
         }
         self.lanes = LANES;
@@ -141,6 +229,7 @@ impl Cache {
         }
         let pick = crate::recipes::machinery::names::random_u64() % self.names.len() as u64;
         self.lane = lane_of(&self.names[pick as usize], LANES);
+        self.visit(self.lane);
         let names = std::mem::take(&mut self.names);
         self.names = self.lane_first(names);
     }
@@ -182,6 +271,8 @@ impl Cache {
             .collect();
         self.counts = counts;
         self.took = vec![0; LANES as usize];
+        self.visited = vec![false; LANES as usize];
+        self.next = None;
         if self.lanes <= 1 || names.is_empty() {
             return names;
         }
@@ -196,7 +287,15 @@ impl Cache {
             0 => lane_of(&names[(random % names.len() as u64) as usize], lanes),
             k => untouched[(random % k) as usize] as u64,
         };
+        self.visit(self.lane);
         self.lane_first(names)
+    }
+
+    /// Mark `lane` visited since the last whole listing.
+    fn visit(&mut self, lane: u64) {
+        if let Some(v) = self.visited.get_mut(lane as usize) {
+            *v = true;
+        }
     }
 
     /// Add the names of a new listing, in order (with lanes, those of a
@@ -278,12 +377,33 @@ mod tests {
         out
     }
 
-    /// Every process must put a name in the same lane: the hash is
-    /// FNV-1a, pinned by its published test vector, not a per-process
-    /// seeded hasher.
+    /// Every process must put a name in the same lane: a name coord made
+    /// by its uuid's first hex digit (so a lane is the names that begin
+    /// with its prefix), any other by FNV-1a, pinned by its published test
+    /// vector, not a per-process seeded hasher.
     #[test]
-    fn lanes_are_fnv1a_of_the_name() {
+    fn lanes_are_the_uuids_first_digit_else_fnv1a() {
         assert_eq!(lane_of("a", u64::MAX), 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(lane_of("_c_G-item-1", u64::MAX), lane_of_fnv("_c_G-item-1"));
+        assert_eq!(lane_of("_c_A-item-1", u64::MAX), lane_of_fnv("_c_A-item-1"));
+        for name in names(200) {
+            let lane = lane_of(&name, LANES);
+            assert!(
+                name.starts_with(&lane_prefix(lane)),
+                "{name} in lane {lane}"
+            );
+        }
+        assert_eq!(lane_of("_c_f0-item-1", LANES), 15);
+        assert_eq!(lane_prefix(10), "_c_a");
+    }
+
+    fn lane_of_fnv(name: &str) -> u64 {
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for b in name.bytes() {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        h
     }
 
     #[test]
@@ -321,6 +441,76 @@ mod tests {
         c.extend(all.clone());
         c.lost();
         assert!(c.front().is_none(), "it lists again at the first loss");
+        assert!(c.lane_to_list().is_none(), "the whole queue");
+    }
+
+    /// Where the backend lists by prefix, a consumer done with its lane
+    /// lists another lane alone — one it has not visited since its last
+    /// whole listing and that had items then — takes it in order, and so
+    /// on; it lists the whole queue again only once it has visited every
+    /// lane.
+    #[test]
+    fn narrow_a_consumer_lists_one_unvisited_lane_at_a_time() {
+        let all = names(400);
+        let mut c = Cache::new(true);
+        c.extend(all.clone());
+        c.lost();
+        c.lost();
+        let mut visited = vec![c.lane];
+        assert_eq!(drain(&mut c), lane_names(&all, c.lane));
+        while let Some((lane, prefix)) = c.lane_to_list() {
+            assert!(!visited.contains(&lane), "lane {lane} listed twice");
+            assert_eq!(prefix, lane_prefix(lane));
+            visited.push(lane);
+            // What a listing of that prefix returns, plus a name of
+            // another lane (a backend may list more): it is left out.
+            let mut listed = lane_names(&all, lane);
+            listed.push(lane_names(&all, (lane + 1) % LANES)[0].clone());
+            c.extend_lane(lane, listed);
+            assert_eq!(
+                drain(&mut c),
+                lane_names(&all, lane),
+                "lane {lane} in order"
+            );
+        }
+        assert_eq!(
+            visited.len() as u64,
+            LANES,
+            "every lane, then the whole queue"
+        );
+        // A whole listing starts the round again.
+        c.extend(all.clone());
+        assert_eq!(c.front(), lane_names(&all, c.lane).first());
+    }
+
+    /// Narrow, meeting another consumer in its lane (or finding the lane
+    /// empty) sends a consumer to another unvisited lane, with no whole
+    /// listing in between.
+    #[test]
+    fn narrow_a_meeting_or_an_empty_lane_moves_to_an_unvisited_lane() {
+        let all = names(400);
+        let mut c = Cache::new(true);
+        c.extend(all.clone());
+        c.lost();
+        c.lost();
+        let first = c.lane;
+        c.pop_front();
+        c.lost();
+        assert!(c.front().is_none(), "it leaves its lane");
+        let (second, _) = c.lane_to_list().expect("another lane");
+        assert_ne!(second, first);
+        c.extend_lane(second, Vec::new());
+        assert!(c.front().is_none());
+        let (third, _) = c.lane_to_list().expect("an empty lane moves on");
+        assert!(third != first && third != second);
+        // Not narrow: a meeting lists the whole queue.
+        let mut wide = Cache::new(false);
+        wide.extend(all.clone());
+        wide.lost();
+        wide.lost();
+        wide.pop_front();
+        wide.lost();
+        assert!(wide.lane_to_list().is_none());
     }
 
     fn lane_names(all: &[String], lane: u64) -> Vec<String> {

@@ -155,6 +155,11 @@ impl Engine {
         order: Order,
     ) -> Result<Self> {
         path::validate_non_root(path)?;
+        // One lane alone is listed only where that costs the server less
+        // than the whole queue, and only for a plain FIFO take: a reliable
+        // take also needs the whole list of leases, and the other orders
+        // list the whole queue at every take.
+        let narrow = session.lists_by_prefix() && !reliable && order == Order::Fifo;
         Ok(Engine {
             session: session.clone(),
             dir: path.to_owned(),
@@ -164,7 +169,7 @@ impl Engine {
             order,
             strict: AtomicBool::new(false),
             stats: Stats::new(),
-            cache: Arc::new(tokio::sync::Mutex::new(Cache::default())),
+            cache: Arc::new(tokio::sync::Mutex::new(Cache::new(narrow))),
             stash: Mutex::new(VecDeque::new()),
         })
     }
@@ -218,10 +223,30 @@ impl Engine {
             self.stats.listed();
             match self.session.children(dir).await {
                 Ok(c) => {
+                    self.stats.listed_names(c.len());
                     if dir == self.items {
                         telemetry::queue_depth(&self.session, &self.dir, c.len());
                     }
                     return Ok(c.into_iter().filter(|c| c.sequence.is_some()).collect());
+                }
+                Err(Error::NotFound { .. }) => return Ok(Vec::new()),
+                Err(e) if e.is_retryable() => backoff(&mut attempt).await,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// The items of one lane (those whose names begin with `prefix`), in
+    /// order; a missing dir is empty.
+    async fn list_lane(&self, prefix: &str) -> Result<Vec<String>> {
+        let mut attempt = 0;
+        loop {
+            self.stats.listed();
+            match self.session.children_prefixed(&self.items, prefix).await {
+                Ok(c) => {
+                    self.stats.listed_names(c.len());
+                    let items = c.into_iter().filter(|c| c.sequence.is_some());
+                    return Ok(items.map(|c| c.name).collect());
                 }
                 Err(Error::NotFound { .. }) => return Ok(Vec::new()),
                 Err(e) if e.is_retryable() => backoff(&mut attempt).await,
@@ -245,7 +270,10 @@ impl Engine {
     async fn list_all(&self, dir: &str) -> Result<std::collections::HashSet<String>> {
         self.stats.listed();
         match self.session.children(dir).await {
-            Ok(c) => Ok(c.into_iter().map(|c| c.name).collect()),
+            Ok(c) => {
+                self.stats.listed_names(c.len());
+                Ok(c.into_iter().map(|c| c.name).collect())
+            }
             Err(Error::NotFound { .. }) => Ok(Default::default()),
             Err(e) => Err(e),
         }
@@ -319,6 +347,13 @@ impl Engine {
                     cache.lost();
                 }
             }
+            // Done with a lane, where one lane can be listed alone: the
+            // next one. (Only a listing of the whole queue finds it empty.)
+            if let Some((lane, prefix)) = cache.lane_to_list() {
+                let names = self.list_lane(&prefix).await?;
+                cache.extend_lane(lane, names);
+                continue;
+            }
             let names = self.available().await?.names;
             if !names.is_empty() {
                 cache.extend(names);
@@ -331,10 +366,12 @@ impl Engine {
             // a change unless something arrived meanwhile.
             self.stats.listed();
             let (items, items_changed) = list_watch_retrying(&self.session, &self.items).await?;
+            self.stats.listed_names(items.len());
             telemetry::queue_depth(&self.session, &self.dir, items.len());
             let (claims_changed, claimed) = if self.reliable {
                 self.stats.listed();
                 let (claims, w) = list_watch_retrying(&self.session, &self.claims).await?;
+                self.stats.listed_names(claims.len());
                 let claimed: std::collections::HashSet<_> =
                     claims.into_iter().map(|c| c.name).collect();
                 (Some(w), Some(claimed))
