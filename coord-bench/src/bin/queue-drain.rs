@@ -10,7 +10,8 @@
 //! item was taken exactly once. Prints one JSON line:
 //! `{"items":N,"seconds":S,...}` (`seconds` only with `--drain`: until
 //! every consumer found the queue empty; `last_take_seconds`: until the
-//! last item was taken); exits 1
+//! last item was taken; `listings` and `names_listed`: the consumers'
+//! listings and the names those read); exits 1
 //! if the check fails or a session errs.
 
 use std::collections::BTreeMap;
