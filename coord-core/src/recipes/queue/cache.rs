@@ -36,6 +36,13 @@ fn lane_of(name: &str, lanes: u64) -> u64 {
     h % lanes
 }
 
+/// Narrow, a consumer lists one lane alone only while its last whole
+/// listing held at least this many names (8 a lane): below that a whole
+/// listing costs the server about what a lane's does (a request costs
+/// etcd about what reading a hundred names does), and one whole listing
+/// beats probing lanes that are mostly empty.
+const NARROW_FROM: usize = 8 * LANES as usize;
+
 /// What a coord-made item's name begins with, before its uuid.
 const LANE_MARK: &str = "_c_";
 
@@ -80,6 +87,8 @@ pub(crate) struct Cache {
     /// Narrow: the lane to list when the names run out (`None`: the whole
     /// queue).
     next: Option<u64>,
+    /// How many names the last whole listing held.
+    whole: usize,
 }
 
 impl Cache {
@@ -124,7 +133,7 @@ impl Cache {
     /// listed since, marked visited; `None` when there is none left (or
     /// not narrow): the whole queue is listed next.
     fn unvisited_lane(&mut self) -> Option<u64> {
-        if !self.narrow || self.lanes <= 1 {
+        if !self.narrow_now() {
             return None;
         }
         let left: Vec<usize> = (0..self.counts.len())
@@ -137,6 +146,13 @@ impl Cache {
             left[(crate::recipes::machinery::names::random_u64() % left.len() as u64) as usize];
         self.visited[pick] = true;
         Some(pick as u64)
+    }
+
+    /// Whether, spread over lanes, this consumer lists one lane at a time
+    /// now: the backend can, and the queue was large at its last whole
+    /// listing (see [`NARROW_FROM`]).
+    fn narrow_now(&self) -> bool {
+        self.narrow && self.lanes > 1 && self.whole >= NARROW_FROM
     }
 
     /// When the names have run out: the lane to list alone, and the start
@@ -207,14 +223,15 @@ impl Cache {
     /// may be stale).
     ///
     /// Narrow (the backend lists one lane alone, for a fraction of a whole
-    /// listing), a consumer that meets another in its lane leaves it and
-    /// lists a lane it has not visited since its last whole listing (see
+    /// listing, and the queue is [large enough](NARROW_FROM)), a consumer
+    /// that meets another in its lane leaves it and lists a lane it has
+    /// not visited since its last whole listing (see
     /// [`Cache::extend_lane`]), and lists the whole queue only once it has
     /// visited them all.
     fn spread(&mut self) {
         self.data.clear();
         let first = self.lanes <= 1;
-        if !first && (self.narrow || !self.crowded) {
+        if !first && (self.narrow_now() || !self.crowded) {
             self.names.clear();
             self.next = self.unvisited_lane();
             return;
@@ -273,6 +290,7 @@ impl Cache {
         self.took = vec![0; LANES as usize];
         self.visited = vec![false; LANES as usize];
         self.next = None;
+        self.whole = names.len();
         if self.lanes <= 1 || names.is_empty() {
             return names;
         }
@@ -481,6 +499,25 @@ mod tests {
         // A whole listing starts the round again.
         c.extend(all.clone());
         assert_eq!(c.front(), lane_names(&all, c.lane).first());
+    }
+
+    /// Narrow but with a small queue (under [`NARROW_FROM`] names at the
+    /// last whole listing), a consumer lists the whole queue, as where the
+    /// backend cannot list a lane alone: probing mostly empty lanes would
+    /// cost more requests than the names it saves.
+    #[test]
+    fn narrow_a_small_queue_is_listed_whole() {
+        let all = names(NARROW_FROM - 1);
+        let mut c = Cache::new(true);
+        c.extend(all.clone());
+        c.lost();
+        c.lost();
+        drain(&mut c);
+        assert!(c.lane_to_list().is_none(), "done with its lane");
+        c.extend(all.clone());
+        c.pop_front();
+        c.lost();
+        assert!(c.lane_to_list().is_none(), "after a meeting");
     }
 
     /// Narrow, meeting another consumer in its lane (or finding the lane
