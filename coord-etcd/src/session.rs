@@ -148,6 +148,7 @@ pub async fn connect(options: EtcdOptions) -> Result<Session> {
         in_flight_ids: AtomicU64::new(0),
         slots: Mutex::new(Slots::default()),
         deleting: Mutex::new(Vec::new()),
+        gone: Mutex::new(std::collections::VecDeque::new()),
     })))
 }
 
@@ -177,7 +178,16 @@ struct EtcdSession {
     /// Paths of this session's contender nodes whose delete is in flight
     /// (see [`EtcdSession::list`]).
     deleting: Mutex<Vec<String>>,
+    /// The last [`GONE_KEPT`] contender nodes this session deleted (or
+    /// found gone), as path and create revision (see
+    /// [`EtcdSession::list`]).
+    gone: Mutex<std::collections::VecDeque<(String, u64)>>,
 }
+
+/// How many of its deleted contender nodes a session remembers to leave
+/// out of its listings: a listing read before a delete landed can only be
+/// a few requests old.
+const GONE_KEPT: usize = 64;
 
 /// Registers a contender node's delete in flight in
 /// [`EtcdSession::deleting`] until it ends, however it ends.
@@ -318,6 +328,12 @@ impl EtcdSession {
     fn deleted<T>(&self, path: &str, created: Option<i64>, done: &Result<T>) {
         let Some(created) = created else { return };
         if matches!(done, Ok(_) | Err(Error::NotFound { .. })) {
+            if let Ok(mut gone) = self.gone.lock() {
+                if gone.len() >= GONE_KEPT {
+                    gone.pop_front();
+                }
+                gone.push_back((path.to_owned(), txn::urev(created)));
+            }
             if let Ok(mut slots) = self.slots.lock() {
                 slots.gone(path, created);
             }
@@ -519,6 +535,12 @@ impl EtcdSession {
     /// node gone already: the listing is what it will be once the delete,
     /// which began before it, lands. Other sessions see the node until
     /// then, and wait behind it, as behind any holder.
+    ///
+    /// Nor does a listing show a contender node this session has seen
+    /// deleted (the same key and create revision: that incarnation is gone
+    /// for good). A create's listing, read in its own transaction, may
+    /// have been read before a delete sent earlier landed, and be looked
+    /// at after that delete's answer came back.
     async fn list(&self, dir: &str) -> Result<(Vec<Child>, i64)> {
         self.list_prefixed(dir, "").await
     }
@@ -530,6 +552,15 @@ impl EtcdSession {
         let deleting = self.deleting.lock().map(|d| d.clone()).unwrap_or_default();
         if !deleting.is_empty() {
             children.retain(|c| !deleting.contains(&coord_core::path::join(dir, &c.name)));
+        }
+        let gone = self.gone.lock().map(|g| g.clone()).unwrap_or_default();
+        if !gone.is_empty() {
+            children.retain(|c| {
+                let path = coord_core::path::join(dir, &c.name);
+                !gone
+                    .iter()
+                    .any(|(p, rev)| Some(*rev) == c.sequence && *p == path)
+            });
         }
         Ok((children, revision))
     }
