@@ -105,6 +105,21 @@ pub async fn round_trips(sessions: &[Session], root: &str, ops: usize) -> BenchR
         n,
     );
     add("semaphore.release", "Semaphore release", sem_rel, n);
+    // A guard dropped and the lock taken again at once, as W1's
+    // guard-dropped case does: the drop's delete and the next create and
+    // listing, and nothing else when the acquire never waits for its own
+    // old node.
+    drop(lock.acquire().await?);
+    let t0 = sent(s)?;
+    for _ in 0..ops {
+        drop(lock.acquire().await?);
+    }
+    add(
+        "lock.dropcycle",
+        "Lock cycle, guard dropped (acquire + the drop's delete)",
+        sent(s)? - t0,
+        n,
+    );
     let acquire_p50 = (percentiles(&mut lock_ms).p50, percentiles(&mut sem_ms).p50);
 
     // Queue: offers, then a lone consumer's takes.
