@@ -272,6 +272,17 @@ fn children_of(prefix: &str, kvs: &[etcd_client::KeyValue]) -> Vec<Child> {
         .collect()
 }
 
+/// Whether `path` is the child `name` of `dir`, compared without building
+/// the child's path (a queue's listing may hold thousands of children).
+fn is_child(dir: &str, name: &str, path: &str) -> bool {
+    let rest = path.strip_prefix(dir);
+    let rest = match dir {
+        "/" => rest,
+        _ => rest.and_then(|r| r.strip_prefix('/')),
+    };
+    rest == Some(name)
+}
+
 /// The parent of a path (`/` for a top-level node).
 fn parent_of(path: &str) -> &str {
     match path.rfind('/') {
@@ -549,17 +560,17 @@ impl EtcdSession {
     /// `name_prefix`: a range over their keys only.
     async fn list_prefixed(&self, dir: &str, name_prefix: &str) -> Result<(Vec<Child>, i64)> {
         let (mut children, revision) = self.list_all(dir, name_prefix).await?;
+        let is = |path: &str, name: &str| is_child(dir, name, path);
         let deleting = self.deleting.lock().map(|d| d.clone()).unwrap_or_default();
         if !deleting.is_empty() {
-            children.retain(|c| !deleting.contains(&coord_core::path::join(dir, &c.name)));
+            children.retain(|c| !deleting.iter().any(|p| is(p, &c.name)));
         }
         let gone = self.gone.lock().map(|g| g.clone()).unwrap_or_default();
         if !gone.is_empty() {
             children.retain(|c| {
-                let path = coord_core::path::join(dir, &c.name);
                 !gone
                     .iter()
-                    .any(|(p, rev)| Some(*rev) == c.sequence && *p == path)
+                    .any(|(p, rev)| Some(*rev) == c.sequence && is(p, &c.name))
             });
         }
         Ok((children, revision))
@@ -1079,6 +1090,16 @@ impl PrimitiveSession for EtcdSession {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn is_child_matches_only_the_direct_child_of_that_name() {
+        assert!(is_child("/a/b", "x", "/a/b/x"));
+        assert!(is_child("/", "x", "/x"));
+        assert!(!is_child("/a", "x", "/ab/x"));
+        assert!(!is_child("/a", "x", "/a/xy"));
+        assert!(!is_child("/a/b", "x", "/a/b/y"));
+        assert!(!is_child("/", "a", "/a/b"));
+    }
 
     #[test]
     fn parents() {
