@@ -32,10 +32,13 @@
 //! racing for each next item made every item cost up to one delete per
 //! consumer (3.2 deletes an item for 4 consumers), so 4 consumers drained
 //! no faster than one. A consumer that loses an item to another moves to
-//! a *lane* of the queue — the items whose name hashes to it, one of 16 —
-//! picked at random, and takes that lane's items in order, then another
-//! lane's; consumers in different lanes never race (4 consumers: about
-//! 1.05 deletes an item). So with several consumers an item may be taken
+//! a *lane* of the queue — one of 16: the items whose names' random uuid
+//! begins with one hex digit — picked at random, and takes that lane's
+//! items in order, then another lane's; consumers in different lanes never
+//! race (4 consumers: about 1.05 deletes an item). Where the backend
+//! [lists by prefix](crate::session::Session::lists_by_prefix) (etcd, mem),
+//! the next lane is listed alone, not the whole queue, while the queue is
+//! large. So with several consumers an item may be taken
 //! before an earlier one, as with Curator's and kazoo's queues under
 //! concurrent consumers. [`Queue::strict_order`] (on every consumer) keeps
 //! the strict order at the cost of the races: then each consumer receives
