@@ -43,7 +43,13 @@ impl PendingNode {
     /// poll (mem) costs no task and no scheduler turn.
     pub(crate) fn spawn(session: &Session, path: String, data: Vec<u8>, mode: CreateMode) -> Self {
         let s = session.clone();
-        let mut create = Box::pin(async move { s.create(&path, &data, mode).await });
+        // Unconstrained by tokio's cooperative budget: a caller whose task
+        // has spent its budget would otherwise get `Pending` from the
+        // first poll before the request left (`tokio::select!` checks the
+        // budget first), and the request would go out after later ones.
+        let mut create = Box::pin(tokio::task::unconstrained(async move {
+            s.create(&path, &data, mode).await
+        }));
         // The first poll's waker is never woken for: a create still pending
         // is polled again by its task, with the task's waker, at once.
         let mut cx = Context::from_waker(std::task::Waker::noop());
@@ -202,14 +208,17 @@ pub(crate) fn delete_in_background_then(
     deleted: impl FnOnce() + Send + 'static,
 ) {
     let s = session.clone();
-    let mut work = Box::pin(async move {
+    // Unconstrained by tokio's cooperative budget, so the first poll
+    // sends the delete even from a task that has spent its budget (see
+    // [`PendingNode::spawn`]).
+    let mut work = Box::pin(tokio::task::unconstrained(async move {
         match delete_until_gone(&s, &node).await {
             Ok(()) => deleted(),
             Err(e) => {
                 tracing::warn!(path = %node.path, error = %e, "could not delete a node this session no longer needs");
             }
         }
-    });
+    }));
     // The first poll's waker is never woken for: a delete still pending
     // is polled again by its task, with the task's waker, at once.
     let mut cx = Context::from_waker(std::task::Waker::noop());
