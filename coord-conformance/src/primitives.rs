@@ -423,6 +423,12 @@ pub async fn prim_delete_not_empty(h: &dyn Harness) {
     let s = h.open().await;
     let dir = format!("{root}/dir");
     let child = format!("{dir}/child");
+    // Made on its own: a parent that `create` makes is a container on
+    // ZooKeeper, which the server may delete as soon as it is emptied,
+    // before this test deletes it.
+    s.create(&dir, b"", CreateMode::Persistent)
+        .await
+        .expect("create dir");
     s.create(&child, b"", CreateMode::Persistent)
         .await
         .expect("create");
