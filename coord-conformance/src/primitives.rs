@@ -15,7 +15,7 @@ use coord_core::{
 };
 use tokio::task::JoinSet;
 
-use crate::{await_state, within, Harness};
+use crate::{await_state, close_all, within, Harness};
 
 /// Fail unless `$e` is `Err` matching `$p`.
 macro_rules! assert_err {
@@ -1335,6 +1335,62 @@ pub async fn prim_child_of_ephemeral(h: &dyn Harness) {
     s.close().await.expect("close");
 }
 
+/// A session that has made nodes under a directory creates under it as a
+/// fresh session would after another session deleted it (it is made
+/// again) or put an ephemeral node in its place (the create is answered as
+/// under any ephemeral node). A backend may remember where it created
+/// before, to send less; it must not trust that memory.
+pub async fn prim_create_after_parent_replaced(h: &dyn Harness) {
+    let root = h.root("prim_create_after_parent_replaced");
+    let (s, other) = (h.open().await, h.open().await);
+    let dir = format!("{root}/dir");
+    let under = |name: &str| format!("{dir}/{name}");
+    s.create(&dir, b"", CreateMode::Persistent)
+        .await
+        .expect("create dir");
+    for name in ["a", "b"] {
+        s.create(&under(name), b"", CreateMode::Persistent)
+            .await
+            .expect("create under dir");
+    }
+    for name in ["a", "b"] {
+        other.delete(&under(name), None).await.expect("delete");
+    }
+    other.delete(&dir, None).await.expect("delete dir");
+
+    s.create(&under("c"), b"", CreateMode::Persistent)
+        .await
+        .expect("create under the deleted dir");
+    let made = s.get(&dir).await.expect("get").expect("the dir made again");
+    assert!(!made.stat.ephemeral, "the dir made again as ephemeral");
+
+    other.delete(&under("c"), None).await.expect("delete");
+    // A directory a create made may be a container (ZooKeeper), deleted by
+    // the server once empty.
+    match other.delete(&dir, None).await {
+        Ok(()) | Err(Error::NotFound { .. }) => {}
+        e => panic!("delete the dir again: {e:?}"),
+    }
+    other
+        .create(&dir, b"", CreateMode::Ephemeral)
+        .await
+        .expect("an ephemeral node in the dir's place");
+    let fresh = h.open().await;
+    let kind = |r: &Result<coord_core::Created>| match r {
+        Ok(_) => "created".to_owned(),
+        Err(e) => format!("{:?}", std::mem::discriminant(e)),
+    };
+    let cold = fresh.create(&under("x"), b"", CreateMode::Persistent).await;
+    let warm = s.create(&under("y"), b"", CreateMode::Persistent).await;
+    assert_eq!(
+        kind(&warm),
+        kind(&cold),
+        "under an ephemeral node: {warm:?} from the session that created there before, \
+         {cold:?} from a fresh one"
+    );
+    close_all(&[s, other, fresh]).await;
+}
+
 fn fence_of(path: &str, stamp: u64) -> Fence {
     Fence {
         path: path.to_owned(),
@@ -2250,6 +2306,7 @@ macro_rules! __primitives_tests {
             primitives::prim_ephemeral_gone_on_close,
             primitives::prim_pending_waits_end_with_session,
             primitives::prim_child_of_ephemeral,
+            primitives::prim_create_after_parent_replaced,
             primitives::prim_guarded_while_fence_holds,
             primitives::prim_guarded_lost_when_fence_deleted,
             primitives::prim_guarded_lost_with_wrong_stamp,

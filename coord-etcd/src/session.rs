@@ -149,6 +149,7 @@ pub async fn connect(options: EtcdOptions) -> Result<Session> {
         slots: Mutex::new(Slots::default()),
         deleting: Mutex::new(Vec::new()),
         gone: Mutex::new(std::collections::VecDeque::new()),
+        dirs: Mutex::new(std::collections::HashSet::new()),
     })))
 }
 
@@ -182,7 +183,14 @@ struct EtcdSession {
     /// found gone), as path and create revision (see
     /// [`EtcdSession::list`]).
     gone: Mutex<std::collections::VecDeque<(String, u64)>>,
+    /// Keys of directories this session last created under and found
+    /// there, not ephemeral: a create under one compares it alone
+    /// ([`txn::CreatePlan::parent_known`]). Forgotten when that fails.
+    dirs: Mutex<std::collections::HashSet<String>>,
 }
+
+/// How many directories [`EtcdSession::dirs`] holds before it starts over.
+const DIRS_KEPT: usize = 1024;
 
 /// How many of its deleted contender nodes a session remembers to leave
 /// out of its listings: a listing read before a delete landed can only be
@@ -414,6 +422,7 @@ impl EtcdSession {
             persistent: !mode.is_ephemeral(),
             own_lease: shared.lease,
             list_siblings: None,
+            parent_known: false,
             path,
         }
     }
@@ -432,11 +441,21 @@ impl EtcdSession {
     /// [`EtcdSession::write`], with the sibling listing a create asked for.
     async fn write_listing(
         &self,
-        plan: Plan,
+        mut plan: Plan,
         fence: Option<FenceKey>,
     ) -> Result<(OpResult, Option<Listing>)> {
         let shared = &self.shared;
         shared.check_open()?;
+        let parent = match &mut plan {
+            Plan::Create(c) => {
+                let parent = c.ancestors.last().cloned();
+                c.parent_known = parent
+                    .as_ref()
+                    .is_some_and(|p| self.dirs.lock().is_ok_and(|d| d.contains(p)));
+                parent
+            }
+            _ => None,
+        };
         let recover = matches!(plan, Plan::Create(_));
         let started = Instant::now();
         let mut retrying = false;
@@ -466,7 +485,26 @@ impl EtcdSession {
             match sent.map_err(error::at(&path)) {
                 Ok(resp) => {
                     shared.saw_header(resp.header());
+                    if plan.needs_ancestors(fence.as_ref(), &resp) {
+                        // The parent is gone (or was made again, ephemeral):
+                        // the whole plan makes it or says why not.
+                        if let (Some(p), Ok(mut dirs)) = (&parent, self.dirs.lock()) {
+                            dirs.remove(p);
+                        }
+                        if let Plan::Create(c) = &mut plan {
+                            c.parent_known = false;
+                        }
+                        continue;
+                    }
                     let done = txn::interpret(&plan, fence.as_ref(), &resp, retrying)?;
+                    if let (Some(p), true) = (&parent, resp.succeeded()) {
+                        if let Ok(mut dirs) = self.dirs.lock() {
+                            if dirs.len() >= DIRS_KEPT && !dirs.contains(p) {
+                                dirs.clear();
+                            }
+                            dirs.insert(p.clone());
+                        }
+                    }
                     let listing = match (&plan, txn::sibling_listing(&plan, &resp)) {
                         (Plan::Create(c), Some(kvs)) => c.list_siblings.as_deref().map(|p| {
                             let revision = resp.header().map(|h| h.revision()).unwrap_or(0);

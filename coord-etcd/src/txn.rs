@@ -68,6 +68,17 @@ pub(crate) struct CreatePlan {
     /// writes, so the listing holds the new node (see
     /// `session::EtcdSession::create`).
     pub list_siblings: Option<String>,
+    /// The parent was there, not ephemeral, at this session's last create
+    /// under it: compare the parent alone instead of making every missing
+    /// ancestor ([`Plan::needs_ancestors`] says when that was wrong).
+    ///
+    /// The same thing, cheaper: a key of coord's tree with no lease has
+    /// every ancestor, none with a lease. It was made by a Txn that made
+    /// them, a key with children is never deleted, and a key's lease never
+    /// changes. A create with several ancestors was most of the Txn's work
+    /// (a compare and a nested Txn each; five for a lock under
+    /// `/a/b/c/d`).
+    pub parent_known: bool,
 }
 
 /// A set, compare-and-set when `version` is given.
@@ -118,6 +129,12 @@ impl Plan {
                     CompareOp::Equal,
                     0,
                 )];
+                if let Some(parent) = c.known_parent() {
+                    // There, and not ephemeral (nor a TTL node's).
+                    v.push(Compare::create_revision(parent, CompareOp::Greater, 0));
+                    v.push(Compare::lease(parent, CompareOp::Equal, 0));
+                    return v;
+                }
                 // No ancestor may be ephemeral (a missing one compares as
                 // lease 0, so missing parents pass).
                 for a in &c.ancestors {
@@ -173,10 +190,15 @@ impl Plan {
     fn then_ops(&self) -> Vec<TxnOp> {
         match self {
             Plan::Create(c) => {
-                let mut ops = Vec::with_capacity(c.ancestors.len() + 1);
+                let mut ops = Vec::with_capacity(c.ancestors.len() + 2);
                 // Missing parents, each only if absent (a nested Txn), as
                 // plain keys with no value and no lease.
-                for a in &c.ancestors {
+                let make = if c.known_parent().is_some() {
+                    &[][..]
+                } else {
+                    &c.ancestors[..]
+                };
+                for a in make {
                     ops.push(TxnOp::txn(
                         Txn::new()
                             .when([Compare::create_revision(a.as_str(), CompareOp::Equal, 0)])
@@ -207,6 +229,12 @@ impl Plan {
         match self {
             Plan::Create(c) => {
                 let mut ops = vec![TxnOp::get(c.key.as_str(), None)];
+                if c.known_parent().is_some() {
+                    // Nothing more: a failure with the key absent is the
+                    // parent's, and sends the whole plan (see
+                    // `Plan::needs_ancestors`).
+                    return ops;
+                }
                 for a in &c.ancestors {
                     ops.push(TxnOp::get(
                         a.as_str(),
@@ -291,6 +319,11 @@ impl Plan {
                         path: c.path.clone(),
                     });
                 }
+                if c.known_parent().is_some() {
+                    // The key absent: `Plan::needs_ancestors`'s case, sent
+                    // again whole before it gets here.
+                    return Err(unexpected("a create failed on its parent alone"));
+                }
                 for i in 0..c.ancestors.len() {
                     if let Some(kv) = first_kv(resps, i + 1)? {
                         if kv.lease() != 0 {
@@ -335,6 +368,43 @@ impl Plan {
                 })
             }
         }
+    }
+}
+
+impl CreatePlan {
+    /// The parent's key, when the plan compares it alone
+    /// ([`CreatePlan::parent_known`]).
+    pub(crate) fn known_parent(&self) -> Option<&str> {
+        if self.parent_known {
+            self.ancestors.last().map(String::as_str)
+        } else {
+            None
+        }
+    }
+}
+
+impl Plan {
+    /// Whether the Txn of this plan failed only on what a create that
+    /// compares its parent alone assumed: the parent was not there (or
+    /// not plain). The whole plan must be sent then, making the missing
+    /// ancestors or telling why not. `false` for any other outcome,
+    /// including a failed fence (that is `LockLost`).
+    pub(crate) fn needs_ancestors(&self, fence: Option<&FenceKey>, resp: &TxnResponse) -> bool {
+        let Plan::Create(c) = self else { return false };
+        if resp.succeeded() || c.known_parent().is_none() {
+            return false;
+        }
+        let resps = resp.op_responses();
+        let mut at = 0;
+        if let Some(f) = fence {
+            let held = matches!(first_kv(&resps, 0), Ok(Some(kv)) if urev(kv.create_revision()) == f.stamp);
+            if !held {
+                return false;
+            }
+            at = 1;
+        }
+        // The key absent: the parent's compares failed.
+        matches!(first_kv(&resps, at), Ok(None))
     }
 }
 
@@ -437,6 +507,7 @@ mod tests {
             persistent: lease == 0,
             own_lease: 7,
             list_siblings: None,
+            parent_known: false,
         }
     }
 
@@ -456,6 +527,21 @@ mod tests {
         // the ancestor's nested Txn + the put.
         assert_eq!(plan.then_ops().len(), 2);
         assert_eq!(plan.else_ops().len(), 2);
+        // The parent known: the key absent, the parent there and plain;
+        // the put alone; the key read back on failure.
+        let mut known = create(true, 7);
+        known.ancestors = vec!["/ns/a".into(), "/ns/a/b".into()];
+        known.parent_known = true;
+        assert_eq!(known.known_parent(), Some("/ns/a/b"));
+        let known = Plan::Create(known);
+        assert_eq!(known.compares().len(), 3);
+        assert_eq!(known.then_ops().len(), 1);
+        assert_eq!(known.else_ops().len(), 1);
+        // No parent below the root: nothing to know.
+        let mut top = create(true, 7);
+        top.ancestors.clear();
+        top.parent_known = true;
+        assert_eq!(top.known_parent(), None);
         let del = Plan::Delete(DeletePlan {
             created: None,
             path: "/a".into(),
