@@ -1,24 +1,27 @@
 //! A create that leaves nothing behind when its caller gives up.
 //!
 //! The create is polled once where it is started, which sends the request
-//! (a backend that answers at once, like mem, is done there); if it must
-//! wait, it goes on in a task of its own, so it finishes even if the
-//! caller's future is dropped mid-flight. If the caller never took the
-//! node, it is deleted in the background. That makes every acquire
-//! cancel-safe without knowing how far a backend got with the request.
+//! (a backend that answers at once, like mem, is done there). The caller
+//! then awaits the answer in its own task; if it gives up first, the
+//! create goes on in a task of its own and finishes even so. If the caller
+//! never took the node, it is deleted in the background. That makes every
+//! acquire cancel-safe without knowing how far a backend got with the
+//! request.
 
 use std::future::Future;
+use std::pin::Pin;
 use std::task::{Context, Poll};
-
-use tokio::task::JoinHandle;
 
 use crate::error::{Error, Result};
 use crate::primitive::{CreateMode, Created, Fence, Op};
 use crate::recipes::machinery::retry;
 use crate::session::Session;
 
+/// A create on its way: polled by whoever awaits it.
+type Creating = Pin<Box<dyn Future<Output = Result<Created>> + Send>>;
+
 enum State {
-    Creating(JoinHandle<Result<Created>>),
+    Creating(Creating),
     Created(Created),
     /// Refused at once (on the first poll).
     Failed(Error),
@@ -38,9 +41,11 @@ pub(crate) struct PendingNode {
 impl PendingNode {
     /// Start creating `path`: the create is polled once here, so its
     /// request is issued when this returns (a request made after it
-    /// follows it on a FIFO connection: ZooKeeper); an answer not there yet
-    /// is awaited in a task of its own. A backend that answers on the first
-    /// poll (mem) costs no task and no scheduler turn.
+    /// follows it on a FIFO connection: ZooKeeper). The answer is awaited
+    /// by [`PendingNode::created`], in the caller's task: no task, and no
+    /// hop from one to another on the way back (on etcd that was 0.1 ms of
+    /// a 0.75 ms lock cycle). A backend that answers on the first poll
+    /// (mem) costs no scheduler turn at all.
     pub(crate) fn spawn(session: &Session, path: String, data: Vec<u8>, mode: CreateMode) -> Self {
         let s = session.clone();
         // Unconstrained by tokio's cooperative budget: a caller whose task
@@ -51,12 +56,13 @@ impl PendingNode {
             s.create(&path, &data, mode).await
         }));
         // The first poll's waker is never woken for: a create still pending
-        // is polled again by its task, with the task's waker, at once.
+        // is polled again, with a real waker, by `created` or by the task
+        // `Drop` leaves it to.
         let mut cx = Context::from_waker(std::task::Waker::noop());
         let state = match create.as_mut().poll(&mut cx) {
             Poll::Ready(Ok(c)) => State::Created(c),
             Poll::Ready(Err(e)) => State::Failed(e),
-            Poll::Pending => State::Creating(tokio::spawn(create)),
+            Poll::Pending => State::Creating(create),
         };
         PendingNode {
             session: session.clone(),
@@ -64,18 +70,15 @@ impl PendingNode {
         }
     }
 
-    /// The created node, once the backend has answered. Cancel safe.
+    /// The created node, once the backend has answered. Cancel safe: the
+    /// create stays here, and goes on where this was left.
     pub(crate) async fn created(&mut self) -> Result<&Created> {
         match std::mem::replace(&mut self.state, State::Taken) {
             State::Failed(e) => return Err(e),
             other => self.state = other,
         }
-        if let State::Creating(task) = &mut self.state {
-            let res = match task.await {
-                Ok(r) => r,
-                Err(e) => Err(Error::backend(self.session.backend(), e)),
-            };
-            match res {
+        if let State::Creating(create) = &mut self.state {
+            match create.as_mut().await {
                 Ok(c) => self.state = State::Created(c),
                 Err(e) => {
                     self.state = State::Taken;
@@ -232,10 +235,12 @@ impl Drop for PendingNode {
         match std::mem::replace(&mut self.state, State::Taken) {
             State::Taken | State::Failed(_) => {}
             State::Created(c) => delete_in_background(self.session.clone(), c),
-            State::Creating(task) => {
+            State::Creating(create) => {
+                // Given up before the answer: the create finishes in a task,
+                // and what it made is deleted.
                 let session = self.session.clone();
                 self.session.spawn_work(async move {
-                    if let Ok(Ok(c)) = task.await {
+                    if let Ok(c) = create.await {
                         if let Err(e) = delete_until_gone(&session, &c).await {
                             tracing::warn!(path = %c.path, error = %e, "could not delete the node of a withdrawn create");
                         }
