@@ -538,6 +538,10 @@ pub async fn prim_take_leaf_returns_the_data_once(h: &dyn Harness) {
     let root = h.root("prim_take_leaf_returns_the_data_once");
     let (a, b) = (h.open().await, h.open().await);
     let items = format!("{root}/items");
+    // Made on its own: it is listed once emptied, and a directory that
+    // `create` makes is a container on ZooKeeper, which the server may
+    // delete as soon as it is empty.
+    a.ensure_dir(&items).await.expect("ensure_dir");
     let mut made = Vec::new();
     for i in 0..20 {
         let data = format!("item {i}").into_bytes();
