@@ -42,10 +42,9 @@ impl PendingNode {
     /// Start creating `path`: the create is polled once here, so its
     /// request is issued when this returns (a request made after it
     /// follows it on a FIFO connection: ZooKeeper). The answer is awaited
-    /// by [`PendingNode::created`], in the caller's task: no task, and no
-    /// hop from one to another on the way back (on etcd that was 0.1 ms of
-    /// a 0.75 ms lock cycle). A backend that answers on the first poll
-    /// (mem) costs no scheduler turn at all.
+    /// by [`PendingNode::created`], in the caller's task: no task spawned,
+    /// and no wake-up from one task to another on the way back. A backend
+    /// that answers on the first poll (mem) costs no scheduler turn at all.
     pub(crate) fn spawn(session: &Session, path: String, data: Vec<u8>, mode: CreateMode) -> Self {
         let s = session.clone();
         // Unconstrained by tokio's cooperative budget: a caller whose task
