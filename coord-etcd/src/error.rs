@@ -104,11 +104,20 @@ pub(crate) async fn map_connect(
 /// server's refusal looks like to tonic), rather than refused or timed out.
 #[cfg_attr(not(feature = "tls"), allow(dead_code))]
 fn closed_early(e: &etcd_client::Error) -> bool {
-    let text = format!("{e:?}").to_ascii_lowercase();
+    closed_early_text(&format!("{e:?}"))
+}
+
+/// [`closed_early`] on an error's `Debug` text, where an I/O error shows
+/// as its kind (`Kind(ConnectionReset)`), not as its message.
+#[cfg_attr(not(feature = "tls"), allow(dead_code))]
+fn closed_early_text(debug: &str) -> bool {
+    let text = debug.to_ascii_lowercase();
     [
         "connection closed",
         "broken pipe",
+        "brokenpipe",
         "connection reset",
+        "connectionreset",
         "operation was canceled",
         "unexpectedeof",
     ]
@@ -387,6 +396,27 @@ pub(crate) fn ephemeral_parent() -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A TLS-only server resetting a plaintext client's connection is seen
+    /// as closed early, so the probe asks whether it speaks TLS. The
+    /// texts are tonic's, as seen: in `Debug`, an I/O error is its kind.
+    #[test]
+    fn a_dropped_connection_is_closed_early() {
+        for seen in [
+            "Transport(tonic::transport::Error(Transport, hyper::Error(Io, Kind(ConnectionReset))))",
+            "Transport(tonic::transport::Error(Transport, hyper::Error(Io, Kind(BrokenPipe))))",
+            "Status { code: Unavailable, message: \"error trying to connect: connection closed\" }",
+            "Io(Custom { kind: UnexpectedEof, error: \"tls handshake eof\" })",
+        ] {
+            assert!(closed_early_text(seen), "{seen}");
+        }
+        for other in [
+            "Transport(tonic::transport::Error(Transport, hyper::Error(Connect, ConnectError(\"tcp connect error\", Os { code: 111, kind: ConnectionRefused }))))",
+            "Status { code: DeadlineExceeded, message: \"timeout expired\" }",
+        ] {
+            assert!(!closed_early_text(other), "{other}");
+        }
+    }
 
     #[test]
     fn errors_map_to_coord_errors() {
