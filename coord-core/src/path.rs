@@ -56,7 +56,20 @@ pub fn validate(path: &str) -> Result<()> {
     if !path.starts_with('/') {
         return Err(invalid(path, PathErrorKind::NotAbsolute));
     }
-    if path.chars().any(forbidden) {
+    // One pass over the bytes, without branching on them (every path of
+    // every operation comes through here): control bytes, any non-ASCII
+    // byte, and any `//` or `/.`, without which no segment can be empty,
+    // `.` or `..`. Every forbidden code point below U+0080 is a control
+    // byte; the rest are looked for only in a path that is not all ASCII.
+    let (mut control, mut ascii, mut odd_segment) = (false, true, false);
+    let mut prev = 0u8;
+    for &b in path.as_bytes() {
+        control |= b < 0x20 || b == 0x7f;
+        ascii &= b < 0x80;
+        odd_segment |= prev == b'/' && (b == b'/' || b == b'.');
+        prev = b;
+    }
+    if control || (!ascii && path.chars().any(forbidden)) {
         return Err(invalid(path, PathErrorKind::ForbiddenCharacter));
     }
     if path == "/" {
@@ -65,11 +78,13 @@ pub fn validate(path: &str) -> Result<()> {
     if path.ends_with('/') {
         return Err(invalid(path, PathErrorKind::TrailingSlash));
     }
-    for seg in path[1..].split('/') {
-        match seg {
-            "" => return Err(invalid(path, PathErrorKind::EmptySegment)),
-            "." | ".." => return Err(invalid(path, PathErrorKind::RelativeSegment)),
-            _ => {}
+    if odd_segment {
+        for seg in path.as_bytes()[1..].split(|b| *b == b'/') {
+            match seg {
+                b"" => return Err(invalid(path, PathErrorKind::EmptySegment)),
+                b"." | b".." => return Err(invalid(path, PathErrorKind::RelativeSegment)),
+                _ => {}
+            }
         }
     }
     if path == RESERVED
@@ -147,11 +162,12 @@ pub fn name(path: &str) -> &str {
 
 /// Join a directory and a child name (`/` + `a` → `/a`, `/x` + `a` → `/x/a`).
 pub fn join(dir: &str, child: &str) -> String {
-    if dir == "/" {
-        format!("/{child}")
-    } else {
-        format!("{dir}/{child}")
-    }
+    let dir = if dir == "/" { "" } else { dir };
+    let mut out = String::with_capacity(dir.len() + 1 + child.len());
+    out.push_str(dir);
+    out.push('/');
+    out.push_str(child);
+    out
 }
 
 /// Every ancestor of a valid path, nearest the root first, excluding `/`
@@ -196,6 +212,44 @@ mod tests {
         assert_eq!(join("/x", "a"), "/x/a");
         assert_eq!(ancestors("/a/b/c").collect::<Vec<_>>(), vec!["/a", "/a/b"]);
         assert_eq!(ancestors("/a").count(), 0);
+    }
+
+    #[test]
+    fn each_rule_names_its_kind_ascii_or_not() {
+        use PathErrorKind as K;
+        let long = format!("/{}", "a".repeat(MAX_PATH_LEN));
+        let cases: &[(&str, Option<K>)] = &[
+            (&long, Some(K::TooLong)),
+            ("/a/b", None),
+            ("/é/ü", None),
+            ("/a.b/..c/...", None),
+            ("", Some(K::Empty)),
+            ("a", Some(K::NotAbsolute)),
+            ("/a\u{0}b", Some(K::ForbiddenCharacter)),
+            ("/a\u{1f}", Some(K::ForbiddenCharacter)),
+            ("/a\u{7f}", Some(K::ForbiddenCharacter)),
+            ("/é\u{1}", Some(K::ForbiddenCharacter)),
+            ("/a\u{80}", Some(K::ForbiddenCharacter)),
+            ("/a\u{9f}", Some(K::ForbiddenCharacter)),
+            ("/a\u{e000}", Some(K::ForbiddenCharacter)),
+            ("/a\u{fff0}", Some(K::ForbiddenCharacter)),
+            ("/a\u{a0}\u{f900}\u{ffef}", None),
+            // The character rule comes before the segment rules.
+            ("//\u{7f}", Some(K::ForbiddenCharacter)),
+            ("/a/", Some(K::TrailingSlash)),
+            ("/a//b", Some(K::EmptySegment)),
+            ("/a/./b", Some(K::RelativeSegment)),
+            ("/..", Some(K::RelativeSegment)),
+            ("/é/..", Some(K::RelativeSegment)),
+        ];
+        for (p, want) in cases {
+            let got = match validate(p) {
+                Ok(()) => None,
+                Err(Error::InvalidPath { kind, .. }) => Some(kind),
+                Err(e) => panic!("{p:?}: {e}"),
+            };
+            assert_eq!(got, *want, "{p:?}");
+        }
     }
 
     #[test]
