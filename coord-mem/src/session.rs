@@ -60,7 +60,7 @@ impl MemSession {
     fn reachable(&self) -> Result<MutexGuard<'_, State>> {
         let now = tokio::time::Instant::now();
         let mut state = self.shared.lock();
-        state.touch(self.key, &self.state)?;
+        state.touch(self.key, &self.state, now)?;
         self.lease.renewed(now);
         Ok(state)
     }

@@ -106,8 +106,8 @@ impl State {
         &mut self,
         key: SessionKey,
         state: &watch::Sender<SessionState>,
+        now: Instant,
     ) -> Result<()> {
-        let now = Instant::now();
         // Copied out, like in `close`: no `borrow()` guard held on.
         let current = *state.borrow();
         if let Some(end) = current.end_error() {

@@ -1,7 +1,8 @@
 //! The node tree of a [`crate::MemStore`] and the watchers on it: plain data,
 //! changed only under the store's one lock, never awaited on.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::hash::BuildHasherDefault;
 use std::time::{Duration, SystemTime};
 
 use coord_core::{path, Child, CreateMode, Created, Error, Node, Result, Stat};
@@ -31,10 +32,9 @@ struct Entry {
     stamp: u64,
     /// The session an ephemeral node belongs to.
     owner: Option<SessionKey>,
-    /// Set for a node created sequential.
-    sequence: Option<u64>,
-    /// Names of the direct children.
-    children: BTreeSet<String>,
+    /// The direct children: name, and sequence for a sequential one (so
+    /// a listing reads no other entry).
+    children: BTreeMap<String, Option<u64>>,
     /// The next sequence handed to a sequential child (ZooKeeper's
     /// `cversion`): never goes back while this node lives.
     next_sequence: u64,
@@ -43,9 +43,9 @@ struct Entry {
     created_at: Option<SystemTime>,
     /// A TTL node's TTL.
     ttl: Option<Duration>,
-    /// When the node was created or last set (ZooKeeper's `mtime`), for
-    /// its TTL.
-    mtime: Instant,
+    /// For a TTL node: when it was created or last set (ZooKeeper's
+    /// `mtime`). Not read for other nodes, so not kept (no clock read).
+    mtime: Option<Instant>,
 }
 
 impl Entry {
@@ -53,7 +53,6 @@ impl Entry {
         data: Vec<u8>,
         stamp: u64,
         owner: Option<SessionKey>,
-        sequence: Option<u64>,
         created_at: Option<SystemTime>,
     ) -> Self {
         Entry {
@@ -61,12 +60,11 @@ impl Entry {
             version: 0,
             stamp,
             owner,
-            sequence,
-            children: BTreeSet::new(),
+            children: BTreeMap::new(),
             next_sequence: 0,
             created_at,
             ttl: None,
-            mtime: Instant::now(),
+            mtime: None,
         }
     }
 
@@ -81,7 +79,59 @@ impl Entry {
     }
 }
 
-type Waiters = HashMap<String, Vec<oneshot::Sender<()>>>;
+/// The tree's maps hash with [`FxHasher`]: the store is in-process and
+/// its keys are the application's own paths, so a keyed hash buys nothing,
+/// and SipHash over every path was a tenth of a lock cycle.
+type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+
+type Waiters = FastMap<String, Vec<oneshot::Sender<()>>>;
+
+/// The Fx hash (rustc's): a multiply and a rotate per 8 bytes.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct FxHasher {
+    hash: u64,
+}
+
+impl FxHasher {
+    const SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+
+    fn add(&mut self, word: u64) {
+        self.hash = (self.hash.rotate_left(5) ^ word).wrapping_mul(Self::SEED);
+    }
+}
+
+impl std::hash::Hasher for FxHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(c);
+            self.add(u64::from_le_bytes(w));
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut w = [0u8; 8];
+            w[..rest.len()].copy_from_slice(rest);
+            self.add(u64::from_le_bytes(w) ^ ((rest.len() as u64) << 59));
+        }
+    }
+
+    fn write_u8(&mut self, i: u8) {
+        self.add(u64::from(i));
+    }
+
+    fn write_u64(&mut self, i: u64) {
+        self.add(i);
+    }
+
+    fn write_usize(&mut self, i: usize) {
+        self.add(i as u64);
+    }
+
+    fn finish(&self) -> u64 {
+        self.hash
+    }
+}
 
 /// A tree watch: every change of `root` or a node under it goes to `tx`
 /// (the path that changed).
@@ -99,10 +149,10 @@ impl TreeWatcher {
 /// The tree: nodes by full path, the stamp counter, each session's
 /// ephemeral nodes, and the one-shot watchers.
 pub(crate) struct Tree {
-    nodes: HashMap<String, Entry>,
+    nodes: FastMap<String, Entry>,
     /// The last stamp handed out; the root has stamp 0.
     last_stamp: u64,
-    ephemerals: HashMap<SessionKey, BTreeSet<String>>,
+    ephemerals: FastMap<SessionKey, BTreeSet<String>>,
     /// Fired at a change to a node's set of children (or its deletion).
     children_waiters: Waiters,
     /// Fired at a node's deletion.
@@ -116,15 +166,15 @@ pub(crate) struct Tree {
 
 impl Tree {
     pub(crate) fn new() -> Self {
-        let mut nodes = HashMap::new();
-        nodes.insert("/".to_owned(), Entry::new(Vec::new(), 0, None, None, None));
+        let mut nodes = FastMap::default();
+        nodes.insert("/".to_owned(), Entry::new(Vec::new(), 0, None, None));
         Tree {
             nodes,
             last_stamp: 0,
-            ephemerals: HashMap::new(),
-            children_waiters: HashMap::new(),
-            gone_waiters: HashMap::new(),
-            change_waiters: HashMap::new(),
+            ephemerals: FastMap::default(),
+            children_waiters: FastMap::default(),
+            gone_waiters: FastMap::default(),
+            change_waiters: FastMap::default(),
             tree_watchers: Vec::new(),
             registrations: 0,
         }
@@ -157,10 +207,17 @@ impl Tree {
         path::validate_non_root(path)?;
         let parent = path::parent(path);
         // Ephemeral nodes have no children (as on ZooKeeper). Only an
-        // existing node can be ephemeral, and then none below it exists.
-        if let Some(ephemeral) =
-            path::ancestors(path).find(|a| self.nodes.get(*a).is_some_and(|e| e.owner.is_some()))
-        {
+        // existing node can be ephemeral, and then none below it exists:
+        // so when the parent exists, it is the only one to look at (and no
+        // ancestor is missing).
+        let parent_entry = self.nodes.get(parent);
+        let parent_known = parent_entry.is_some();
+        let ephemeral = match parent_entry {
+            Some(e) => e.owner.is_some().then_some(parent),
+            None => path::ancestors(path)
+                .find(|a| self.nodes.get(*a).is_some_and(|e| e.owner.is_some())),
+        };
+        if let Some(ephemeral) = ephemeral {
             tracing::debug!(
                 path,
                 parent = ephemeral,
@@ -189,20 +246,23 @@ impl Tree {
             (path.to_owned(), None)
         };
 
-        let missing: Vec<String> = path::ancestors(&path)
-            .filter(|a| !self.nodes.contains_key(*a))
-            .map(str::to_owned)
-            .collect();
-        for dir in missing {
-            self.insert(dir, Vec::new(), None, None);
+        if !parent_known {
+            let missing: Vec<String> = path::ancestors(&path)
+                .filter(|a| !self.nodes.contains_key(*a))
+                .map(str::to_owned)
+                .collect();
+            for dir in missing {
+                self.insert(dir, Vec::new(), None, None);
+            }
         }
         if let (Some(seq), Some(p)) = (sequence, self.nodes.get_mut(parent)) {
             p.next_sequence = seq + 1;
         }
         let owner = mode.is_ephemeral().then_some(owner);
         let stamp = self.insert(path.clone(), data.to_vec(), owner, sequence);
-        if let Some(entry) = self.nodes.get_mut(&path) {
-            entry.ttl = mode.ttl();
+        if let (Some(ttl), Some(entry)) = (mode.ttl(), self.nodes.get_mut(&path)) {
+            entry.ttl = Some(ttl);
+            entry.mtime = Some(Instant::now());
         }
         if let Some(owner) = owner {
             self.ephemerals
@@ -223,15 +283,17 @@ impl Tree {
     ) -> u64 {
         self.last_stamp += 1;
         let stamp = self.last_stamp;
-        let parent = path::parent(&path).to_owned();
-        if let Some(p) = self.nodes.get_mut(&parent) {
-            p.children.insert(path::name(&path).to_owned());
+        let parent = path::parent(&path);
+        if let Some(p) = self.nodes.get_mut(parent) {
+            p.children.insert(path::name(&path).to_owned(), sequence);
         }
+        // Everything here happens under the store's lock: a waiter fired
+        // now runs once it is let go.
+        fire(&mut self.children_waiters, parent);
         let created_at = Some(SystemTime::now());
         self.tree_changed(&path);
         self.nodes
-            .insert(path, Entry::new(data, stamp, owner, sequence, created_at));
-        fire(&mut self.children_waiters, &parent);
+            .insert(path, Entry::new(data, stamp, owner, created_at));
         stamp
     }
 
@@ -244,7 +306,9 @@ impl Tree {
         entry.data = data.to_vec();
         entry.version += 1;
         // A change: a TTL node's TTL starts again.
-        entry.mtime = Instant::now();
+        if entry.ttl.is_some() {
+            entry.mtime = Some(Instant::now());
+        }
         // Owner and stamp stay: a set by another session (a revoker's)
         // leaves the node ephemeral of its creator and its fence valid.
         let stat = entry.stat();
@@ -308,7 +372,7 @@ impl Tree {
         let now = Instant::now();
         let entry = self.nodes.get(path).filter(|e| e.stamp == stamp)?;
         let ttl = entry.ttl?;
-        let due = entry.mtime.checked_add(ttl)?;
+        let due = entry.mtime.unwrap_or(now).checked_add(ttl)?;
         if now < due {
             return Some(due);
         }
@@ -348,16 +412,10 @@ impl Tree {
                 std::ops::Bound::Included(prefix),
                 std::ops::Bound::Unbounded,
             ))
-            .take_while(|name| name.starts_with(prefix))
-            .map(|name| {
-                let sequence = self
-                    .nodes
-                    .get(&path::join(dir, name))
-                    .and_then(|c| c.sequence);
-                Child::new(name.clone(), sequence)
-            })
+            .take_while(|(name, _)| name.starts_with(prefix))
+            .map(|(name, sequence)| Child::new(name.clone(), *sequence))
             .collect();
-        // `children` is a BTreeSet, so the names are already sorted and a
+        // `children` is a BTreeMap, so the names are already sorted and a
         // stable sort keeps them so among the unsequenced.
         out.sort_by_key(|c| (c.sequence.is_none(), c.sequence));
         Ok(out)
@@ -453,6 +511,9 @@ fn check_version(path: &str, entry: &Entry, version: Option<u64>) -> Result<()> 
 }
 
 fn fire(waiters: &mut Waiters, path: &str) {
+    if waiters.is_empty() {
+        return;
+    }
     for w in waiters.remove(path).unwrap_or_default() {
         // A receiver that is gone no longer cares.
         let _ = w.send(());
