@@ -13,8 +13,8 @@ use coord_core::inspect::{
 use coord_core::path::join;
 use coord_core::prelude::*;
 use coord_core::recipes::{
-    Election, ElectionLayout, Group, Lock, OnCrash, PeriodicJob, Queue, RunOutcome, RwLock,
-    Semaphore, SimpleLock, Stats,
+    DelayQueue, Election, ElectionLayout, Group, Lock, OnCrash, PeriodicJob, PriorityQueue, Queue,
+    RunOutcome, RwLock, Semaphore, SimpleLock, Stats,
 };
 use coord_core::{CreateMode, Error, Session};
 
@@ -448,6 +448,63 @@ pub async fn inspect_queue(h: &dyn Harness) {
     close_all(&sessions).await;
 }
 
+/// A priority queue's head is its lowest priority, not its oldest item;
+/// a delay queue's is its earliest due item, due or not (with a note
+/// saying when). A take then takes what was shown as the head.
+pub async fn inspect_ordered_queues(h: &dyn Harness) {
+    let dir = h.root("inspect_ordered_queues");
+    let sessions = open_n(h, 2).await;
+    let prio_dir = join(&dir, "prio");
+    let pq = PriorityQueue::new(&sessions[0], &prio_dir).expect("priority queue");
+    for (item, priority) in [
+        ("five", 5),
+        ("minus-one", -1),
+        ("zero", 0),
+        ("also-minus-one", -1),
+    ] {
+        pq.offer(item.as_bytes(), priority).await.expect("offer");
+    }
+    let got = look(&sessions[1], &prio_dir).await;
+    assert_eq!(got.kind, Kind::Queue, "{got:#?}");
+    assert_eq!(got.queue.as_ref().map(|q| q.len), Some(4), "{got:#?}");
+    assert_eq!(
+        data(&got),
+        ["minus-one"],
+        "the lowest priority, oldest first: {got:#?}"
+    );
+    assert!(
+        got.notes.iter().any(|n| n.contains("priority")),
+        "a note says the order: {got:#?}"
+    );
+    let taken = pq.poll().await.expect("poll").expect("an item");
+    assert_eq!(taken, b"minus-one", "the take agrees with the head");
+    let got = look(&sessions[1], &prio_dir).await;
+    assert_eq!(data(&got), ["also-minus-one"], "{got:#?}");
+
+    let delay_dir = join(&dir, "delay");
+    let dq = DelayQueue::new(&sessions[0], &delay_dir).expect("delay queue");
+    let hour = Duration::from_secs(3600);
+    dq.offer(b"in-two-hours", 2 * hour).await.expect("offer");
+    dq.offer(b"in-an-hour", hour).await.expect("offer");
+    let got = look(&sessions[1], &delay_dir).await;
+    assert_eq!(data(&got), ["in-an-hour"], "the earliest due: {got:#?}");
+    assert!(
+        got.notes
+            .iter()
+            .any(|n| n.contains("due") && n.contains(" s ")),
+        "a note says when the head is due: {got:#?}"
+    );
+    dq.offer(b"now", Duration::ZERO).await.expect("offer");
+    let got = look(&sessions[1], &delay_dir).await;
+    assert_eq!(data(&got), ["now"], "a due item goes first: {got:#?}");
+    assert_eq!(
+        dq.poll().await.expect("poll").as_deref(),
+        Some(&b"now"[..]),
+        "the take agrees with the head"
+    );
+    close_all(&sessions).await;
+}
+
 /// A periodic job: after period 5 ran, its last run is 5 and nobody holds
 /// its lock; while period 6 runs, the runner is reported holding; with
 /// `OnCrash::Skip`, a failed period 7 shows as started and not recorded.
@@ -589,6 +646,7 @@ macro_rules! __inspect_tests {
             inspect::inspect_election,
             inspect::inspect_group,
             inspect::inspect_queue,
+            inspect::inspect_ordered_queues,
             inspect::inspect_periodic_job,
             inspect::inspect_missing_node_and_unknown,
             inspect::inspect_released_lock_is_empty,

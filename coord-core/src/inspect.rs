@@ -50,6 +50,7 @@ use crate::recipes::group::MEMBER_MARKER;
 use crate::recipes::machinery::names;
 use crate::recipes::machinery::retry::backoff;
 use crate::recipes::participants::{self, Contender, ContenderState};
+use crate::recipes::queue::keys as queue_keys;
 use crate::recipes::queue::ITEM_MARKER;
 use crate::session::Session;
 
@@ -637,19 +638,42 @@ async fn queue(r: &Reader<'_>, dir: &str, out: &mut Inspection) -> Result<()> {
     out.kind = Kind::Queue;
     let items_dir = path::join(dir, QUEUE_ITEMS);
     let claims_dir = path::join(dir, QUEUE_CLAIMS);
-    let items: Vec<Child> = r
+    let mut items: Vec<Child> = r
         .children(&items_dir)
         .await?
         .unwrap_or_default()
         .into_iter()
         .filter(|c| c.sequence.is_some())
         .collect();
+    // A priority or delay queue's head is not its oldest item.
+    let order = queue_keys::sort_for_inspection(&mut items);
     let claims = r.children(&claims_dir).await?.unwrap_or_default();
     let claimed = |name: &str| claims.iter().any(|c| c.name == name);
     // The head: the first item still there (one taken meanwhile is skipped).
     for c in &items {
         let p = path::join(&items_dir, &c.name);
         if let Some(n) = r.get(&p).await? {
+            match order {
+                queue_keys::Order::Priority => out.notes.push(
+                    "items carry priority keys: the head is the lowest priority, the oldest \
+                     among equals"
+                        .to_owned(),
+                ),
+                queue_keys::Order::Delay => {
+                    let due = queue_keys::parse_due(&c.name);
+                    let now = queue_keys::now_ms();
+                    out.notes.push(if due > now {
+                        format!(
+                            "items carry due times: the head is the earliest due, in {:.1} s \
+                             (by this host's clock)",
+                            (due - now) as f64 / 1000.0
+                        )
+                    } else {
+                        "items carry due times: the head is the earliest due, due now".to_owned()
+                    });
+                }
+                queue_keys::Order::Fifo => {}
+            }
             let mut e = r.entry(Role::Head, &p, n);
             if claimed(&c.name) {
                 e.session = r.claim_owner(&claims_dir, &c.name).await?;

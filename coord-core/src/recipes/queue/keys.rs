@@ -133,6 +133,61 @@ pub(crate) fn parse_priority(name: &str) -> i32 {
     }
 }
 
+/// What comes after the item marker in an item's name.
+fn after_marker(name: &str) -> Option<&str> {
+    name.rfind(ITEM_MARKER)
+        .map(|i| &name[i + ITEM_MARKER.len()..])
+}
+
+/// Whether an item's name surely carries a priority key, told from the
+/// name alone: the 9 key characters and, after them, a sequence suffix of
+/// at least 10 characters (every backend's is). A plain item's suffix is
+/// never that long on ZooKeeper, Redis or mem; on etcd it could pass only
+/// if the producer's lease id began with 9 of the key's characters (upper
+/// case hex digits, sign agreeing).
+fn carries_priority(name: &str) -> bool {
+    after_marker(name).is_some_and(|rest| {
+        rest.len() >= 19
+            && rest
+                .as_bytes()
+                .get(1..9)
+                .is_some_and(|h| h.iter().all(|b| matches!(b, b'0'..=b'9' | b'A'..=b'F')))
+            && priority_key(parse_priority(name)) == rest[..9]
+    })
+}
+
+/// Whether an item's name carries a due key (`|<hex>|` right after the
+/// marker).
+fn carries_due(name: &str) -> bool {
+    after_marker(name).is_some_and(|rest| rest.starts_with('|')) && parse_due(name) > 0
+}
+
+/// Sort a queue's sequenced `items` (in sequence order) as a strict take
+/// would take them, telling the queue's kind from the names alone (for
+/// [`crate::inspect`], which is given only a path): by due time if any
+/// item carries a due key, else by priority if any carries a priority
+/// key, else as they are. Items that carry no key read as Curator reads
+/// them (due at once, priority 0). Returns the order used.
+pub(crate) fn sort_for_inspection(items: &mut [Child]) -> Order {
+    let seq = |c: &Child| c.sequence.unwrap_or(u64::MAX);
+    if items.iter().any(|c| carries_due(&c.name)) {
+        items.sort_by_cached_key(|c| (parse_due(&c.name), seq(c)));
+        Order::Delay
+    } else if items.iter().any(|c| carries_priority(&c.name)) {
+        let priority = |c: &Child| {
+            if carries_priority(&c.name) {
+                parse_priority(&c.name)
+            } else {
+                0
+            }
+        };
+        items.sort_by_cached_key(|c| (priority(c), seq(c)));
+        Order::Priority
+    } else {
+        Order::Fifo
+    }
+}
+
 /// Curator's due key: `|<ms since the epoch as ≥ 8 upper-case hex digits>|`.
 pub(crate) fn due_key(epoch_ms: u64) -> String {
     format!("|{epoch_ms:08X}|")
@@ -236,6 +291,47 @@ mod tests {
         let firsts: Vec<char> = a.names.iter().filter_map(|n| n.chars().next()).collect();
         assert_eq!(firsts, vec!['b', 'e', 'a']);
         assert_eq!(a.next_due, Some(700));
+    }
+
+    #[test]
+    fn inspection_tells_the_order_from_the_names() {
+        let c = |n: String, s| Child::new(n, Some(s));
+        let names =
+            |v: &[Child]| -> Vec<char> { v.iter().filter_map(|c| c.name.chars().next()).collect() };
+        // Plain items, ZooKeeper's suffix (even one that reads as a key).
+        let mut plain = vec![
+            c("a-item-1000000050".into(), 1_000_000_050),
+            c("b-item-1000000051".into(), 1_000_000_051),
+        ];
+        assert_eq!(sort_for_inspection(&mut plain), Order::Fifo);
+        assert_eq!(names(&plain), ['a', 'b']);
+        // Plain items, etcd's suffix (lease in lower-case hex, counter).
+        let mut etcd = vec![
+            c("a-item-694d9a3c1e2b4f010000000007".into(), 40),
+            c("b-item-1a2b3c4d5e6f70800000000008".into(), 41),
+        ];
+        assert_eq!(sort_for_inspection(&mut etcd), Order::Fifo);
+        assert_eq!(names(&etcd), ['a', 'b']);
+        // Priority: lowest first, then by sequence; a keyless item is 0.
+        let mut prio = vec![
+            c(format!("a-item-{}0000000001", priority_key(5)), 1),
+            c(format!("b-item-{}0000000002", priority_key(-1)), 2),
+            c("c-item-0000000003".into(), 3),
+            c(
+                format!("d-item-{}694d9a3c1e2b4f010000000004", priority_key(-1)),
+                4,
+            ),
+        ];
+        assert_eq!(sort_for_inspection(&mut prio), Order::Priority);
+        assert_eq!(names(&prio), ['b', 'd', 'c', 'a']);
+        // Delay: earliest due first, due or not.
+        let mut delay = vec![
+            c(format!("a-item-{}0000000001", due_key(900)), 1),
+            c(format!("b-item-{}0000000002", due_key(300)), 2),
+            c(format!("c-item-{}0000000003", due_key(300)), 3),
+        ];
+        assert_eq!(sort_for_inspection(&mut delay), Order::Delay);
+        assert_eq!(names(&delay), ['b', 'c', 'a']);
     }
 
     #[test]

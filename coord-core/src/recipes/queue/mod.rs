@@ -66,7 +66,7 @@ use crate::session::Session;
 mod cache;
 mod claim;
 mod engine;
-mod keys;
+pub(crate) mod keys;
 mod ordered;
 mod reliable;
 
