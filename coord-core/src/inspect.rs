@@ -4,8 +4,10 @@
 //! there and shows its state: the holders and waiters of a [`Lock`],
 //! [`RwLock`] or [`Semaphore`], the leader and candidates of an
 //! [`Election`], the members of a [`Group`], the length and head of a
-//! [`Queue`] (plain or reliable), the last run of a [`PeriodicJob`] — each
-//! node with its data, stamp, creation time and age.
+//! [`Queue`] (plain or reliable; a priority or delay queue's head in its
+//! own order, told from the item names), the last run of a
+//! [`PeriodicJob`] — each node with its data, stamp, creation time and
+//! age.
 //!
 //! The recipe is recognised by the names its nodes take (the markers of
 //! [`crate::recipes::names`], [`ElectionLayout`], [`MEMBER_MARKER`],
