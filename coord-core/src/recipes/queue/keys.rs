@@ -117,10 +117,9 @@ pub(crate) fn priority_key(priority: i32) -> String {
 
 /// The priority in an item name; 0 when it carries none.
 pub(crate) fn parse_priority(name: &str) -> i32 {
-    let Some(i) = name.rfind(ITEM_MARKER) else {
+    let Some(key) = after_marker(name) else {
         return 0;
     };
-    let key = &name[i + ITEM_MARKER.len()..];
     let (Some(sign), Some(hex)) = (key.get(..1), key.get(1..9)) else {
         return 0;
     };
@@ -152,7 +151,7 @@ fn carries_priority(name: &str) -> bool {
                 .as_bytes()
                 .get(1..9)
                 .is_some_and(|h| h.iter().all(|b| matches!(b, b'0'..=b'9' | b'A'..=b'F')))
-            && priority_key(parse_priority(name)) == rest[..9]
+            && rest.get(..9) == Some(priority_key(parse_priority(name)).as_str())
     })
 }
 
