@@ -51,6 +51,15 @@ pub struct LockKind {
     /// Whether `participants()` lists the waiters (the simple lock's
     /// waiters make no node, so only its holder is listed).
     pub lists_waiters: bool,
+    /// A [`Lock`] under the kind's directory (this relative name) that a
+    /// contender who must wait queues on first: the semaphore's internal
+    /// lock (`locks`). Its first attempt, made before it queues there, may
+    /// touch what a queued waiter watches (a semaphore's fast attempt
+    /// makes a lease node and deletes it, waking the waiter counting the
+    /// leases), so a test that counts a release's wake-ups holds this
+    /// lock while its waiters arrive and lets go once every first
+    /// attempt is over.
+    pub queue_gate: Option<&'static str>,
 }
 
 impl LockKind {
@@ -67,6 +76,7 @@ impl LockKind {
             reentrant: false,
             wakeups_per_release: Some(1),
             lists_waiters: true,
+            queue_gate: None,
         }
     }
 
@@ -95,6 +105,13 @@ impl LockKind {
     /// many as there are, when fewer).
     pub const fn wakeups_per_release(mut self, n: u64) -> Self {
         self.wakeups_per_release = Some(n);
+        self
+    }
+
+    /// Contenders who must wait queue on the [`Lock`] at `name` under
+    /// the kind's directory (see [`LockKind::queue_gate`]).
+    pub const fn queue_gate(mut self, name: &'static str) -> Self {
+        self.queue_gate = Some(name);
         self
     }
 
@@ -152,10 +169,11 @@ fn read_half(s: &Session, p: &str, st: &Stats) -> Result<Box<dyn Lockable>> {
 /// - `Lock`: everything.
 /// - `SimpleLock`: waiters race for the node (not FIFO), a release wakes
 ///   them all, and waiters make no node (not listed).
-/// - `SemaphoreMutex`: FIFO through the semaphore's internal lock; a
-///   release wakes the acquirer counting leases, and its hand-off of the
-///   internal lock wakes the next acquirer: two wake-ups per release (one
-///   when the last waiter is granted).
+/// - `SemaphoreMutex`: FIFO through the semaphore's internal lock
+///   (`locks`, its queue gate); a release wakes the acquirer counting
+///   leases, and its hand-off of the internal lock wakes the next
+///   acquirer: two wake-ups per release (one when the last waiter is
+///   granted).
 /// - `RwLock::write_lock`: as `Lock`.
 /// - `RwLock::read_lock`: shared; its rival is the write half.
 /// - `ReentrantLock<Lock>`: as `Lock`, re-entered by the holding handle.
@@ -173,7 +191,8 @@ pub fn lock_kinds() -> Vec<LockKind> {
         LockKind::new("SemaphoreMutex", |s, p, st| {
             Ok(Box::new(SemaphoreMutex::new(s, p)?.with_stats(st.clone())))
         })
-        .wakeups_per_release(2),
+        .wakeups_per_release(2)
+        .queue_gate("locks"),
         LockKind::new("RwLock::write_lock", write_half),
         LockKind::new("RwLock::read_lock", read_half).shared_with(write_half),
         LockKind::new("ReentrantLock<Lock>", |s, p, st| {

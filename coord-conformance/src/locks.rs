@@ -57,6 +57,20 @@ async fn handoff(
         .acquire()
         .await
         .unwrap_or_else(|e| panic!("{name}: the first acquire of a free lock: {e}"));
+    // Where waiters queue on a gate, hold it while they arrive: a waiter's
+    // first attempt may wake a waiter queued earlier (see
+    // `LockKind::queue_gate`), and that wake-up may come late enough to
+    // land in the first release's count.
+    let gate = match kind.queue_gate {
+        Some(g) => Some(
+            Lock::new(&sessions[0], &join(dir, g))
+                .expect("the queue gate")
+                .acquire()
+                .await
+                .unwrap_or_else(|e| panic!("{name}: the queue gate: {e}")),
+        ),
+        None => None,
+    };
     let (tx, mut rx) = mpsc::unbounded_channel::<(usize, LockGuard)>();
     let mut tasks = Vec::new();
     for (i, s) in sessions[1..].iter().enumerate() {
@@ -73,6 +87,23 @@ async fn handoff(
             &stats,
             (i + 1) as u64,
             &format!("{name}: waiter {i} blocked"),
+        )
+        .await;
+    }
+    if let Some(gate) = gate {
+        // Every first attempt is over: each waiter is queued on the gate.
+        // Let go; the first waiter takes the gate (one wake-up) and waits
+        // for the hold, and nothing else is left to wake anyone.
+        let before = stats.wakeups();
+        gate.release()
+            .await
+            .unwrap_or_else(|e| panic!("{name}: release the queue gate: {e}"));
+        eventually(
+            &format!("{name}: the first waiter past the gate, waiting for the hold"),
+            || {
+                let st = stats.clone();
+                async move { st.wakeups() > before && st.waiting() == n as u64 }
+            },
         )
         .await;
     }
