@@ -56,31 +56,34 @@ enum Contender {
 
 impl Contender {
     /// Acquire, run `inside` (synchronously, while holding), release.
-    /// With `pause`, the holder also yields to the runtime once while it
-    /// holds, as a process doing work would: on mem a whole acquire and
-    /// release completes without yielding, so without it contenders never
-    /// overlap and W2 would measure one task re-taking a free lock.
+    /// With `pause`, the holder also yields to the runtime while it holds
+    /// until another contender waits ([`Overlap::hold`]).
     async fn hold_once(
         &mut self,
         inside: &mut (dyn FnMut() + Send),
-        pause: bool,
+        pause: Option<&Overlap>,
     ) -> BenchResult<()> {
         let mut inside = || {
             inside();
-            pause
+            pause.is_some()
+        };
+        let pause = || async {
+            if let Some(o) = pause {
+                o.hold().await;
+            }
         };
         match self {
             Contender::Recipe(l) => {
                 let g = l.acquire().await?;
                 if inside() {
-                    tokio::task::yield_now().await;
+                    pause().await;
                 }
                 g.release().await?;
             }
             Contender::RecipeDrop(l) => {
                 let g = l.acquire().await?;
                 if inside() {
-                    tokio::task::yield_now().await;
+                    pause().await;
                 }
                 // Released in the background; the session's next request
                 // queues behind the delete.
@@ -89,7 +92,7 @@ impl Contender {
             Contender::Simple(l) => {
                 let g = l.acquire().await?;
                 if inside() {
-                    tokio::task::yield_now().await;
+                    pause().await;
                 }
                 g.release().await?;
             }
@@ -103,7 +106,7 @@ impl Contender {
                         )?;
                 let g = client.lock(prefix, b"", options).await?;
                 if inside() {
-                    tokio::task::yield_now().await;
+                    pause().await;
                 }
                 // The crate's release: dropping the guard deletes the node
                 // in the background; the session's next request queues
@@ -119,14 +122,14 @@ impl Contender {
                     .await?;
                 let key = r.key().to_vec();
                 if inside() {
-                    tokio::task::yield_now().await;
+                    pause().await;
                 }
                 client.unlock(key).await?;
             }
             Contender::Tokio(m) => {
                 let g = m.lock().await;
                 if inside() {
-                    tokio::task::yield_now().await;
+                    pause().await;
                 }
                 drop(g);
             }
@@ -138,6 +141,55 @@ impl Contender {
         if let Contender::Etcd(mut client, lease, _) = self {
             let _ = client.lease_revoke(lease).await;
         }
+    }
+}
+
+/// What W2's holder waits for while it holds: another contender waiting
+/// for the lock, so that every grant but the first is a handoff. On mem a
+/// whole acquire and release completes without yielding, and with two
+/// worker threads a holder that yielded once often let go before any
+/// other contender had queued: W2 then measured tasks re-taking a free
+/// lock (the smoke test once saw 0 wake-ups in a whole run). Against a
+/// server the others are queued already, and the first look says so.
+struct Overlap {
+    /// Contenders that asked for the lock and were not granted yet: the
+    /// only sign a native client gives.
+    asking: AtomicUsize,
+    /// The recipes' counters: a waiter counts as waiting once its watch
+    /// is armed, so a release is sure to wake it.
+    stats: Option<Stats>,
+    /// Contenders still looping; a holder alone waits for no one.
+    running: AtomicUsize,
+}
+
+impl Overlap {
+    fn someone_waits(&self) -> bool {
+        match &self.stats {
+            Some(st) => st.waiting() > 0,
+            None => self.asking.load(Ordering::SeqCst) > 0,
+        }
+    }
+
+    /// Yield to the runtime, and again until another contender waits or
+    /// no other still runs. Ends: a contender that does not wait either
+    /// asks for the lock (and comes to wait) or leaves its loop.
+    async fn hold(&self) {
+        loop {
+            tokio::task::yield_now().await;
+            if self.someone_waits() || self.running.load(Ordering::SeqCst) <= 1 {
+                return;
+            }
+        }
+    }
+}
+
+/// Counts a W2 contender out of [`Overlap::running`] when its task ends,
+/// however it ends.
+struct Running(Arc<Overlap>);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.0.running.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -222,7 +274,7 @@ pub async fn uncontended(
         let mut c = one.pop().ok_or("no contender")?;
         // Warm up (directory creation, connection).
         for _ in 0..cycles.clamp(1, 20) {
-            c.hold_once(&mut || {}, false).await?;
+            c.hold_once(&mut || {}, None).await?;
         }
         cs.push(c);
     }
@@ -238,7 +290,7 @@ pub async fn uncontended(
             let start = Instant::now();
             let mut last = start;
             for _ in 0..per_block {
-                cs[i].hold_once(&mut || {}, false).await?;
+                cs[i].hold_once(&mut || {}, None).await?;
                 let now = Instant::now();
                 lat[i].push(now - last);
                 last = now;
@@ -299,6 +351,12 @@ pub async fn contended(
 ) -> BenchResult<Handoffs> {
     let stats = Stats::new();
     let cs = contenders(target, sessions, kind, k, dir, &stats).await?;
+    let overlap = Arc::new(Overlap {
+        asking: AtomicUsize::new(0),
+        stats: matches!(kind, LockKind::Lock | LockKind::LockDrop | LockKind::Simple)
+            .then(|| stats.clone()),
+        running: AtomicUsize::new(k),
+    });
     let shared = Arc::new(Mutex::new(Shared::default()));
     let inside_now = Arc::new(AtomicBool::new(false));
     let violations = Arc::new(AtomicUsize::new(0));
@@ -309,7 +367,9 @@ pub async fn contended(
         let inside_now = inside_now.clone();
         let violations = violations.clone();
         let gate = start_gate.clone();
+        let overlap = overlap.clone();
         set.spawn(async move {
+            let _running = Running(overlap.clone());
             gate.wait().await;
             loop {
                 if lock(&shared).count >= total {
@@ -317,6 +377,7 @@ pub async fn contended(
                 }
                 let mut stop = false;
                 let mut inside = || {
+                    overlap.asking.fetch_sub(1, Ordering::SeqCst);
                     if inside_now.swap(true, Ordering::SeqCst) {
                         violations.fetch_add(1, Ordering::Relaxed);
                     }
@@ -333,7 +394,8 @@ pub async fn contended(
                     inside_now.store(false, Ordering::SeqCst);
                     sh.last_release = Some(Instant::now());
                 };
-                let r = c.hold_once(&mut inside, true).await;
+                overlap.asking.fetch_add(1, Ordering::SeqCst);
+                let r = c.hold_once(&mut inside, Some(&overlap)).await;
                 if let Err(e) = r {
                     c.finish().await;
                     return Err(e);
