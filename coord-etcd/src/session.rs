@@ -497,6 +497,9 @@ impl EtcdSession {
                         continue;
                     }
                     let done = txn::interpret(&plan, fence.as_ref(), &resp, retrying)?;
+                    if let Some(lease) = txn::deleted_lease(&plan, &resp) {
+                        crate::ttl::forget_deleted(shared, lease).await;
+                    }
                     if let (Some(p), true) = (&parent, resp.succeeded()) {
                         if let Ok(mut dirs) = self.dirs.lock() {
                             if dirs.len() >= DIRS_KEPT && !dirs.contains(p) {
@@ -845,6 +848,7 @@ impl PrimitiveSession for EtcdSession {
                 Ok(resp) => {
                     shared.saw_header(resp.header());
                     if let Some(kv) = resp.prev_kvs().first() {
+                        crate::ttl::forget_deleted(shared, kv.lease()).await;
                         return Ok(Some(kv.value().to_vec()));
                     }
                     if !ambiguous {

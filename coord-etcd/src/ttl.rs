@@ -70,6 +70,26 @@ pub(crate) async fn revoke(shared: &Shared, id: i64) {
     }
 }
 
+/// After a node on `lease` was deleted: if that lease is a TTL node's
+/// (its marker is there), revoke it, which deletes the marker too, so a
+/// TTL node deleted before its TTL leaves nothing on the server. A
+/// session's lease (ours, or another session's whose ephemeral node was
+/// deleted) has no marker and is left alone. Best effort, as the read and
+/// the revoke are retried: a lease left behind expires on its own after
+/// its TTL.
+pub(crate) async fn forget_deleted(shared: &Shared, lease: i64) {
+    if lease == 0 || lease == shared.lease {
+        return;
+    }
+    match shared.get(&shared.keys.ttl_marker(lease), None).await {
+        Ok(resp) if resp.kvs().is_empty() => {}
+        Ok(_) => revoke(shared, lease).await,
+        Err(e) => {
+            tracing::debug!(error = %e, lease, "etcd: could not read a deleted node's lease marker");
+        }
+    }
+}
+
 /// The lease a node's stat names, when it is not this session's own.
 fn foreign_lease(shared: &Shared, stat: &Stat) -> Option<i64> {
     let owner = stat.owner.as_ref()?;

@@ -221,7 +221,15 @@ impl Plan {
                 // Keep the key's lease: an ephemeral node stays ephemeral.
                 Some(PutOptions::new().with_ignore_lease().with_prev_key()),
             )],
-            Plan::Delete(d) => vec![TxnOp::delete(d.key.as_str(), None::<DeleteOptions>)],
+            // With the deleted key, whose lease says whether it was a TTL
+            // node (see `deleted_lease`); not for this session's own
+            // contender nodes, which never are.
+            Plan::Delete(d) => vec![TxnOp::delete(
+                d.key.as_str(),
+                d.created
+                    .is_none()
+                    .then(|| DeleteOptions::new().with_prev_key()),
+            )],
         }
     }
 
@@ -490,6 +498,22 @@ pub(crate) fn sibling_listing(plan: &Plan, resp: &TxnResponse) -> Option<Vec<Key
         }
         _ => None,
     }
+}
+
+/// The lease of the key a delete that succeeded removed, when it had one
+/// (an ephemeral node's, or a TTL node's own).
+pub(crate) fn deleted_lease(plan: &Plan, resp: &TxnResponse) -> Option<i64> {
+    if !matches!(plan, Plan::Delete(_)) || !resp.succeeded() {
+        return None;
+    }
+    resp.op_responses().iter().find_map(|r| match r {
+        TxnOpResponse::Delete(d) => d
+            .prev_kvs()
+            .first()
+            .map(KeyValue::lease)
+            .filter(|&l| l != 0),
+        _ => None,
+    })
 }
 
 #[cfg(test)]
