@@ -63,10 +63,6 @@ impl Contender {
         inside: &mut (dyn FnMut() + Send),
         pause: Option<&Overlap>,
     ) -> BenchResult<()> {
-        let mut inside = || {
-            inside();
-            pause.is_some()
-        };
         let pause = || async {
             if let Some(o) = pause {
                 o.hold().await;
@@ -75,25 +71,22 @@ impl Contender {
         match self {
             Contender::Recipe(l) => {
                 let g = l.acquire().await?;
-                if inside() {
-                    pause().await;
-                }
+                inside();
+                pause().await;
                 g.release().await?;
             }
             Contender::RecipeDrop(l) => {
                 let g = l.acquire().await?;
-                if inside() {
-                    pause().await;
-                }
+                inside();
+                pause().await;
                 // Released in the background; the session's next request
                 // queues behind the delete.
                 drop(g);
             }
             Contender::Simple(l) => {
                 let g = l.acquire().await?;
-                if inside() {
-                    pause().await;
-                }
+                inside();
+                pause().await;
                 g.release().await?;
             }
             Contender::Zk(client, dir) => {
@@ -105,9 +98,8 @@ impl Contender {
                                 .with_acls(zookeeper_client::Acls::anyone_all()),
                         )?;
                 let g = client.lock(prefix, b"", options).await?;
-                if inside() {
-                    pause().await;
-                }
+                inside();
+                pause().await;
                 // The crate's release: dropping the guard deletes the node
                 // in the background; the session's next request queues
                 // behind that delete (FIFO), so a loop pays for it.
@@ -121,16 +113,14 @@ impl Contender {
                     )
                     .await?;
                 let key = r.key().to_vec();
-                if inside() {
-                    pause().await;
-                }
+                inside();
+                pause().await;
                 client.unlock(key).await?;
             }
             Contender::Tokio(m) => {
                 let g = m.lock().await;
-                if inside() {
-                    pause().await;
-                }
+                inside();
+                pause().await;
                 drop(g);
             }
         }

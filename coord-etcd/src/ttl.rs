@@ -81,13 +81,19 @@ pub(crate) async fn forget_deleted(shared: &Shared, lease: i64) {
     if lease == 0 || lease == shared.lease {
         return;
     }
-    match shared.get(&shared.keys.ttl_marker(lease), None).await {
-        Ok(resp) if resp.kvs().is_empty() => {}
-        Ok(_) => revoke(shared, lease).await,
+    match marked(shared, lease).await {
+        Ok(false) => {}
+        Ok(true) => revoke(shared, lease).await,
         Err(e) => {
             tracing::debug!(error = %e, lease, "etcd: could not read a deleted node's lease marker");
         }
     }
+}
+
+/// Whether `lease` carries a TTL marker: one read.
+async fn marked(shared: &Shared, lease: i64) -> Result<bool> {
+    let resp = shared.get(&shared.keys.ttl_marker(lease), None).await?;
+    Ok(!resp.kvs().is_empty())
 }
 
 /// The lease a node's stat names, when it is not this session's own.
@@ -104,9 +110,7 @@ pub(crate) async fn ttl_lease(shared: &Shared, stat: &Stat) -> Result<Option<i64
     let Some(lease) = foreign_lease(shared, stat) else {
         return Ok(None);
     };
-    let marker = shared.keys.ttl_marker(lease);
-    let resp = shared.get(&marker, None).await?;
-    Ok((!resp.kvs().is_empty()).then_some(lease))
+    Ok(marked(shared, lease).await?.then_some(lease))
 }
 
 /// `stat` as a TTL node's: persistent, owned by no session.
