@@ -20,7 +20,8 @@
 //! # Ok(()) }
 //! ```
 //!
-//! Every recipe has an example in [`recipes`].
+//! Every recipe has an example in [`recipes`], and a runnable program in
+//! `coord/examples/`.
 //!
 //! ## Cargo features
 //!
@@ -29,8 +30,9 @@
 //! | (always) | in-process store | `mem://` | nothing |
 //! | `zk` | ZooKeeper (`coord-zk`) | `zk://…` | nothing |
 //! | `etcd` | etcd v3.4+ (`coord-etcd`) | `etcd://…` | `protoc` (etcd-client compiles its protobufs) |
-//! | `redis` | Redis 7 (`coord-redis`) | `redis://…` | nothing |
+//! | `redis` | Redis 7 (`coord-redis`) | `redis://…`, `rediss://…` | nothing |
 //! | `full` | all of the above | | `protoc` |
+//! | `metrics` | (no backend) metrics through the `metrics` facade: see [`telemetry`] | | nothing |
 //!
 //! No feature is on by default: the default build needs no server and no
 //! `protoc`. A URL whose backend is not compiled in fails with
@@ -43,9 +45,10 @@
 //! | URL | what |
 //! |---|---|
 //! | `mem://` | the process-wide in-memory store, [`default_mem_store`] |
-//! | `zk://h1:2181,h2:2181/chroot` | a ZooKeeper ensemble; every path lives under the optional chroot (made if missing); port 2181 when omitted |
-//! | `etcd://h1:2379,h2:2379/namespace` | an etcd cluster over plain HTTP; every key starts with the optional namespace; port 2379 when omitted; `etcd://user:password@…` when auth is on |
+//! | `zk://[user:password@]h1:2181,h2:2181/chroot` | a ZooKeeper ensemble; every path lives under the optional chroot (made if missing); port 2181 when omitted; credentials log in with digest auth |
+//! | `etcd://[user:password@]h1:2379,h2:2379/namespace` | an etcd cluster; every key starts with the optional namespace; port 2379 when omitted; credentials when etcd's auth is on |
 //! | `redis://[user:password@]host:6379/db` | one Redis server; port 6379 and database 0 when omitted |
+//! | `rediss://…` | the same, over TLS |
 //!
 //! Query parameters:
 //! - `session_timeout=<duration>` (all): how long the server keeps a
@@ -54,9 +57,22 @@
 //!   durations are written `500ms`, `10s`, `1m` ([`parse_duration`]).
 //!   [`Connector::session_timeout`] sets it in code (and wins over the URL).
 //!   It must be longer than zero and at most a day
-//!   ([`limits::MAX_SESSION_TIMEOUT`]); anything else is refused with
-//!   [`ConnectError::InvalidUrl`] (or [`ConnectError::InvalidOption`]), as
-//!   is a duration that does not parse.
+//!   ([`limits::MAX_SESSION_TIMEOUT`]), and on Redis at least 300 ms;
+//!   anything else is refused with [`ConnectError::InvalidUrl`] (or
+//!   [`ConnectError::InvalidOption`]), as is a duration that does not parse.
+//! - `tls=true`, `ca=PATH`, `cert=PATH&key=PATH`, `server_name=NAME` (zk,
+//!   etcd, redis): TLS, trusting the public web roots built in or the
+//!   certificate authorities of `ca`; `cert` and `key` present a client
+//!   certificate (mutual TLS). Any of `ca`, `cert`, `key`, `server_name`
+//!   turns TLS on.
+//!   `server_name` checks the server's certificate for another name: etcd
+//!   only (ZooKeeper refuses it, Redis refuses one other than the URL's
+//!   host). The files are read when the session connects.
+//! - `auth=digest|sasl` (zk only): how the URL's credentials log in
+//!   (default `digest`; `sasl` is SASL DIGEST-MD5).
+//! - `acl=creator|creator_only|open` (zk only): the ACL of every node coord
+//!   creates (default `creator` with credentials, `open` without; the
+//!   creator ACLs need credentials).
 //! - `namespace=<name>` (redis only): keep every key under `{name}:`
 //!   (default `coord`), so applications can share a server.
 //! - `keyspace_events=enable|require|assume` (redis only): what to do
@@ -65,13 +81,16 @@
 //!
 //! Everything between `://` and the last `@` is the user info (a password
 //! may hold reserved characters as they are, or percent-encoded); a path or
-//! query cannot hold a raw `@`.
+//! query cannot hold a raw `@`. A URL is checked completely before any I/O:
+//! a malformed one fails with [`ConnectError::InvalidUrl`] saying what is
+//! wrong, with any password shown as `***`; an unknown query parameter is
+//! refused, never ignored.
 //!
-//! Not supported: `rediss://` (TLS is not compiled into the Redis client),
-//! Unix sockets, Redis Cluster, `https://` etcd endpoints, ZooKeeper
-//! credentials in the URL. A URL is checked completely before any I/O: a
-//! malformed one fails with [`ConnectError::InvalidUrl`] saying what is
-//! wrong, with any password shown as `***`.
+//! Not supported, and refused with what to write instead
+//! ([`ConnectError::UnsupportedScheme`], [`ConnectError::InvalidUrl`]):
+//! Unix sockets, Redis Cluster (more than one Redis host), and the schemes
+//! `http://`, `https://`, `zks://`, `etcds://` (write `etcd://…?tls=true` or
+//! `zk://…?tls=true`).
 //!
 //! ## `mem://`: one store per process
 //!
@@ -163,3 +182,9 @@ pub use coord_etcd as etcd;
 /// The Redis backend (feature `redis`).
 #[cfg(feature = "redis")]
 pub use coord_redis as redis;
+
+// Every ```rust block of the README compiles (and, unless `no_run`, runs)
+// as a doc test of this crate, so the README cannot drift from the API.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;

@@ -296,9 +296,9 @@
 //!
 //! # [`PeriodicJob`]: at most once per period, across instances
 //!
-//! The 9-pods/6-hourly job problem ("9 pods, one SQL job every 6 hours"),
-//! crash-safe: every instance calls [`PeriodicJob::run`] each period; one
-//! runs the job, the others find it done.
+//! Every instance calls [`PeriodicJob::run`] each period; one runs the
+//! job, the others find it done — also when the runner crashes mid-run
+//! (what happens to that period is [`OnCrash`]'s choice).
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
@@ -327,21 +327,20 @@
 //!
 //! # [`SimpleLock`]: the herd-effect baseline
 //!
-//! The paper's simple lock: every waiter watches the one lock node, so
-//! every release wakes them all. It is kept to measure what [`Lock`] saves
-//! (compare their [`Stats`]); use [`Lock`].
+//! Exclusive, not FIFO: every waiter watches the one lock node, so every
+//! release wakes them all (the ZooKeeper paper's simple lock, the baseline
+//! [`Lock`] is measured against). Use [`Lock`].
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! use coord::recipes::SimpleLock;
+//! use coord::SimpleLock;
 //!
 //! let session = coord::connect("mem://").await?;
 //! let lock = SimpleLock::new(&session, "/locks/baseline")?;
 //! let guard = lock.acquire().await?;
 //! assert!(lock.try_acquire().await?.is_none());
 //! guard.release().await?;
-//! assert_eq!(lock.stats().acquisitions(), 1);
 //! # Ok(()) }
 //! ```
 //!
@@ -407,9 +406,8 @@
 //!
 //! # [`ReentrantLock`]: re-enter as the same owner
 //!
-//! The owner is the `ReentrantLock` value and its clones (not the task:
-//! one task can run many futures at once); holds are counted and the lock
-//! is released when the last one goes.
+//! The owner is the `ReentrantLock` value and its clones, not the task;
+//! holds are counted and the lock is released when the last one goes.
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
@@ -452,6 +450,30 @@
 //! assert!(hits.compare_and_set(version, value + 1).await?);
 //! assert!(!hits.compare_and_set(version, 0).await?); // stale version
 //! assert!(matches!(hits.add(i64::MAX).await, Err(coord::Error::InvalidArgument(_))));
+//! # Ok(()) }
+//! ```
+//!
+//! # [`NodeCache`], [`ChildrenCache`], [`TreeCache`]: a local view
+//!
+//! A node, a directory's children, or a subtree to a depth, kept current;
+//! each change arrives as a [`CacheEvent`], and no change is missed.
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use coord::{CacheEvent, ChildrenCache, CreateMode};
+//!
+//! let session = coord::connect("mem://").await?;
+//! session.create("/services/api/10.0.0.7", b"up", CreateMode::Persistent).await?;
+//! let mut cache = ChildrenCache::start(&session, "/services/api")?;
+//! while cache.next_event().await? != CacheEvent::Initialized {}
+//! assert_eq!(cache.current()["/services/api/10.0.0.7"].data, b"up");
+//!
+//! let writer = coord::connect("mem://").await?;
+//! writer.delete("/services/api/10.0.0.7", None).await?;
+//! let removed = CacheEvent::Removed { path: "/services/api/10.0.0.7".into() };
+//! assert_eq!(cache.next_event().await?, removed);
+//! cache.close();
 //! # Ok(()) }
 //! ```
 //!
