@@ -1,16 +1,16 @@
-//! The lock-like workloads' runners: one contender loop shared by the
-//! recipes and the baselines (W1, W2), and the mixed loops of W3 and W4.
+//! The contender loop W1 and W2 share: coord's locks and the native
+//! baselines behind one interface, run uncontended (W1) or contended (W2).
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use coord::core::recipes::{SimpleLock, Stats};
-use coord::{Lock, RwLock, Semaphore, Session};
+use coord::{Lock, Session};
 
-use crate::report::{percentiles, Percentiles};
+use crate::error::{BenchError, BenchResult};
+use crate::stats::{percentiles, Percentiles};
 use crate::target::Target;
-use crate::BenchResult;
 
 /// Which lock a contender takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,6 +40,17 @@ impl LockKind {
             LockKind::ZkNative => "zookeeper-client lock",
             LockKind::EtcdNative => "etcd lock RPC",
             LockKind::Tokio => "tokio Mutex",
+        }
+    }
+
+    /// The native lock W1 and W2 compare with on `backend` (a short
+    /// name, as [`Target::backend`]): none on Redis.
+    pub fn native(backend: &str) -> Option<LockKind> {
+        match backend {
+            "zk" => Some(LockKind::ZkNative),
+            "etcd" => Some(LockKind::EtcdNative),
+            "mem" => Some(LockKind::Tokio),
+            _ => None,
         }
     }
 }
@@ -395,7 +406,7 @@ pub async fn contended(
                 }
             }
             c.finish().await;
-            Ok::<(), crate::BenchError>(())
+            Ok::<(), BenchError>(())
         });
     }
     // Timed from before the gate opens: a fast run may finish before
@@ -438,161 +449,4 @@ pub async fn contended(
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// What W3 and W4 take.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MixKind {
-    /// `RwLock`: every tenth operation writes, the others read.
-    ReadWrite,
-    /// `Lock` for every operation (W3's and W4's baseline).
-    Exclusive,
-    /// `Semaphore` with this many leases, one lease per operation.
-    Semaphore(u32),
-}
-
-/// W3 / W4 results.
-#[derive(Debug, Clone, Copy)]
-pub struct Mixed {
-    /// Operations (acquire + release) per second, all sessions together.
-    pub per_s: f64,
-    /// Acquire latency of reads (or of every operation).
-    pub read: Percentiles,
-    /// Acquire latency of writes (`ReadWrite` only).
-    pub write: Percentiles,
-    /// The most holders inside at once.
-    pub max_inside: usize,
-}
-
-/// Run W3 / W4: each session does `ops` operations.
-///
-/// # Errors
-/// Server errors.
-pub async fn mixed(
-    sessions: &[Session],
-    kind: MixKind,
-    dir: &str,
-    ops: usize,
-) -> BenchResult<Mixed> {
-    let inside = Arc::new(AtomicUsize::new(0));
-    let max_inside = Arc::new(AtomicUsize::new(0));
-    let gate = Arc::new(tokio::sync::Barrier::new(sessions.len() + 1));
-    let n = sessions.len();
-    let mut set = tokio::task::JoinSet::new();
-    for (t, s) in sessions.iter().enumerate() {
-        let s = s.clone();
-        let dir = dir.to_owned();
-        let inside = inside.clone();
-        let max_inside = max_inside.clone();
-        let gate = gate.clone();
-        set.spawn(async move {
-            let mut reads = Vec::new();
-            let mut writes = Vec::new();
-            let enter = || {
-                let now = inside.fetch_add(1, Ordering::SeqCst) + 1;
-                max_inside.fetch_max(now, Ordering::SeqCst);
-            };
-            let leave = || {
-                inside.fetch_sub(1, Ordering::SeqCst);
-            };
-            gate.wait().await;
-            match kind {
-                MixKind::ReadWrite => {
-                    let rw = RwLock::new(&s, &dir)?;
-                    for i in 0..ops {
-                        let write = (i * n + t) % 10 == 0;
-                        let t0 = Instant::now();
-                        let g = if write {
-                            rw.write().await?
-                        } else {
-                            rw.read().await?
-                        };
-                        let d = t0.elapsed();
-                        if write {
-                            writes.push(d);
-                        } else {
-                            reads.push(d);
-                        }
-                        enter();
-                        leave();
-                        g.release().await?;
-                    }
-                }
-                MixKind::Exclusive => {
-                    let l = Lock::new(&s, &dir)?;
-                    for _ in 0..ops {
-                        let t0 = Instant::now();
-                        let g = l.acquire().await?;
-                        reads.push(t0.elapsed());
-                        enter();
-                        leave();
-                        g.release().await?;
-                    }
-                }
-                MixKind::Semaphore(leases) => {
-                    let sem = Semaphore::new(&s, &dir, leases)?;
-                    for _ in 0..ops {
-                        let t0 = Instant::now();
-                        let l = sem.acquire(1).await?;
-                        reads.push(t0.elapsed());
-                        enter();
-                        // Hold briefly so that leases overlap.
-                        tokio::task::yield_now().await;
-                        leave();
-                        Semaphore::return_all(l).await?;
-                    }
-                }
-            }
-            Ok::<_, crate::BenchError>((reads, writes))
-        });
-    }
-    // Timed from before the gate opens: a fast run may finish before
-    // this task is polled again.
-    let start = Instant::now();
-    gate.wait().await;
-    let mut reads = Vec::new();
-    let mut writes = Vec::new();
-    while let Some(r) = set.join_next().await {
-        let (r, w) = r??;
-        reads.extend(r);
-        writes.extend(w);
-    }
-    let elapsed = start.elapsed().as_secs_f64();
-    Ok(Mixed {
-        per_s: (ops * n) as f64 / elapsed,
-        read: percentiles(&mut reads),
-        write: percentiles(&mut writes),
-        max_inside: max_inside.load(Ordering::SeqCst),
-    })
-}
-
-/// The raw round trip: create an ephemeral node and delete it, `ops` times
-/// on one session.
-///
-/// # Errors
-/// Server errors.
-pub async fn raw_round_trip(session: &Session, dir: &str, ops: usize) -> BenchResult<Cycles> {
-    let path = format!("{dir}/node");
-    session.ensure_dir(dir).await?;
-    for _ in 0..ops.clamp(1, 20) {
-        session
-            .create(&path, b"", coord::CreateMode::Ephemeral)
-            .await?;
-        session.delete(&path, None).await?;
-    }
-    let mut lat = Vec::with_capacity(ops);
-    let start = Instant::now();
-    for _ in 0..ops {
-        let t0 = Instant::now();
-        session
-            .create(&path, b"", coord::CreateMode::Ephemeral)
-            .await?;
-        session.delete(&path, None).await?;
-        lat.push(t0.elapsed());
-    }
-    Ok(Cycles {
-        per_s: ops as f64 / start.elapsed().as_secs_f64(),
-        blocks: Vec::new(),
-        latency: percentiles(&mut lat),
-    })
 }

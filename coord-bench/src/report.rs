@@ -6,73 +6,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-/// Which way is better for a metric.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Better {
-    /// Throughputs.
-    Higher,
-    /// Latencies, costs.
-    Lower,
-}
-
-/// One figure of a run.
-#[derive(Debug, Clone)]
-pub struct Row {
-    /// A stable key, e.g. `w2.lock.k32.handoffs_per_s`.
-    pub key: String,
-    /// `W1` … `W8`, or `base` for a baseline-only row.
-    pub workload: String,
-    /// What ran: recipe, sessions, …
-    pub case: String,
-    /// What was measured.
-    pub metric: String,
-    /// The figure.
-    pub value: f64,
-    /// Its unit.
-    pub unit: String,
-    /// Which way is better.
-    pub better: Better,
-    /// The baseline's name and figure; the ratio is `value / baseline`.
-    pub baseline: Option<(String, f64)>,
-    /// When recipe and baseline ran in interleaved blocks: the ratio of
-    /// each block. The row's ratio is then their median, shown with their
-    /// range.
-    pub blocks: Vec<f64>,
-}
-
-/// The median of `xs` (the mean of the middle two for an even count);
-/// NaN for none.
-pub fn median(xs: &[f64]) -> f64 {
-    let mut v: Vec<f64> = xs.to_vec();
-    v.sort_by(f64::total_cmp);
-    match v.len() {
-        0 => f64::NAN,
-        n if n % 2 == 1 => v[n / 2],
-        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-    }
-}
-
-impl Row {
-    /// The lowest and highest per-block ratio, when there are blocks.
-    pub fn ratio_range(&self) -> Option<(f64, f64)> {
-        let lo = self.blocks.iter().copied().reduce(f64::min)?;
-        let hi = self.blocks.iter().copied().reduce(f64::max)?;
-        Some((lo, hi))
-    }
-
-    /// `value / baseline`, when there is a baseline and both are figures
-    /// (a side with no sample has no ratio).
-    pub fn ratio(&self) -> Option<f64> {
-        if !self.blocks.is_empty() {
-            return Some(median(&self.blocks)).filter(|x| x.is_finite());
-        }
-        self.baseline
-            .as_ref()
-            .filter(|(_, b)| b.is_finite() && *b > 0.0)
-            .map(|(_, b)| self.value / b)
-            .filter(|x| x.is_finite())
-    }
-}
+use crate::row::{Better, Row};
 
 /// A performance target (docs/benchmarks.md lists them), checked on one
 /// run.
@@ -106,67 +40,9 @@ pub struct Report {
 }
 
 impl Report {
-    /// Add a row.
-    #[allow(clippy::too_many_arguments)]
-    pub fn add(
-        &mut self,
-        key: &str,
-        workload: &str,
-        case: &str,
-        metric: &str,
-        value: f64,
-        unit: &str,
-        better: Better,
-        baseline: Option<(&str, f64)>,
-    ) {
-        self.rows.push(Row {
-            key: key.to_owned(),
-            workload: workload.to_owned(),
-            case: case.to_owned(),
-            metric: metric.to_owned(),
-            value,
-            unit: unit.to_owned(),
-            better,
-            baseline: baseline.map(|(n, v)| (n.to_owned(), v)),
-            blocks: Vec::new(),
-        });
-    }
-
-    /// Add a row whose recipe and baseline ran in interleaved blocks:
-    /// `ours[i]` and `base[i]` are block i's figures. The value and the
-    /// baseline are the medians of the blocks, the ratio the median of the
-    /// per-block ratios (shown with their range).
-    #[allow(clippy::too_many_arguments)]
-    pub fn add_blocks(
-        &mut self,
-        key: &str,
-        workload: &str,
-        case: &str,
-        metric: &str,
-        ours: &[f64],
-        unit: &str,
-        better: Better,
-        base: (&str, &[f64]),
-    ) {
-        let (name, base) = base;
-        let blocks = ours
-            .iter()
-            .zip(base)
-            .filter(|(_, b)| b.is_finite() && **b > 0.0)
-            .map(|(o, b)| o / b)
-            .filter(|x| x.is_finite())
-            .collect();
-        self.rows.push(Row {
-            key: key.to_owned(),
-            workload: workload.to_owned(),
-            case: case.to_owned(),
-            metric: metric.to_owned(),
-            value: median(ours),
-            unit: unit.to_owned(),
-            better,
-            baseline: Some((name.to_owned(), median(base))),
-            blocks,
-        });
+    /// Add a row (built with [`Row::new`]).
+    pub fn push(&mut self, row: Row) {
+        self.rows.push(row);
     }
 
     /// The row with `key`.
@@ -382,59 +258,21 @@ fn fmt_num(v: f64) -> String {
     }
 }
 
-/// Latency percentiles of a sample, in milliseconds.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Percentiles {
-    /// Median.
-    pub p50: f64,
-    /// 99th percentile.
-    pub p99: f64,
-    /// Mean.
-    pub mean: f64,
-}
-
-/// Percentiles (ms) of `samples`. An empty sample has none: every field
-/// is NaN, which the report shows as "no sample" (JSON `null`), never as
-/// 0 ms, and which gives no ratio and meets no target.
-pub fn percentiles(samples: &mut [Duration]) -> Percentiles {
-    if samples.is_empty() {
-        return Percentiles {
-            p50: f64::NAN,
-            p99: f64::NAN,
-            mean: f64::NAN,
-        };
-    }
-    samples.sort_unstable();
-    let at = |q: f64| {
-        let i = ((samples.len() as f64 - 1.0) * q).round() as usize;
-        samples[i.min(samples.len() - 1)].as_secs_f64() * 1e3
-    };
-    let mean = samples.iter().map(|d| d.as_secs_f64()).sum::<f64>() / samples.len() as f64 * 1e3;
-    Percentiles {
-        p50: at(0.50),
-        p99: at(0.99),
-        mean,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::row::Unit;
+    use crate::stats::{median, percentiles};
 
     #[test]
     fn a_blocked_ratio_is_the_median_of_the_blocks_ratios() {
         let mut rep = Report::default();
         // Block ratios 2, 2 and 3: their median is 2, though the ratio of
         // the medians (4 / 2) happens to agree and of the means would not.
-        rep.add_blocks(
-            "k",
-            "W2",
-            "case",
-            "handoffs",
-            &[2.0, 4.0, 9.0],
-            "/s",
-            Better::Higher,
-            ("native", &[1.0, 2.0, 3.0]),
+        rep.push(
+            Row::new("k", "W2", "case")
+                .metric("handoffs", Unit::PerSec)
+                .blocks(&[2.0, 4.0, 9.0], ("native", &[1.0, 2.0, 3.0])),
         );
         let r = rep.get("k").expect("row");
         assert_eq!(r.ratio(), Some(2.0));
@@ -456,26 +294,9 @@ mod tests {
             backend: "mem".into(),
             ..Report::default()
         };
-        r.add(
-            "a.p50",
-            "W2",
-            "case",
-            "p50",
-            p.p50,
-            "ms",
-            Better::Lower,
-            Some(("base", 2.0)),
-        );
-        r.add(
-            "b.p50",
-            "W2",
-            "case",
-            "p50",
-            1.0,
-            "ms",
-            Better::Lower,
-            Some(("base", p.p50)),
-        );
+        let row = |key: &str| Row::new(key, "W2", "case").metric("p50", Unit::Ms);
+        r.push(row("a.p50").value(p.p50).ratio_to(("base", 2.0)));
+        r.push(row("b.p50").value(1.0).ratio_to(("base", p.p50)));
         assert_eq!(r.get("a.p50").and_then(Row::ratio), None);
         assert_eq!(r.get("b.p50").and_then(Row::ratio), None);
         r.targets.push(TargetCheck {
@@ -507,25 +328,16 @@ mod tests {
             elapsed: Duration::from_millis(1500),
             ..Report::default()
         };
-        r.add(
-            "w1.lock.per_s",
-            "W1",
-            "Lock",
-            "cycles/s",
-            200.0,
-            "/s",
-            Better::Higher,
-            Some(("native", 100.0)),
+        r.push(
+            Row::new("w1.lock.per_s", "W1", "Lock")
+                .metric("cycles/s", Unit::PerSec)
+                .value(200.0)
+                .ratio_to(("native", 100.0)),
         );
-        r.add(
-            "w9.nan",
-            "W9",
-            "c",
-            "m",
-            f64::NAN,
-            "ms",
-            Better::Lower,
-            None,
+        r.push(
+            Row::new("w9.nan", "W9", "c")
+                .metric("m", Unit::Ms)
+                .value(f64::NAN),
         );
         r.targets.push(TargetCheck {
             what: "W1 ≥ 0.5× native".into(),

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use coord::{Backend, Connector, Session, SessionId};
 
-use crate::BenchResult;
+use crate::error::BenchResult;
 
 /// Where the benchmark runs: the URL, and what each backend needs beyond
 /// `coord::connect` (expiring a session, the native clients).

@@ -4,13 +4,54 @@
 //! a mean over many operations; the conformance suite holds every backend
 //! to the floors (`coord-conformance/src/round_trips.rs`).
 
+use std::time::Instant;
+
 use coord::core::recipes::{Lock, Queue, Semaphore};
 use coord::Session;
 
-use std::time::Instant;
+use crate::context::{timed, Ctx};
+use crate::error::BenchResult;
+use crate::row::{Row, Unit};
+use crate::stats::percentiles;
 
-use crate::report::percentiles;
-use crate::BenchResult;
+/// Measure and record what each operation costs in requests, and the
+/// uncontended `Semaphore` acquire's time beside `Lock`'s.
+///
+/// # Errors
+/// None: a failure is recorded in the report.
+pub(crate) async fn bench(ctx: &mut Ctx<'_>) -> BenchResult<()> {
+    let (dir, ops) = (ctx.dir("rt"), ctx.cfg.cycles.clamp(1, 200));
+    let pool = &mut ctx.pool;
+    let got = timed(ctx.cfg.workload_timeout, "RT", async {
+        let s = pool.get(5).await?;
+        round_trips(s, &dir, ops).await
+    })
+    .await;
+    match got {
+        Ok(t) => {
+            for trip in &t.trips {
+                ctx.rep.push(
+                    Row::new(&trip.key, "RT", &trip.case)
+                        .metric("requests per operation", Unit::Requests)
+                        .value(trip.per_op),
+                );
+            }
+            let (lock_p50, sem_p50) = t.acquire_p50;
+            ctx.rep.push(
+                Row::new(
+                    "rt.semaphore.acquire_p50_ms",
+                    "RT",
+                    "Semaphore acquire (1 of 2), uncontended, in turn with Lock's",
+                )
+                .metric("latency p50", Unit::Ms)
+                .value(sem_p50)
+                .ratio_to(("Lock acquire p50", lock_p50)),
+            );
+        }
+        Err(e) => ctx.fail("RT", e),
+    }
+    Ok(())
+}
 
 /// One figure: a stable key, what ran, and requests per operation.
 #[derive(Debug, Clone)]
