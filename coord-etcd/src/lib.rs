@@ -96,9 +96,12 @@
 //! namespace, give etcdctl the key ([`EtcdOptions::key_of`]), not the path.
 #![warn(missing_docs)]
 
+mod connect;
 mod error;
+mod etcd_session;
+mod keepalive;
 mod keys;
-mod lease;
+mod listing;
 mod options;
 #[cfg(feature = "tls")]
 mod probe;
@@ -108,27 +111,13 @@ mod slots;
 mod ttl;
 mod txn;
 mod watch;
+mod writes;
 
-/// Hooks for this crate's own tests; not part of the API.
 #[doc(hidden)]
-pub mod testing {
-    use std::sync::atomic::{AtomicU64, Ordering};
+pub mod testing;
 
-    static REQUESTS: AtomicU64 = AtomicU64::new(0);
-
-    pub(crate) fn count_request() {
-        REQUESTS.fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// Unary requests (round trips) sent by every session in this process
-    /// so far; keep-alives and watch streams are not counted.
-    pub fn requests() -> u64 {
-        REQUESTS.load(Ordering::Relaxed)
-    }
-}
-
-pub use lease::lease_id;
+pub use connect::connect;
+pub use keepalive::lease_id;
 pub use options::{
     EtcdOptions, DEFAULT_REQUEST_TIMEOUT, DEFAULT_SESSION_TIMEOUT, MAX_REQUEST_TIMEOUT,
 };
-pub use session::connect;

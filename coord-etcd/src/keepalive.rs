@@ -1,6 +1,6 @@
-//! The lease behind a session: kept alive by a background task, which
-//! also renews the session's lease clock and tells its state
-//! (`Suspended`, back to `Connected`, `Expired`).
+//! The keep-alive of a session's lease: a background task that renews the
+//! lease, renews the session's lease clock with it and tells the session's
+//! state (`Suspended`, back to `Connected`, `Expired`).
 //!
 //! The task never decides on its own that the session is lost: that is the
 //! lease deadline's job (`coord_core::lease`), which `coord_core::Session`
