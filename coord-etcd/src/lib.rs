@@ -108,6 +108,7 @@ mod probe;
 mod session;
 mod shared;
 mod slots;
+mod tree_watch;
 mod ttl;
 mod txn;
 mod watch;

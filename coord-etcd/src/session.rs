@@ -280,9 +280,9 @@ impl PrimitiveSession for EtcdSession {
     }
 
     /// One etcd watch over the subtree's key range; see
-    /// [`crate::watch::watch_tree`].
+    /// [`crate::tree_watch::watch_tree`].
     async fn watch_tree(&self, path: &str) -> Result<TreeWatch> {
-        crate::watch::watch_tree(self.shared.clone(), path).await
+        crate::tree_watch::watch_tree(self.shared.clone(), path).await
     }
 
     async fn guarded(&self, fence: &Fence, op: Op) -> Result<OpResult> {
