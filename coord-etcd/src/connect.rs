@@ -58,13 +58,13 @@ use crate::shared::Shared;
 /// [`Error::ConnectionLost`]: coord_core::Error::ConnectionLost
 /// [`Error::Backend`]: coord_core::Error::Backend
 pub async fn connect(options: EtcdOptions) -> Result<Session> {
-    options.check()?;
+    options.validate()?;
     // The TLS files are read before any I/O: a bad one is InvalidArgument.
     let tls = options.effective_tls();
     let material = tls.as_ref().map(coord_core::TlsOptions::load).transpose()?;
     let client_options = options.client_options(material.as_ref())?;
     let endpoints = options.dial_endpoints(material.is_some());
-    let timeout = options.get_request_timeout();
+    let timeout = options.request_timeout();
     let client = match tokio::time::timeout(
         timeout,
         Client::connect(&endpoints, Some(client_options)),
@@ -77,7 +77,7 @@ pub async fn connect(options: EtcdOptions) -> Result<Session> {
                 e,
                 &endpoints,
                 material.as_ref(),
-                options.get_connect_timeout(),
+                options.connect_timeout(),
             )
             .await)
         }
@@ -110,7 +110,7 @@ pub async fn connect(options: EtcdOptions) -> Result<Session> {
             }
             // Unreachable everywhere: say why (refused, no route, …).
             Ok(Err(e)) => {
-                let probe = options.get_connect_timeout().min(left_after(deadline));
+                let probe = options.connect_timeout().min(left_after(deadline));
                 return Err(error::map_connect(e, &endpoints, material.as_ref(), probe).await);
             }
             Err(_) => return Err(error::timed_out(timeout)),
@@ -123,7 +123,7 @@ pub async fn connect(options: EtcdOptions) -> Result<Session> {
     let (state, _) = watch::channel(SessionState::Connected);
     let shared = Arc::new(Shared {
         client,
-        keys: KeySpace::new(options.get_namespace()),
+        keys: KeySpace::new(options.namespace()),
         lease: grant.id(),
         ttl,
         clock: LeaseClock::new(ttl, sent),
@@ -133,7 +133,7 @@ pub async fn connect(options: EtcdOptions) -> Result<Session> {
         closing: AtomicBool::new(false),
         beat_now: tokio::sync::Notify::new(),
         requests: AtomicU64::new(0),
-        authenticates: options.get_user().is_some(),
+        authenticates: options.user().is_some(),
         auth_epoch: AtomicU64::new(0),
         auth_refresh: tokio::sync::Mutex::new(()),
     });

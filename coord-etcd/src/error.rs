@@ -129,7 +129,7 @@ fn closed_early_text(debug: &str) -> bool {
 fn plaintext_to_tls() -> Error {
     Error::ConnectionLost(
         "the server dropped the connection and answers in TLS: it requires TLS on this port \
-         (use ?tls=true, an https:// endpoint, or EtcdOptions::tls)"
+         (use ?tls=true, an https:// endpoint, or EtcdOptions::with_tls)"
             .to_owned(),
     )
 }

@@ -17,9 +17,9 @@
 //! ])
 //! // Optional: keep this application's keys under /myapp (path /locks/x
 //! // is then the key /myapp/locks/x).
-//! .namespace("/myapp")
+//! .with_namespace("/myapp")
 //! // Optional: how long ephemeral nodes outlive a crashed client (10 s).
-//! .session_timeout(Duration::from_secs(10));
+//! .with_session_timeout(Duration::from_secs(10));
 //! let session = coord_etcd::connect(options).await?;
 //! # Ok(()) }
 //! ```
@@ -28,8 +28,8 @@
 //! [`EtcdOptions::from_endpoint_list`] takes that comma-separated form), or
 //! a URL `etcd://h1:2379,h2:2379/namespace` ([`EtcdOptions::from_url`]). The
 //! client balances over them; a request routed to a member it cannot
-//! connect to is sent to another. Use [`EtcdOptions::user`] when the
-//! cluster has auth enabled, and [`EtcdOptions::tls`] (or `https://`
+//! connect to is sent to another. Use [`EtcdOptions::with_user`] when the
+//! cluster has auth enabled, and [`EtcdOptions::with_tls`] (or `https://`
 //! endpoints) when it serves TLS: a CA file, a client certificate and key
 //! for mutual TLS, a server name (rustls with the ring provider; without a
 //! CA, the public web roots built in). A TLS refusal is a typed error:
