@@ -149,3 +149,22 @@ fn left_after(deadline: Instant) -> Duration {
         .saturating_duration_since(Instant::now())
         .max(Duration::from_millis(500))
 }
+
+#[cfg(test)]
+mod tests {
+    use coord_core::Error;
+
+    use super::*;
+
+    /// Refused before any I/O: the endpoint is never dialled.
+    #[tokio::test]
+    async fn connect_refuses_bad_durations_without_io() {
+        for o in [
+            EtcdOptions::new(["http://127.0.0.1:1"]).with_session_timeout(Duration::MAX),
+            EtcdOptions::new(["http://127.0.0.1:1"]).with_request_timeout(Duration::MAX),
+            EtcdOptions::new(["http://127.0.0.1:1"]).with_session_timeout(Duration::ZERO),
+        ] {
+            assert!(matches!(connect(o).await, Err(Error::InvalidArgument(_))));
+        }
+    }
+}
