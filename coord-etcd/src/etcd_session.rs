@@ -20,7 +20,7 @@ use crate::slots::Slots;
 use crate::txn;
 
 /// One session on etcd: the [`coord_core::PrimitiveSession`] that
-/// [`crate::connect`] opens.
+/// [`crate::connect`](fn@crate::connect) opens.
 pub(crate) struct EtcdSession {
     pub(crate) shared: Arc<Shared>,
     /// Numbers the sequential creates of this session (see
@@ -29,7 +29,8 @@ pub(crate) struct EtcdSession {
     pub(crate) keep_alive: Mutex<Option<JoinHandle<()>>>,
     /// Contender creates in flight, whose Txn also lists the siblings: a
     /// `children` of the same directory issued meanwhile takes that listing
-    /// instead of a round trip of its own (see [`EtcdSession::create`]).
+    /// instead of a round trip of its own (see [`EtcdSession`]'s
+    /// [`create`](coord_core::PrimitiveSession::create)).
     pub(crate) in_flight: Mutex<Vec<InFlight>>,
     pub(crate) in_flight_ids: AtomicU64,
     /// Names of deleted contender nodes, lent to the next create at the

@@ -113,7 +113,7 @@ pub(crate) async fn keep_alive(shared: Arc<Shared>) {
     }
 }
 
-/// The etcd lease behind a session opened by [`crate::connect`], from its id (the
+/// The etcd lease behind a session opened by [`crate::connect`](fn@crate::connect), from its id (the
 /// lease id in hex, as `etcdctl lease list` shows it). `None` for an id
 /// that is not one.
 pub fn lease_id(id: &SessionId) -> Option<i64> {

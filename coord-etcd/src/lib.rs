@@ -1,6 +1,6 @@
 //! # coord-etcd
 //!
-//! The etcd backend of coord: [`connect`] opens a [`coord_core::Session`] on
+//! The etcd backend of coord: [`connect`](fn@connect) opens a [`coord_core::Session`] on
 //! an etcd v3 cluster (3.4 or later), on which every coord recipe runs.
 //!
 //! ## Pointing coord at an etcd cluster

@@ -164,7 +164,7 @@ impl EtcdOptions {
     /// one) counts as lost on the client, before the server can drop the
     /// lease (see [`coord_core::lease`]). Zero or over
     /// [`coord_core::limits::MAX_SESSION_TIMEOUT`] is refused by
-    /// [`crate::connect`] with [`Error::InvalidArgument`] before any I/O.
+    /// [`crate::connect`](fn@crate::connect) with [`Error::InvalidArgument`] before any I/O.
     pub fn with_session_timeout(mut self, timeout: Duration) -> Self {
         self.session_timeout = timeout;
         self
@@ -173,14 +173,14 @@ impl EtcdOptions {
     /// How long one request may take before it fails with
     /// [`coord_core::Error::ConnectionLost`] (default
     /// [`DEFAULT_REQUEST_TIMEOUT`], 5 s). Zero or over
-    /// [`MAX_REQUEST_TIMEOUT`] is refused by [`crate::connect`].
+    /// [`MAX_REQUEST_TIMEOUT`] is refused by [`crate::connect`](fn@crate::connect).
     pub fn with_request_timeout(mut self, timeout: Duration) -> Self {
         self.request_timeout = timeout;
         self
     }
 
     /// How long connecting to an endpoint may take (default 5 s). Zero or
-    /// over [`MAX_REQUEST_TIMEOUT`] is refused by [`crate::connect`].
+    /// over [`MAX_REQUEST_TIMEOUT`] is refused by [`crate::connect`](fn@crate::connect).
     pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = timeout;
         self
@@ -199,7 +199,7 @@ impl EtcdOptions {
     /// certificates (mutual TLS), and check the server's certificate
     /// against `tls.server_name` (default: the endpoint's host, a DNS name
     /// or an IP address). Endpoints given as `http://` are dialled as
-    /// `https://`. The files are read by [`crate::connect`], before any
+    /// `https://`. The files are read by [`crate::connect`](fn@crate::connect), before any
     /// I/O.
     ///
     /// ```
