@@ -61,7 +61,7 @@ pub(crate) fn map(e: etcd_client::Error) -> Error {
     }
 }
 
-/// Map an error of [`crate::connect`]: a TLS refusal or a protocol
+/// Map an error of [`crate::connect`](fn@crate::connect): a TLS refusal or a protocol
 /// mismatch says what to fix; anything else as [`map`]. When the client's
 /// error is only a closed connection, one probe ([`crate::probe`]) asks the
 /// server why: under TLS, whether it refused our client certificate; in
@@ -129,7 +129,7 @@ fn closed_early_text(debug: &str) -> bool {
 fn plaintext_to_tls() -> Error {
     Error::ConnectionLost(
         "the server dropped the connection and answers in TLS: it requires TLS on this port \
-         (use ?tls=true, an https:// endpoint, or EtcdOptions::tls)"
+         (use ?tls=true, an https:// endpoint, or EtcdOptions::with_tls)"
             .to_owned(),
     )
 }

@@ -1,6 +1,6 @@
 //! # coord-etcd
 //!
-//! The etcd backend of coord: [`connect`] opens a [`coord_core::Session`] on
+//! The etcd backend of coord: [`connect`](fn@connect) opens a [`coord_core::Session`] on
 //! an etcd v3 cluster (3.4 or later), on which every coord recipe runs.
 //!
 //! ## Pointing coord at an etcd cluster
@@ -17,9 +17,9 @@
 //! ])
 //! // Optional: keep this application's keys under /myapp (path /locks/x
 //! // is then the key /myapp/locks/x).
-//! .namespace("/myapp")
+//! .with_namespace("/myapp")
 //! // Optional: how long ephemeral nodes outlive a crashed client (10 s).
-//! .session_timeout(Duration::from_secs(10));
+//! .with_session_timeout(Duration::from_secs(10));
 //! let session = coord_etcd::connect(options).await?;
 //! # Ok(()) }
 //! ```
@@ -28,8 +28,8 @@
 //! [`EtcdOptions::from_endpoint_list`] takes that comma-separated form), or
 //! a URL `etcd://h1:2379,h2:2379/namespace` ([`EtcdOptions::from_url`]). The
 //! client balances over them; a request routed to a member it cannot
-//! connect to is sent to another. Use [`EtcdOptions::user`] when the
-//! cluster has auth enabled, and [`EtcdOptions::tls`] (or `https://`
+//! connect to is sent to another. Use [`EtcdOptions::with_user`] when the
+//! cluster has auth enabled, and [`EtcdOptions::with_tls`] (or `https://`
 //! endpoints) when it serves TLS: a CA file, a client certificate and key
 //! for mutual TLS, a server name (rustls with the ring provider; without a
 //! CA, the public web roots built in). A TLS refusal is a typed error:
@@ -96,39 +96,29 @@
 //! namespace, give etcdctl the key ([`EtcdOptions::key_of`]), not the path.
 #![warn(missing_docs)]
 
+mod connect;
 mod error;
+mod etcd_session;
+mod keepalive;
 mod keys;
-mod lease;
+mod listing;
 mod options;
 #[cfg(feature = "tls")]
 mod probe;
 mod session;
 mod shared;
 mod slots;
+mod tree_watch;
 mod ttl;
 mod txn;
 mod watch;
+mod writes;
 
-/// Hooks for this crate's own tests; not part of the API.
 #[doc(hidden)]
-pub mod testing {
-    use std::sync::atomic::{AtomicU64, Ordering};
+pub mod testing;
 
-    static REQUESTS: AtomicU64 = AtomicU64::new(0);
-
-    pub(crate) fn count_request() {
-        REQUESTS.fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// Unary requests (round trips) sent by every session in this process
-    /// so far; keep-alives and watch streams are not counted.
-    pub fn requests() -> u64 {
-        REQUESTS.load(Ordering::Relaxed)
-    }
-}
-
-pub use lease::lease_id;
+pub use connect::connect;
+pub use keepalive::lease_id;
 pub use options::{
     EtcdOptions, DEFAULT_REQUEST_TIMEOUT, DEFAULT_SESSION_TIMEOUT, MAX_REQUEST_TIMEOUT,
 };
-pub use session::connect;

@@ -24,12 +24,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use coord_core::{Error, Result, SessionState, TreeChange, TreeWatch};
+use coord_core::{Error, Result, SessionState};
 use etcd_client::{
     Event, EventType, GetOptions, Txn, TxnOp, TxnOpResponse, WatchFilterType, WatchOptions,
     WatchResponse, WatchStream,
 };
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 
 use crate::keys::direct_child;
 use crate::shared::Shared;
@@ -52,7 +52,7 @@ enum WatchEnd {
 /// Whether a watch cancel's reason is etcd refusing its permission (as it
 /// does for a token it dropped: `rpctypes.ErrGRPCPermissionDenied`, or
 /// an invalid token).
-fn denied(reason: &str) -> bool {
+pub(crate) fn denied(reason: &str) -> bool {
     reason.contains("permission denied") || reason.contains("auth token")
 }
 
@@ -190,7 +190,7 @@ async fn until_end(
 
 /// Pause before opening a broken watch again: 50 ms, doubling to 1 s, with
 /// jitter (coord's one [`Backoff`](coord_core::backoff::Backoff)).
-async fn backoff(attempt: &mut u32) {
+pub(crate) async fn backoff(attempt: &mut u32) {
     const WATCH: coord_core::backoff::Backoff =
         coord_core::backoff::Backoff::new(Duration::from_millis(50), Duration::from_secs(1));
     WATCH.sleep(attempt).await;
@@ -539,128 +539,4 @@ async fn read_children(
         }
     }
     Gap::Unchanged(at)
-}
-
-/// A tree watch on the node at `path` and every node under it (see
-/// [`coord_core::PrimitiveSession::watch_tree`]): one watch over the key
-/// range of the subtree, starting right after the revision read here, so a
-/// change applied after the call is reported. A broken stream is opened
-/// again from the revision after the last event delivered (nothing missed,
-/// nothing repeated); a compaction past it sends
-/// [`TreeChange::Resync`] and watches on from the compaction revision.
-pub(crate) async fn watch_tree(shared: Arc<Shared>, path: &str) -> Result<TreeWatch> {
-    shared.check_open()?;
-    let (start, end) = shared.keys.subtree_range(path);
-    let resp = shared
-        .get(
-            &start,
-            Some(GetOptions::new().with_keys_only().with_limit(1)),
-        )
-        .await
-        .map_err(crate::error::at(path))?;
-    let revision = shared.saw_header(resp.header());
-    let (tx, rx) = mpsc::unbounded_channel();
-    let root = path.to_owned();
-    let feed = tokio::spawn(async move {
-        let end_error = session_end(shared.state.subscribe());
-        let fed = feed_tree(&shared, &root, start, end, revision + 1, &tx);
-        tokio::select! {
-            biased;
-            e = end_error => {
-                let _ = tx.send(Err(e));
-            }
-            () = fed => {}
-        }
-    });
-    Ok(TreeWatch::new(rx, feed))
-}
-
-/// Send every change in `[start, end)` from revision `next` on, until the
-/// receiver is gone.
-async fn feed_tree(
-    shared: &Shared,
-    root: &str,
-    start: String,
-    end: String,
-    mut next: i64,
-    tx: &mpsc::UnboundedSender<Result<TreeChange>>,
-) {
-    let mut attempt = 0;
-    loop {
-        let opts = WatchOptions::new()
-            .with_range(end.as_str())
-            .with_start_revision(next);
-        let epoch = shared.auth_epoch();
-        let mut client = shared.client.watch_client();
-        let open = tokio::time::timeout(
-            shared.request_timeout,
-            client.watch(start.as_str(), Some(opts)),
-        );
-        let mut stream = match open.await {
-            Ok(Ok(s)) => s,
-            Ok(Err(e)) => {
-                tracing::debug!(error = %e, "etcd tree watch did not open");
-                backoff(&mut attempt).await;
-                continue;
-            }
-            Err(_) => {
-                backoff(&mut attempt).await;
-                continue;
-            }
-        };
-        loop {
-            match stream.message().await {
-                Ok(Some(resp)) => {
-                    if resp.canceled() && denied(resp.cancel_reason()) {
-                        // Refused for a token the server dropped: open it
-                        // again from `next` with a new one (nothing lost).
-                        tracing::debug!(reason = resp.cancel_reason(), "etcd refused a tree watch");
-                        shared.refresh_token(epoch).await;
-                        break;
-                    }
-                    attempt = 0;
-                    if resp.canceled() {
-                        // Compacted past `next`: what happened since is
-                        // lost. Watch on from the oldest revision kept
-                        // (repeating some changes is harmless; the
-                        // caller reads everything again anyway).
-                        tracing::debug!(
-                            reason = resp.cancel_reason(),
-                            compact_revision = resp.compact_revision(),
-                            "etcd cancelled a tree watch"
-                        );
-                        if tx.send(Ok(TreeChange::Resync)).is_err() {
-                            return;
-                        }
-                        next = resp.compact_revision().max(next);
-                        break;
-                    }
-                    for ev in resp.events() {
-                        let Some(kv) = ev.kv() else { continue };
-                        next = next.max(kv.mod_revision().saturating_add(1));
-                        let Ok(key) = std::str::from_utf8(kv.key()) else {
-                            continue;
-                        };
-                        let Some(p) = shared.keys.path_of(key) else {
-                            continue;
-                        };
-                        if coord_core::path::is_within(&p, root)
-                            && tx.send(Ok(TreeChange::Changed(p))).is_err()
-                        {
-                            return;
-                        }
-                    }
-                }
-                Ok(None) => break,
-                Err(e) => {
-                    tracing::debug!(error = %e, "etcd tree watch stream broke");
-                    break;
-                }
-            }
-        }
-        if tx.is_closed() {
-            return;
-        }
-        backoff(&mut attempt).await;
-    }
 }

@@ -15,7 +15,7 @@ async fn credentials_for_a_server_without_auth_are_unauthenticated() {
     let endpoints = std::env::var("COORD_TEST_ETCD")
         .expect("COORD_TEST_ETCD is not set: this test needs a running etcd (scripts/test-all)");
     let secret = "pw-etcd-auth-test-s3cret";
-    let options = EtcdOptions::from_endpoint_list(&endpoints).user("coord-auth-test", secret);
+    let options = EtcdOptions::from_endpoint_list(&endpoints).with_user("coord-auth-test", secret);
     let err = coord_etcd::connect(options)
         .await
         .map(|s| s.id())

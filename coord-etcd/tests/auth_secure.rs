@@ -35,8 +35,8 @@ async fn a_wrong_password_is_unauthenticated_with_a_hint() {
     let secret = unique("wrong-pw-s3cret");
     for user in [server.user.clone(), unique("no-such-user")] {
         let options = EtcdOptions::new([server.url.clone()])
-            .tls(server.tls())
-            .user(user.clone(), secret.clone());
+            .with_tls(server.tls())
+            .with_user(user.clone(), secret.clone());
         let err = coord_etcd::connect(options)
             .await
             .map(|s| s.id())
@@ -61,7 +61,7 @@ async fn a_wrong_password_is_unauthenticated_with_a_hint() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_certificate_alone_authenticates_as_its_common_name() {
     let server = SecureEtcd::from_env();
-    let options = EtcdOptions::new([server.url.clone()]).tls(server.tls());
+    let options = EtcdOptions::new([server.url.clone()]).with_tls(server.tls());
     let session = coord_etcd::connect(options)
         .await
         .expect("a session authenticated by its certificate");
@@ -164,7 +164,7 @@ impl Drop for CertFor {
 async fn no_credentials_are_refused() {
     let server = SecureEtcd::from_env();
     let cert = CertFor::new(&server, &unique("nobody"));
-    let options = EtcdOptions::new([server.url.clone()]).tls(cert.tls(&server));
+    let options = EtcdOptions::new([server.url.clone()]).with_tls(cert.tls(&server));
     let path = format!("/{}", unique("auth-nobody"));
     let outcome = match coord_etcd::connect(options).await {
         Ok(session) => {
@@ -220,8 +220,8 @@ async fn a_key_outside_the_users_role_is_permission_denied_naming_the_path() {
     let (user, role, password) = limited_user(&mut root, "coord-limited", &allowed).await;
 
     let options = EtcdOptions::new([server.url.clone()])
-        .tls(server.tls())
-        .user(user.clone(), password.clone());
+        .with_tls(server.tls())
+        .with_user(user.clone(), password.clone());
     let outcome = async {
         let session = coord_etcd::connect(options).await?;
         session
@@ -331,9 +331,9 @@ async fn a_watch_opened_again_after_its_token_was_dropped_fires() {
     let outcome = async {
         let proxy = FaultProxy::start(&server.host_port()).await;
         let options = EtcdOptions::new([format!("http://{}", proxy.addr())])
-            .tls(server.tls())
-            .user(user.clone(), password.clone())
-            .session_timeout(Duration::from_secs(30));
+            .with_tls(server.tls())
+            .with_user(user.clone(), password.clone())
+            .with_session_timeout(Duration::from_secs(30));
         let session = coord_etcd::connect(options).await?;
         let other = coord_etcd::connect(server.options()).await?;
         let node = format!("{dir}/node");

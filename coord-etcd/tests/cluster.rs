@@ -89,7 +89,7 @@ impl ClusterHarness for Etcd3 {
     }
 
     async fn open(&self, session_timeout: Duration) -> Session {
-        let options = EtcdOptions::new(self.members.clone()).session_timeout(session_timeout);
+        let options = EtcdOptions::new(self.members.clone()).with_session_timeout(session_timeout);
         coord_etcd::connect(options).await.unwrap_or_else(|e| {
             panic!(
                 "cannot open a session on the etcd cluster {:?} (COORD_TEST_ETCD3): {e}",

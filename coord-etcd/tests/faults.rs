@@ -64,8 +64,8 @@ async fn data(session: &Session, path: &str) -> Vec<u8> {
 async fn behind_proxy() -> (FaultProxy, Session) {
     let proxy = FaultProxy::start(&upstream()).await;
     let options = EtcdOptions::new([format!("http://{}", proxy.addr())])
-        .session_timeout(Duration::from_secs(9))
-        .request_timeout(Duration::from_secs(1));
+        .with_session_timeout(Duration::from_secs(9))
+        .with_request_timeout(Duration::from_secs(1));
     let session = coord_etcd::connect(options)
         .await
         .expect("session via proxy");
@@ -93,8 +93,8 @@ async fn the_fault_proxy_partitions_and_silences_http2() {
     let proxy = FaultProxy::start(&upstream()).await;
     let timeout = Duration::from_secs(1);
     let options = EtcdOptions::new([format!("http://{}", proxy.addr())])
-        .session_timeout(Duration::from_secs(30))
-        .request_timeout(timeout);
+        .with_session_timeout(Duration::from_secs(30))
+        .with_request_timeout(timeout);
     let session = coord_etcd::connect(options)
         .await
         .expect("session via proxy");
@@ -293,8 +293,8 @@ async fn a_session_given_up_revokes_its_lease() {
     let proxy = FaultProxy::start(&upstream()).await;
     let ttl = Duration::from_secs(4);
     let options = EtcdOptions::new([format!("http://{}", proxy.addr())])
-        .session_timeout(ttl)
-        .request_timeout(Duration::from_secs(1));
+        .with_session_timeout(ttl)
+        .with_request_timeout(Duration::from_secs(1));
     let session = coord_etcd::connect(options)
         .await
         .expect("session via proxy");
@@ -365,8 +365,8 @@ async fn a_dead_endpoint_among_several_is_skipped() {
             .cloned(),
     );
     let options = EtcdOptions::new(list)
-        .session_timeout(Duration::from_secs(3))
-        .request_timeout(Duration::from_secs(3));
+        .with_session_timeout(Duration::from_secs(3))
+        .with_request_timeout(Duration::from_secs(3));
     let session = coord_etcd::connect(options)
         .await
         .expect("session with a dead endpoint listed first");

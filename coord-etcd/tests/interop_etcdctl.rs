@@ -180,7 +180,7 @@ async fn etcdctl_lock_holder_is_a_contender() {
         "/coord-interop-ns-{}",
         &uuid::Uuid::new_v4().simple().to_string()[..8]
     );
-    let opts = options().namespace(ns.clone());
+    let opts = options().with_namespace(ns.clone());
     let session = open(opts.clone()).await;
     let p = root("lock-b");
     let p_key = opts.key_of(&p);

@@ -9,8 +9,8 @@ async fn namespaces_are_disjoint_and_keys_are_where_key_of_says() {
     let endpoints = std::env::var("COORD_TEST_ETCD")
         .expect("COORD_TEST_ETCD is not set: this test needs a running etcd (scripts/test-all)");
     let id = uuid::Uuid::new_v4().simple().to_string();
-    let a = EtcdOptions::from_endpoint_list(&endpoints).namespace(format!("/coord-ns-a-{id}"));
-    let b = EtcdOptions::from_endpoint_list(&endpoints).namespace(format!("/coord-ns-b-{id}"));
+    let a = EtcdOptions::from_endpoint_list(&endpoints).with_namespace(format!("/coord-ns-a-{id}"));
+    let b = EtcdOptions::from_endpoint_list(&endpoints).with_namespace(format!("/coord-ns-b-{id}"));
     let sa = coord_etcd::connect(a.clone()).await.expect("session a");
     let sb = coord_etcd::connect(b.clone()).await.expect("session b");
 

@@ -21,7 +21,7 @@ impl StandaloneServer for EtcdServer {
     }
     async fn open(&self, session_timeout: Duration) -> Session {
         let options =
-            coord_etcd::EtcdOptions::new([self.endpoint()]).session_timeout(session_timeout);
+            coord_etcd::EtcdOptions::new([self.endpoint()]).with_session_timeout(session_timeout);
         coord_etcd::connect(options)
             .await
             .unwrap_or_else(|e| panic!("cannot open a session on {}: {e}", self.endpoint()))

@@ -22,7 +22,7 @@ const PROMPT: Duration = Duration::from_secs(3);
 /// Connect with `options` (the coord user's credentials added), expect a
 /// failure within [`PROMPT`], and give it.
 async fn refused(server: &SecureEtcd, options: EtcdOptions) -> Error {
-    let options = options.user(server.user.clone(), server.password.clone());
+    let options = options.with_user(server.user.clone(), server.password.clone());
     let started = Instant::now();
     let err = coord_etcd::connect(options)
         .await
@@ -77,8 +77,8 @@ async fn mutual_tls_with_a_password_works() {
 async fn http_endpoints_are_dialled_over_tls() {
     let server = SecureEtcd::from_env();
     let options = EtcdOptions::new([format!("http://{}", server.host_port())])
-        .tls(server.tls())
-        .user(server.user.clone(), server.password.clone());
+        .with_tls(server.tls())
+        .with_user(server.user.clone(), server.password.clone());
     let session = coord_etcd::connect(options).await.expect("a TLS session");
     session.exists("/").await.expect("a request over TLS");
     session.close().await.expect("close");
@@ -95,7 +95,11 @@ async fn a_server_certificate_from_an_unknown_ca_names_ca() {
             .with_ca(server.cert("rogue-ca.pem"))
             .with_identity(&client.0, &client.1),
     ] {
-        let err = refused(&server, EtcdOptions::new([server.url.clone()]).tls(tls)).await;
+        let err = refused(
+            &server,
+            EtcdOptions::new([server.url.clone()]).with_tls(tls),
+        )
+        .await;
         let hint = hint(&err);
         assert!(hint.contains("ca="), "{hint}");
         assert!(hint.contains("UnknownIssuer"), "{hint}");
@@ -106,8 +110,8 @@ async fn a_server_certificate_from_an_unknown_ca_names_ca() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_name_mismatch_names_server_name() {
     let server = SecureEtcd::from_env();
-    let options =
-        EtcdOptions::new([server.url.clone()]).tls(server.tls().with_server_name("wrong.example"));
+    let options = EtcdOptions::new([server.url.clone()])
+        .with_tls(server.tls().with_server_name("wrong.example"));
     let err = refused(&server, options).await;
     let hint = hint(&err);
     assert!(hint.contains("server_name="), "{hint}");
@@ -121,7 +125,7 @@ async fn server_name_replaces_the_host() {
     let server = SecureEtcd::from_env();
     let options = server
         .options()
-        .tls(server.tls().with_server_name("localhost"));
+        .with_tls(server.tls().with_server_name("localhost"));
     let session = coord_etcd::connect(options).await.expect("a TLS session");
     session.close().await.expect("close");
 }
@@ -140,7 +144,11 @@ async fn a_missing_or_untrusted_client_certificate_names_cert_and_key() {
                 server.cert("rogue-client-key.pem"),
             ),
     ] {
-        let err = refused(&server, EtcdOptions::new([server.url.clone()]).tls(tls)).await;
+        let err = refused(
+            &server,
+            EtcdOptions::new([server.url.clone()]).with_tls(tls),
+        )
+        .await;
         let hint = hint(&err);
         assert!(hint.contains("cert=") && hint.contains("key="), "{hint}");
         assert!(hint.contains("alert"), "{hint}");
@@ -170,7 +178,7 @@ async fn a_tls_client_on_a_plaintext_port_is_told_so() {
         .unwrap_or_default()
         .trim()
         .to_owned();
-    let options = EtcdOptions::new([first]).tls(server.tls());
+    let options = EtcdOptions::new([first]).with_tls(server.tls());
     let started = Instant::now();
     let err = coord_etcd::connect(options)
         .await
@@ -194,7 +202,7 @@ async fn bad_tls_files_are_refused_before_io() {
         TlsOptions::new().with_ca(server.cert("client-key.pem")),
         TlsOptions::new().with_server_name("not a name"),
     ] {
-        let options = EtcdOptions::new(["https://127.0.0.1:1"]).tls(tls);
+        let options = EtcdOptions::new(["https://127.0.0.1:1"]).with_tls(tls);
         match coord_etcd::connect(options).await.map(|s| s.id()) {
             Err(Error::InvalidArgument(msg)) => {
                 assert!(msg.starts_with("tls:"), "{msg}");

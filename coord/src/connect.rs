@@ -133,7 +133,7 @@ impl Connector {
             #[cfg(feature = "etcd")]
             Target::Etcd(o) => {
                 let o = match timeout {
-                    Some(t) => o.clone().session_timeout(t),
+                    Some(t) => o.clone().with_session_timeout(t),
                     None => o.clone(),
                 };
                 coord_etcd::connect(o).await

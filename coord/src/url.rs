@@ -424,10 +424,10 @@ fn etcd(p: &Pieces<'_>) -> Result<coord_etcd::EtcdOptions, String> {
         if info.user.is_empty() {
             return Err("the etcd user name is empty".into());
         }
-        options = options.user(info.user, password);
+        options = options.with_user(info.user, password);
     }
     if let Some(tls) = tls(p)? {
-        options = options.tls(tls);
+        options = options.with_tls(tls);
     }
     Ok(options)
 }
@@ -676,7 +676,7 @@ mod tests {
         fn tls_of(url: &str) -> Option<coord_core::TlsOptions> {
             match parse(url).unwrap_or_else(|e| panic!("{url}: {e}")).target {
                 Target::Zk(o) => o.get_tls().cloned(),
-                Target::Etcd(o) => o.get_tls().cloned(),
+                Target::Etcd(o) => o.tls().cloned(),
                 Target::Redis(o) => o.get_tls().cloned(),
                 Target::Mem => panic!("mem"),
             }
@@ -725,7 +725,7 @@ mod tests {
             panic!("not etcd")
         };
         assert_eq!(o.endpoints(), ["http://h1:2379", "http://h2:2379"]);
-        assert_eq!(o.get_namespace(), "/ns");
+        assert_eq!(o.namespace(), "/ns");
         assert!(reason("etcd://").contains("no host"));
         assert!(reason("etcd://h:port").contains("port"));
         assert!(reason("etcd://nopassword@h").contains("user:password"));

@@ -51,8 +51,8 @@ impl EtcdHarness {
     fn secured(&self, options: EtcdOptions) -> EtcdOptions {
         match &self.secure {
             Some(s) => options
-                .tls(s.tls())
-                .user(s.user.clone(), s.password.clone()),
+                .with_tls(s.tls())
+                .with_user(s.user.clone(), s.password.clone()),
             None => options,
         }
     }
@@ -124,9 +124,9 @@ impl Harness for EtcdHarness {
         let timeout = faulty_request_timeout(ttl_secs);
         let options = self.secured(
             EtcdOptions::new([format!("http://{}", proxy.addr())])
-                .session_timeout(Duration::from_secs(ttl_secs))
-                .request_timeout(timeout)
-                .connect_timeout(timeout),
+                .with_session_timeout(Duration::from_secs(ttl_secs))
+                .with_request_timeout(timeout)
+                .with_connect_timeout(timeout),
         );
         match coord_etcd::connect(options).await {
             Ok(session) => (session, Box::new(proxy)),

@@ -69,8 +69,8 @@ impl SecureEtcd {
     /// Options for the `coord` user over mutual TLS.
     pub fn options(&self) -> EtcdOptions {
         EtcdOptions::new([self.url.clone()])
-            .tls(self.tls())
-            .user(self.user.clone(), self.password.clone())
+            .with_tls(self.tls())
+            .with_user(self.user.clone(), self.password.clone())
     }
 
     /// Built without TLS: the secured etcd cannot be reached.

@@ -1,6 +1,6 @@
-//! The lease behind a session: kept alive by a background task, which
-//! also renews the session's lease clock and tells its state
-//! (`Suspended`, back to `Connected`, `Expired`).
+//! The keep-alive of a session's lease: a background task that renews the
+//! lease, renews the session's lease clock with it and tells the session's
+//! state (`Suspended`, back to `Connected`, `Expired`).
 //!
 //! The task never decides on its own that the session is lost: that is the
 //! lease deadline's job (`coord_core::lease`), which `coord_core::Session`
@@ -113,7 +113,7 @@ pub(crate) async fn keep_alive(shared: Arc<Shared>) {
     }
 }
 
-/// The etcd lease behind a session opened by [`crate::connect`], from its id (the
+/// The etcd lease behind a session opened by [`crate::connect`](fn@crate::connect), from its id (the
 /// lease id in hex, as `etcdctl lease list` shows it). `None` for an id
 /// that is not one.
 pub fn lease_id(id: &SessionId) -> Option<i64> {

@@ -1,0 +1,259 @@
+//! Writes on etcd: a create, set or delete as one Txn ([`crate::txn`]),
+//! sent again after a lost answer when that is safe and recognised when it
+//! had landed; a contender create's Txn also lists its siblings
+//! ([`crate::listing`]).
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use coord_core::backoff::Backoff;
+use coord_core::{CreateMode, Created, Error, OpResult, Result};
+use etcd_client::GetOptions;
+
+use crate::error;
+use crate::etcd_session::{EtcdSession, Listing, DIRS_KEPT};
+use crate::keys::sequential_suffix;
+use crate::listing::{children_of, parent_of};
+use crate::txn::{self, CreatePlan, FenceKey, Plan};
+
+impl EtcdSession {
+    /// A TTL node's create: a lease of its own (see `crate::ttl`), revoked
+    /// again if the create fails.
+    pub(crate) async fn create_ttl(
+        &self,
+        path: &str,
+        data: &[u8],
+        mode: CreateMode,
+        ttl: Duration,
+    ) -> Result<Created> {
+        self.shared.check_open()?;
+        let lease = crate::ttl::grant(&self.shared, ttl).await?;
+        let mut plan = self.create_plan(path, data, mode);
+        plan.lease = lease;
+        // A key found on this fresh lease after a lost answer is this
+        // create's.
+        plan.own_lease = lease;
+        match self.write(Plan::Create(plan), None).await {
+            Ok(OpResult::Created(c)) => Ok(c),
+            Ok(_) => Err(error::unexpected("a create that did not create")),
+            Err(e) => {
+                crate::ttl::revoke(&self.shared, lease).await;
+                Err(e)
+            }
+        }
+    }
+
+    /// Send one create (see [`PrimitiveSession::create`](coord_core::PrimitiveSession::create) for
+    /// [`EtcdSession`]): a contender's also lists its siblings.
+    pub(crate) async fn create_once(
+        &self,
+        mut plan: CreatePlan,
+        mode: CreateMode,
+    ) -> Result<Created> {
+        let parent = parent_of(&plan.path).to_owned();
+        let in_flight = if mode == CreateMode::EphemeralSequential && parent != "/" {
+            plan.list_siblings = Some(self.shared.keys.child_prefix(&parent));
+            Some(self.listing_create(parent))
+        } else {
+            None
+        };
+        let (done, listing) = self.write_listing(Plan::Create(plan), None).await?;
+        if let (Some(guard), Some(listing)) = (&in_flight, listing) {
+            guard.listed(listing);
+        }
+        match done {
+            OpResult::Created(c) => Ok(c),
+            _ => Err(error::unexpected("a create that did not create")),
+        }
+    }
+
+    /// The plan for a create, naming a sequential node.
+    pub(crate) fn create_plan(&self, path: &str, data: &[u8], mode: CreateMode) -> CreatePlan {
+        self.create_plan_numbered(path, data, mode, None)
+    }
+
+    /// [`EtcdSession::create_plan`], naming a sequential node with
+    /// `counter` (a lent one, see [`crate::slots`]) or else a new one.
+    pub(crate) fn create_plan_numbered(
+        &self,
+        path: &str,
+        data: &[u8],
+        mode: CreateMode,
+        counter: Option<u64>,
+    ) -> CreatePlan {
+        let shared = &self.shared;
+        let path = if mode.is_sequential() {
+            let n = counter.unwrap_or_else(|| self.counter.fetch_add(1, Ordering::Relaxed));
+            format!("{path}{}", sequential_suffix(shared.lease, n))
+        } else {
+            path.to_owned()
+        };
+        CreatePlan {
+            key: shared.keys.key(&path),
+            ancestors: shared.keys.ancestors(&path),
+            data: data.to_vec(),
+            lease: if mode.is_ephemeral() { shared.lease } else { 0 },
+            sequential: mode.is_sequential(),
+            persistent: !mode.is_ephemeral(),
+            own_lease: shared.lease,
+            list_siblings: None,
+            parent_known: false,
+            path,
+        }
+    }
+
+    /// Run one write. A create whose answer is lost (connection dropped,
+    /// timeout) is sent again unchanged until it gets an answer, for up to
+    /// one TTL: the retry recognises the node the first attempt made (see
+    /// `txn::Plan::failed`), so it is found, never made twice. A persistent
+    /// sequential create is only looked for, not sent again: another
+    /// session may have deleted the node it made (a queue item taken), and
+    /// sending it again would make a second one (`OutcomeUnknown` then).
+    pub(crate) async fn write(&self, plan: Plan, fence: Option<FenceKey>) -> Result<OpResult> {
+        Ok(self.write_listing(plan, fence).await?.0)
+    }
+
+    /// [`EtcdSession::write`], with the sibling listing a create asked for.
+    pub(crate) async fn write_listing(
+        &self,
+        mut plan: Plan,
+        fence: Option<FenceKey>,
+    ) -> Result<(OpResult, Option<Listing>)> {
+        let shared = &self.shared;
+        shared.check_open()?;
+        let parent = match &mut plan {
+            Plan::Create(c) => {
+                let parent = c.ancestors.last().cloned();
+                c.parent_known = parent
+                    .as_ref()
+                    .is_some_and(|p| self.dirs.lock().is_ok_and(|d| d.contains(p)));
+                parent
+            }
+            _ => None,
+        };
+        let recover = matches!(plan, Plan::Create(_));
+        let started = Instant::now();
+        let mut retrying = false;
+        let backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(1));
+        let mut attempt = 0;
+        let path = match &plan {
+            Plan::Create(p) => p.path.clone(),
+            Plan::Set(p) => p.path.clone(),
+            Plan::Delete(p) => p.path.clone(),
+        };
+        loop {
+            if let (true, Plan::Create(c)) = (retrying, &plan) {
+                if c.sequential && c.persistent {
+                    match self.find_sequential(c).await {
+                        Ok(Some(made)) => return Ok((OpResult::Created(made), None)),
+                        Ok(None) => return Err(Error::lost_sequential_create(&c.path)),
+                        Err(e) if e.is_retryable() && started.elapsed() < shared.ttl => {
+                            shared.check_open()?;
+                            backoff.sleep(&mut attempt).await;
+                            continue;
+                        }
+                        Err(e) => return Err(e),
+                    }
+                }
+            }
+            let sent = shared.txn(&txn::build(&plan, fence.as_ref()), false).await;
+            match sent.map_err(error::at(&path)) {
+                Ok(resp) => {
+                    shared.saw_header(resp.header());
+                    if plan.needs_ancestors(fence.as_ref(), &resp) {
+                        // The parent is gone (or was made again, ephemeral):
+                        // the whole plan makes it or says why not.
+                        if let (Some(p), Ok(mut dirs)) = (&parent, self.dirs.lock()) {
+                            dirs.remove(p);
+                        }
+                        if let Plan::Create(c) = &mut plan {
+                            c.parent_known = false;
+                        }
+                        continue;
+                    }
+                    let done = txn::interpret(&plan, fence.as_ref(), &resp, retrying)?;
+                    if let Some(lease) = txn::deleted_lease(&plan, &resp) {
+                        crate::ttl::forget_deleted(shared, lease).await;
+                    }
+                    if let (Some(p), true) = (&parent, resp.succeeded()) {
+                        if let Ok(mut dirs) = self.dirs.lock() {
+                            if dirs.len() >= DIRS_KEPT && !dirs.contains(p) {
+                                dirs.clear();
+                            }
+                            dirs.insert(p.clone());
+                        }
+                    }
+                    let listing = match (&plan, txn::sibling_listing(&plan, &resp)) {
+                        (Plan::Create(c), Some(kvs)) => c.list_siblings.as_deref().map(|p| {
+                            let revision = resp.header().map(|h| h.revision()).unwrap_or(0);
+                            Arc::new((children_of(p, &kvs), revision))
+                        }),
+                        _ => None,
+                    };
+                    return Ok((done, listing));
+                }
+                Err(e) if recover && e.is_retryable() && started.elapsed() < shared.ttl => {
+                    tracing::debug!(error = %e, "etcd create lost its answer; retrying");
+                    shared.check_open()?;
+                    retrying = true;
+                    backoff.sleep(&mut attempt).await;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// The data of the node at `path` (`key`) at `revision`, for a take
+    /// whose delete's answer was lost and which then found the key gone
+    /// (see [`PrimitiveSession::take_leaf`](coord_core::PrimitiveSession::take_leaf)).
+    pub(crate) async fn data_before(
+        &self,
+        path: &str,
+        key: &str,
+        revision: i64,
+    ) -> Result<Option<Vec<u8>>> {
+        let backoff = Backoff::RECIPES;
+        let mut attempt = 0;
+        loop {
+            let at = GetOptions::new().with_revision(revision);
+            match self.shared.get(key, Some(at)).await {
+                Ok(resp) => return Ok(resp.kvs().first().map(|kv| kv.value().to_vec())),
+                Err(e) if e.is_retryable() => {
+                    self.shared.check_open()?;
+                    backoff.sleep(&mut attempt).await;
+                }
+                Err(e) => {
+                    return Err(Error::OutcomeUnknown {
+                        path: path.to_owned(),
+                        detail: format!(
+                            "the answer to this take was lost and the node is gone, taken by \
+                             this take or another; its data at revision {revision} could not \
+                             be read ({e})"
+                        ),
+                    })
+                }
+            }
+        }
+    }
+
+    /// The node a sequential create made, if it is there: its key carries
+    /// this session's lease and counter, so whatever is there is ours.
+    pub(crate) async fn find_sequential(&self, c: &txn::CreatePlan) -> Result<Option<Created>> {
+        let resp = self
+            .shared
+            .get(&c.key, None)
+            .await
+            .map_err(error::at(&c.path))?;
+        self.shared.saw_header(resp.header());
+        Ok(resp.kvs().first().map(|kv| {
+            let created = txn::urev(kv.create_revision());
+            Created::new(
+                c.path.clone(),
+                Some(created),
+                created,
+                txn::urev(kv.mod_revision()),
+            )
+        }))
+    }
+}
