@@ -10,8 +10,8 @@
 //! age.
 //!
 //! The recipe is recognised by the names its nodes take (the markers of
-//! [`crate::recipes::names`], [`ElectionLayout`], [`MEMBER_MARKER`],
-//! [`ITEM_MARKER`]) and by the directories it lays out (`leases/` and
+//! [`crate::layout`] and [`ElectionLayout`]) and by the directories it lays
+//! out (`leases/` and
 //! `locks/` for a semaphore, `items/` and `claims/` for a queue, `lock/`,
 //! `last` and `started` for a periodic job, one ephemeral `lock` node for a
 //! [`SimpleLock`]). Curator and kazoo recipes that share those layouts on
@@ -39,41 +39,22 @@
 //! [`PeriodicJob`]: crate::recipes::PeriodicJob
 //! [`SimpleLock`]: crate::recipes::SimpleLock
 //! [`ElectionLayout`]: crate::recipes::ElectionLayout
-//! [`MEMBER_MARKER`]: crate::recipes::group::MEMBER_MARKER
-//! [`ITEM_MARKER`]: crate::recipes::queue::ITEM_MARKER
 
 use std::time::{Duration, SystemTime};
 
 use crate::error::{Error, Result};
+use crate::layout::{self, ITEM as ITEM_MARKER, MEMBER as MEMBER_MARKER};
 use crate::path;
 use crate::primitive::{Child, Node};
 use crate::recipes::election::ElectionLayout;
-use crate::recipes::group::MEMBER_MARKER;
-use crate::recipes::machinery::names;
 use crate::recipes::machinery::retry::backoff;
 use crate::recipes::participants::{self, Contender, ContenderState};
 use crate::recipes::queue::keys as queue_keys;
-use crate::recipes::queue::ITEM_MARKER;
 use crate::session::Session;
 
-/// A [`Semaphore`](crate::recipes::Semaphore)'s lease nodes, under its path.
-pub const SEMAPHORE_LEASES: &str = "leases";
-/// A [`Semaphore`](crate::recipes::Semaphore)'s internal lock, under its path.
-pub const SEMAPHORE_LOCKS: &str = "locks";
-/// A [`Queue`](crate::recipes::Queue)'s items, under its path.
-pub const QUEUE_ITEMS: &str = "items";
-/// A [`ReliableQueue`](crate::recipes::ReliableQueue)'s claims (leases of
-/// items), under its path.
-pub const QUEUE_CLAIMS: &str = "claims";
-/// A [`PeriodicJob`](crate::recipes::PeriodicJob)'s run lock, under its path.
-pub const JOB_LOCK: &str = "lock";
-/// A [`PeriodicJob`](crate::recipes::PeriodicJob)'s last recorded period.
-pub const JOB_LAST: &str = "last";
-/// A [`PeriodicJob`](crate::recipes::PeriodicJob)'s last started period
-/// (`OnCrash::Skip`).
-pub const JOB_STARTED: &str = "started";
-/// A [`SimpleLock`](crate::recipes::SimpleLock)'s one node, under its path.
-pub const SIMPLE_LOCK_NODE: &str = "lock";
+// Old paths, until the compat module goes.
+#[doc(hidden)]
+pub use crate::compat::inspect::*;
 
 /// What lives at a path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -372,25 +353,31 @@ pub async fn inspect_with(
     let sequenced: Vec<&Child> = children.iter().filter(|c| c.sequence.is_some()).collect();
     let marked = |marker: &str| sequenced.iter().any(|c| c.name.contains(marker));
 
-    if has(JOB_LAST) || has(JOB_STARTED) || (has(JOB_LOCK) && r.is_dir(path, JOB_LOCK).await?) {
+    if has(layout::JOB_LAST)
+        || has(layout::JOB_STARTED)
+        || (has(layout::JOB_LOCK) && r.is_dir(path, layout::JOB_LOCK).await?)
+    {
         job(&r, path, &mut out).await?;
-    } else if let Some(held) = r.simple_lock_holder(path, has(SIMPLE_LOCK_NODE)).await? {
+    } else if let Some(held) = r
+        .simple_lock_holder(path, has(layout::SIMPLE_LOCK_NODE))
+        .await?
+    {
         out.kind = Kind::SimpleLock;
         out.entries.push(held);
         out.notes
             .push("a simple lock's waiters make no node: only its holder is listed".to_owned());
-    } else if has(SEMAPHORE_LEASES) || has(SEMAPHORE_LOCKS) {
+    } else if has(layout::SEMAPHORE_LEASES) || has(layout::SEMAPHORE_LOCKS) {
         semaphore(&r, path, options.max_leases, &mut out).await?;
-    } else if has(QUEUE_ITEMS) || has(QUEUE_CLAIMS) {
+    } else if has(layout::QUEUE_ITEMS) || has(layout::QUEUE_CLAIMS) {
         queue(&r, path, &mut out).await?;
-    } else if marked(names::READ) || marked(names::WRITE) || marked(names::KAZOO_READ) {
+    } else if marked(layout::READ) || marked(layout::WRITE) || marked(layout::KAZOO_READ) {
         out.kind = Kind::RwLock;
         let listed = crate::recipes::RwLock::new(session, path)?
             .participants()
             .await?;
         for c in listed {
-            let side = if path::name(&c.node).contains(names::READ)
-                || path::name(&c.node).contains(names::KAZOO_READ)
+            let side = if path::name(&c.node).contains(layout::READ)
+                || path::name(&c.node).contains(layout::KAZOO_READ)
             {
                 Side::Read
             } else {
@@ -402,7 +389,7 @@ pub async fn inspect_with(
         }
     } else if election_markers()
         .iter()
-        .filter(|m| **m != names::LOCK)
+        .filter(|m| **m != layout::LOCK)
         .any(|m| marked(m))
     {
         out.kind = Kind::Election;
@@ -410,7 +397,7 @@ pub async fn inspect_with(
             out.entries
                 .push(r.contender(&c, Role::Leader, Role::Candidate).await?);
         }
-    } else if marked(names::LOCK) {
+    } else if marked(layout::LOCK) {
         out.kind = Kind::Lock;
         for c in participants::list(session, path, &participants::exclusive).await? {
             out.entries
@@ -421,7 +408,7 @@ pub async fn inspect_with(
              its leader is the holder",
             ElectionLayout::LeaderSelector.marker()
         ));
-    } else if marked(ITEM_MARKER) && path::name(path) == QUEUE_ITEMS && path != "/" {
+    } else if marked(ITEM_MARKER) && path::name(path) == layout::QUEUE_ITEMS && path != "/" {
         // A queue's item directory: show the queue it belongs to.
         let parent = path::parent(path).to_owned();
         queue(&r, &parent, &mut out).await?;
@@ -553,13 +540,13 @@ async fn job(r: &Reader<'_>, dir: &str, out: &mut Inspection) -> Result<()> {
     let period = |n: Option<Node>| -> Option<u64> {
         std::str::from_utf8(&n?.data).ok()?.trim().parse().ok()
     };
-    let last = r.get(&path::join(dir, JOB_LAST)).await?;
-    let started = r.get(&path::join(dir, JOB_STARTED)).await?;
+    let last = r.get(&path::join(dir, layout::JOB_LAST)).await?;
+    let started = r.get(&path::join(dir, layout::JOB_STARTED)).await?;
     out.job = Some(JobState {
         last_run: period(last),
         started: period(started),
     });
-    let lock = path::join(dir, JOB_LOCK);
+    let lock = path::join(dir, layout::JOB_LOCK);
     for c in participants::list(r.session, &lock, &participants::exclusive).await? {
         out.entries
             .push(r.contender(&c, Role::Holder, Role::Waiter).await?);
@@ -592,11 +579,11 @@ async fn semaphore(
         }
         return Ok(());
     }
-    let leases_dir = path::join(dir, SEMAPHORE_LEASES);
+    let leases_dir = path::join(dir, layout::SEMAPHORE_LEASES);
     let mut leases = participants::list(r.session, &leases_dir, &|_, _| false).await?;
     let waiting = participants::list(
         r.session,
-        &path::join(dir, SEMAPHORE_LOCKS),
+        &path::join(dir, layout::SEMAPHORE_LOCKS),
         &participants::exclusive,
     )
     .await?;
@@ -638,8 +625,8 @@ async fn semaphore(
 
 async fn queue(r: &Reader<'_>, dir: &str, out: &mut Inspection) -> Result<()> {
     out.kind = Kind::Queue;
-    let items_dir = path::join(dir, QUEUE_ITEMS);
-    let claims_dir = path::join(dir, QUEUE_CLAIMS);
+    let items_dir = path::join(dir, layout::QUEUE_ITEMS);
+    let claims_dir = path::join(dir, layout::QUEUE_CLAIMS);
     let mut items: Vec<Child> = r
         .children(&items_dir)
         .await?
@@ -724,7 +711,7 @@ impl Reader<'_> {
         if !listed {
             return Ok(None);
         }
-        let node = path::join(dir, SIMPLE_LOCK_NODE);
+        let node = path::join(dir, layout::SIMPLE_LOCK_NODE);
         Ok(self
             .get(&node)
             .await?

@@ -15,8 +15,10 @@
 #![warn(missing_docs)]
 
 pub mod backoff;
+mod compat;
 pub mod error;
 pub mod inspect;
+pub mod layout;
 pub mod lease;
 pub mod limits;
 pub mod path;

@@ -8,18 +8,18 @@ use std::collections::BTreeMap;
 use tokio::task::JoinSet;
 
 use crate::error::{Error, Result};
+use crate::layout;
 use crate::path;
 use crate::primitive::{CreateMode, Watch};
 use crate::recipes::machinery::held::HeldNode;
-use crate::recipes::machinery::names;
 use crate::recipes::machinery::pending::PendingNode;
 use crate::recipes::machinery::retry::{backoff, list_retrying, list_watch_retrying, settle_watch};
 use crate::session::Session;
 use crate::telemetry::{self, Recipe};
 
-/// The marker of a member node joined without a name:
-/// `_c_<uuid>-member-<seq>`.
-pub const MEMBER_MARKER: &str = "member-";
+// Old paths, until the compat module goes.
+#[doc(hidden)]
+pub use crate::compat::group::*;
 
 /// A process group at a directory path.
 ///
@@ -92,7 +92,7 @@ impl Group {
     /// Cancel safe: dropped, no member node is left behind.
     pub async fn join(&self, data: &[u8]) -> Result<Membership> {
         path::validate_data(data)?;
-        let prefix = path::join(&self.dir, &names::protected(MEMBER_MARKER));
+        let prefix = path::join(&self.dir, &layout::protected(layout::MEMBER));
         self.join_at(prefix, data, CreateMode::EphemeralSequential)
             .await
     }

@@ -7,11 +7,11 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use crate::error::{Error, Result};
+use crate::layout;
 use crate::path;
 use crate::primitive::{Child, Fence, Op, OpResult};
 use crate::recipes::machinery::contend::Request;
 use crate::recipes::machinery::held::HeldNode;
-use crate::recipes::machinery::names;
 use crate::recipes::machinery::stats::Stats;
 use crate::recipes::machinery::wait::Wait;
 use crate::recipes::participants::{self, Contender};
@@ -49,8 +49,8 @@ pub struct Lock {
     data: Vec<u8>,
     stats: Stats,
     /// Protection ids of deleted nodes, to name the next ones with
-    /// ([`names::Ids`]; shared by clones).
-    ids: names::Ids,
+    /// ([`layout::Ids`]; shared by clones).
+    ids: layout::Ids,
 }
 
 fn any_contender(_: &Child) -> bool {
@@ -69,7 +69,7 @@ impl Lock {
             dir: path.to_owned(),
             data: Vec::new(),
             stats: Stats::new(),
-            ids: names::Ids::default(),
+            ids: layout::Ids::default(),
         })
     }
 
@@ -117,7 +117,7 @@ impl Lock {
         Request {
             session: &self.session,
             dir: &self.dir,
-            marker: names::LOCK,
+            marker: layout::LOCK,
             data: &self.data,
             stats: &self.stats,
             blocked_by: &any_contender,

@@ -11,8 +11,8 @@
 //! [`crate::traits`]: every lock is [`Lockable`](crate::traits::Lockable),
 //! every guard a [`Hold`](crate::traits::Hold). What they share —
 //! queueing contenders, cancel-safe creates, held nodes, retries, node
-//! names, counters — is internal machinery; its public pieces are
-//! [`HeldNode`], [`Stats`] and [`names`].
+//! counters — is internal machinery; its public pieces are [`HeldNode`]
+//! and [`Stats`]. The names they write are [`crate::layout`]'s.
 //!
 //! Every guard is `#[must_use]`, releases with an `async fn release` that
 //! reports errors, releases best-effort in the background on `Drop` (the
@@ -39,6 +39,10 @@ pub mod rwlock;
 pub mod semaphore;
 pub mod simple_lock;
 
+// Old paths, until the compat module goes.
+#[doc(hidden)]
+pub use crate::compat::recipes::*;
+
 pub use barrier::{Barrier, DoubleBarrier, Inside};
 pub use cache::{CacheEvent, ChildrenCache, NodeCache, TreeCache};
 pub use counter::{AddOutcome, Counter, CounterWatcher};
@@ -49,7 +53,6 @@ pub use election::{
 pub use group::{Group, GroupChange, GroupWatcher, Member, Membership};
 pub use lock::{Lock, LockGuard};
 pub use machinery::held::HeldNode;
-pub use machinery::names;
 pub use machinery::stats::Stats;
 pub use multi_lock::{MultiLock, MultiLockGuard};
 pub use participants::{Contender, ContenderState};

@@ -29,6 +29,7 @@ use std::future::Future;
 use std::time::{Duration, SystemTime};
 
 use crate::error::{Error, Result};
+use crate::layout;
 use crate::path;
 use crate::primitive::{Fence, Node, Op};
 use crate::recipes::lock::{Lock, LockGuard};
@@ -149,9 +150,9 @@ impl PeriodicJob {
         path::validate_non_root(path)?;
         Ok(PeriodicJob {
             session: session.clone(),
-            lock: Lock::new(session, &path::join(path, "lock"))?,
-            last: path::join(path, "last"),
-            started: path::join(path, "started"),
+            lock: Lock::new(session, &path::join(path, layout::JOB_LOCK))?,
+            last: path::join(path, layout::JOB_LAST),
+            started: path::join(path, layout::JOB_STARTED),
             on_crash: OnCrash::default(),
         })
     }

@@ -6,11 +6,11 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use crate::error::{Error, Result};
+use crate::layout;
 use crate::path;
 use crate::primitive::Child;
 use crate::recipes::lock::LockGuard;
 use crate::recipes::machinery::contend::Request;
-use crate::recipes::machinery::names;
 use crate::recipes::machinery::stats::Stats;
 use crate::recipes::machinery::wait::Wait;
 use crate::recipes::participants::{self, Contender};
@@ -34,12 +34,12 @@ pub struct RwLock {
     dir: String,
     stats: Stats,
     /// Protection ids of deleted nodes, to name the next ones with
-    /// ([`names::Ids`]; shared by clones and both halves).
-    ids: names::Ids,
+    /// ([`layout::Ids`]; shared by clones and both halves).
+    ids: layout::Ids,
 }
 
 fn is_reader(c: &Child) -> bool {
-    c.name.contains(names::READ) || c.name.contains(names::KAZOO_READ)
+    c.name.contains(layout::READ) || c.name.contains(layout::KAZOO_READ)
 }
 
 fn blocks_reader(c: &Child) -> bool {
@@ -70,7 +70,7 @@ impl RwLock {
             session: session.clone(),
             dir: path.to_owned(),
             stats: Stats::new(),
-            ids: names::Ids::default(),
+            ids: layout::Ids::default(),
         })
     }
 
@@ -118,7 +118,7 @@ impl RwLock {
         let c = Request {
             session: &self.session,
             dir: &self.dir,
-            marker: if write { names::WRITE } else { names::READ },
+            marker: if write { layout::WRITE } else { layout::READ },
             data: &[],
             stats: &self.stats,
             blocked_by: if write {

@@ -7,11 +7,11 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use crate::error::{Error, Result};
+use crate::layout;
 use crate::path;
 use crate::primitive::CreateMode;
 use crate::recipes::lock::{Lock, LockGuard};
 use crate::recipes::machinery::held::HeldNode;
-use crate::recipes::machinery::names;
 use crate::recipes::machinery::pending::PendingNode;
 use crate::recipes::machinery::stats::Stats;
 use crate::recipes::machinery::wait::Wait;
@@ -72,8 +72,8 @@ pub struct Semaphore {
     data: Vec<u8>,
     stats: Stats,
     /// Protection ids of returned lease nodes, to name the next ones with
-    /// ([`names::Ids`]; shared by clones).
-    ids: names::Ids,
+    /// ([`layout::Ids`]; shared by clones).
+    ids: layout::Ids,
 }
 
 /// One lease of a [`Semaphore`]; return it with [`Lease::release`] (or
@@ -162,12 +162,13 @@ impl Semaphore {
         Ok(Semaphore {
             session: session.clone(),
             dir: path.to_owned(),
-            leases_dir: path::join(path, "leases"),
-            lock: Lock::new(session, &path::join(path, "locks"))?.with_stats(stats.clone()),
+            leases_dir: path::join(path, layout::SEMAPHORE_LEASES),
+            lock: Lock::new(session, &path::join(path, layout::SEMAPHORE_LOCKS))?
+                .with_stats(stats.clone()),
             max_leases,
             data: Vec::new(),
             stats,
-            ids: names::Ids::default(),
+            ids: layout::Ids::default(),
         })
     }
 
@@ -263,7 +264,7 @@ impl Semaphore {
     /// the protection id returned with it.
     fn create_lease(&self) -> (PendingNode, uuid::Uuid) {
         let id = self.ids.take();
-        let prefix = path::join(&self.leases_dir, &names::protected_with(id, names::LEASE));
+        let prefix = path::join(&self.leases_dir, &layout::protected_with(id, layout::LEASE));
         let pending = PendingNode::spawn(
             &self.session,
             prefix,

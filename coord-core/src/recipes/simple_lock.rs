@@ -6,6 +6,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use crate::error::{Error, Result};
+use crate::layout;
 use crate::path;
 use crate::primitive::CreateMode;
 use crate::recipes::lock::LockGuard;
@@ -45,7 +46,7 @@ impl SimpleLock {
         Ok(SimpleLock {
             session: session.clone(),
             dir: path.to_owned(),
-            node: path::join(path, "lock"),
+            node: path::join(path, layout::SIMPLE_LOCK_NODE),
             stats: Stats::new(),
         })
     }

@@ -47,7 +47,11 @@ mod leadership;
 mod participant;
 
 use campaign::Candidate;
-pub use campaign::{ElectionLayout, OFFER_MARKER};
+pub use campaign::ElectionLayout;
+
+// Old paths, until the compat module goes.
+#[doc(hidden)]
+pub use crate::compat::election::*;
 pub use events::{ElectionEvent, ElectionState};
 pub use latch::{LatchEvent, LatchWatcher, LeaderLatch};
 pub use leadership::Leadership;

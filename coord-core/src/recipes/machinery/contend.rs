@@ -16,10 +16,10 @@
 use tokio::time::Instant;
 
 use crate::error::{Error, Result};
+use crate::layout;
 use crate::path;
 use crate::primitive::{Child, CreateMode};
 use crate::recipes::machinery::held::HeldNode;
-use crate::recipes::machinery::names;
 use crate::recipes::machinery::pending::PendingNode;
 use crate::recipes::machinery::retry::pause;
 use crate::recipes::machinery::stats::Stats;
@@ -35,9 +35,9 @@ pub(crate) struct Request<'a> {
     pub stats: &'a Stats,
     /// Whether an earlier child blocks this contender.
     pub blocked_by: &'a (dyn Fn(&Child) -> bool + Send + Sync),
-    /// The handle's protection ids to lend again ([`names::Ids`]); `None`:
+    /// The handle's protection ids to lend again ([`layout::Ids`]); `None`:
     /// a fresh id every time.
-    pub ids: Option<&'a names::Ids>,
+    pub ids: Option<&'a layout::Ids>,
 }
 
 /// The nearest earlier child that blocks `me`, or `None` when `me` holds.
@@ -85,8 +85,8 @@ impl Request<'_> {
     /// Join the queue and wait per `wait`. `Ok(None)` only for `Wait::No`
     /// when blocked; `Err(Timeout)` when a deadline passes.
     pub(crate) async fn acquire(&self, wait: Wait) -> Result<Option<HeldNode>> {
-        let id = self.ids.map_or_else(names::fresh_id, names::Ids::take);
-        let prefix = path::join(self.dir, &names::protected_with(id, self.marker));
+        let id = self.ids.map_or_else(layout::fresh_id, layout::Ids::take);
+        let prefix = path::join(self.dir, &layout::protected_with(id, self.marker));
         let mut pending = PendingNode::spawn(
             self.session,
             prefix,

@@ -3,16 +3,13 @@
 //! creates that leave nothing behind when their caller gives up
 //! ([`pending`]), the node behind every guard ([`held`]), reads retried
 //! through connection losses ([`retry`]), how long a caller waits
-//! ([`wait`]), the node names recipes make ([`names`]) and the counters
-//! tests and benchmarks read ([`stats`]).
+//! ([`wait`]) and the counters tests and benchmarks read ([`stats`]).
 //!
 //! Internal to the crate: the public pieces ([`HeldNode`](held::HeldNode),
-//! [`Stats`](stats::Stats), [`names`]) are re-exported from
-//! [`crate::recipes`].
+//! [`Stats`](stats::Stats)) are re-exported from [`crate::recipes`].
 
 pub(crate) mod contend;
 pub(crate) mod held;
-pub mod names;
 pub(crate) mod pending;
 pub(crate) mod retry;
 pub(crate) mod stats;

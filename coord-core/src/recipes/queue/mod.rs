@@ -70,11 +70,13 @@ pub(crate) mod keys;
 mod ordered;
 mod reliable;
 
-pub use engine::ITEM_MARKER;
 use engine::{Engine, Got};
-pub use keys::MAX_DELAY;
 pub use ordered::{DelayQueue, PriorityQueue, ReliableDelayQueue, ReliablePriorityQueue};
 pub use reliable::{Delivery, ReliableQueue};
+
+// Old paths, until the compat module goes.
+#[doc(hidden)]
+pub use crate::compat::queue::*;
 
 /// A distributed FIFO queue at a directory path. Clones share the
 /// consumer's listing cache.

@@ -360,7 +360,7 @@ impl DelayQueue {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`], before any I/O, for a delay over
-    /// [`MAX_DELAY`](super::MAX_DELAY) or data over the limit; session
+    /// [`MAX_DELAY`](crate::limits::MAX_DELAY) or data over the limit; session
     /// errors; [`Error::OutcomeUnknown`] when the
     /// answer was lost and the item is not in the queue now: it was never
     /// added, or added and already taken; it was not added again (that
@@ -380,7 +380,7 @@ impl DelayQueue {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`], before any I/O, for a time before the
-    /// Unix epoch or more than [`MAX_DELAY`](super::MAX_DELAY) ahead, or
+    /// Unix epoch or more than [`MAX_DELAY`](crate::limits::MAX_DELAY) ahead, or
     /// data over the limit; session errors; [`Error::OutcomeUnknown`] when the
     /// answer was lost and the item is not in the queue now: it was never
     /// added, or added and already taken; it was not added again (that

@@ -1,14 +1,19 @@
-//! Node names recipes make: Curator's protected form `_c_<uuid>-<kind>`, so
-//! a node is recognisable as ours after a lost answer, and ZooKeeper peers
-//! (Curator, kazoo) see the same names they make.
+//! Where the recipes put things on the server: every node-name marker,
+//! every fixed child name, and the protected name form `_c_<uuid>-<kind>`
+//! (Curator's), so a node is recognisable as ours after a lost answer and
+//! ZooKeeper peers (Curator, kazoo) see the names they make. The recipes and
+//! [`crate::inspect`] both read it from here.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
+/// What every protected name begins with, before its uuid.
+pub const PROTECTED: &str = "_c_";
+
 /// A fresh protected name prefix: `_c_<uuid>-<kind>`; a sequential create
 /// appends the backend's suffix to it.
 pub fn protected(kind: &str) -> String {
-    format!("_c_{}-{kind}", fresh_uuid())
+    protected_with(fresh_uuid(), kind)
 }
 
 /// A fresh protection id (what [`protected`] puts in a name).
@@ -18,7 +23,7 @@ pub(crate) fn fresh_id() -> uuid::Uuid {
 
 /// [`protected`] with a given id: `_c_<id>-<kind>`.
 pub(crate) fn protected_with(id: uuid::Uuid, kind: &str) -> String {
-    format!("_c_{id}-{kind}")
+    format!("{PROTECTED}{id}-{kind}")
 }
 
 /// Protection ids a recipe handle lends again: the id of a node whose
@@ -55,12 +60,12 @@ impl Ids {
 }
 
 /// A version-4 UUID, unique in this process and random across processes,
-/// without a `getrandom` system call each time (one per acquire was a
-/// twelfth of an in-memory lock cycle): a per-process random seed, taken
-/// once from the OS, mixed with a counter through SplitMix64, whose
-/// finaliser is a bijection on `u64`, so two counts never give the same
-/// high half before the version bits are set; a collision needs both
-/// halves to meet as well, 2^-122 at worst.
+/// without a `getrandom` system call each time.
+// One `getrandom` per acquire was a twelfth of an in-memory lock cycle. A
+// per-process random seed, taken once from the OS, is mixed with a counter
+// through SplitMix64, whose finaliser is a bijection on `u64`, so two counts
+// never give the same high half before the version bits are set; a
+// collision needs both halves to meet as well, 2^-122 at worst.
 fn fresh_uuid() -> uuid::Uuid {
     static SEED: OnceLock<(u64, u64)> = OnceLock::new();
     static COUNT: AtomicU64 = AtomicU64::new(0);
@@ -106,6 +111,42 @@ pub const LATCH: &str = "latch-";
 /// The marker of kazoo's `ReadLock` nodes (`<hex>__rlock__<seq>`): readers
 /// too, so a coord reader shares with them.
 pub const KAZOO_READ: &str = "__rlock__";
+/// The marker of a [`Group`](crate::recipes::Group) member's node.
+pub const MEMBER: &str = "member-";
+/// The marker of a [`Barrier`](crate::recipes::Barrier) participant's node
+/// (the same text as [`MEMBER`]).
+pub const BARRIER_MEMBER: &str = "member-";
+/// The marker of a queue item's node (every queue of
+/// [`crate::recipes`]), before its ordering key.
+pub const ITEM: &str = "item-";
+
+/// A [`Semaphore`](crate::recipes::Semaphore)'s lease nodes, under its path.
+pub const SEMAPHORE_LEASES: &str = "leases";
+/// A [`Semaphore`](crate::recipes::Semaphore)'s internal lock, under its path.
+pub const SEMAPHORE_LOCKS: &str = "locks";
+/// A [`Queue`](crate::recipes::Queue)'s items, under its path.
+pub const QUEUE_ITEMS: &str = "items";
+/// A [`ReliableQueue`](crate::recipes::ReliableQueue)'s claims (leases of
+/// items), under its path.
+pub const QUEUE_CLAIMS: &str = "claims";
+/// A [`PeriodicJob`](crate::recipes::PeriodicJob)'s run lock, under its path.
+pub const JOB_LOCK: &str = "lock";
+/// A [`PeriodicJob`](crate::recipes::PeriodicJob)'s last recorded period.
+pub const JOB_LAST: &str = "last";
+/// A [`PeriodicJob`](crate::recipes::PeriodicJob)'s last started period
+/// (`OnCrash::Skip`).
+pub const JOB_STARTED: &str = "started";
+/// A [`SimpleLock`](crate::recipes::SimpleLock)'s one node, under its path.
+pub const SIMPLE_LOCK_NODE: &str = "lock";
+/// A [`DoubleBarrier`](crate::recipes::DoubleBarrier)'s node that says
+/// everyone is in, under its path.
+pub const BARRIER_READY: &str = "ready";
+/// A [`SetPartitioner`](crate::recipes::SetPartitioner)'s group of members,
+/// under its path.
+pub const PARTITIONER_PARTY: &str = "party";
+/// A [`SetPartitioner`](crate::recipes::SetPartitioner)'s per-item locks,
+/// under its path.
+pub const PARTITIONER_LOCKS: &str = "locks";
 
 #[cfg(test)]
 mod tests {
