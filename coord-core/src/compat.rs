@@ -3,6 +3,56 @@
 //! module; it goes once every caller uses the new paths.
 #![allow(unused_imports)]
 
+/// Old modules and items at the crate root.
+pub mod root {
+    /// Old path: `coord_core::backoff`.
+    #[doc(hidden)]
+    pub mod backoff {
+        pub use crate::backend::backoff::*;
+    }
+    /// Old path: `coord_core::lease`.
+    #[doc(hidden)]
+    pub mod lease {
+        pub use crate::backend::lease::*;
+    }
+    /// Old path: `coord_core::redact`.
+    #[doc(hidden)]
+    pub mod redact {
+        pub use crate::backend::redact::*;
+    }
+    /// Old path: `coord_core::tls`.
+    #[doc(hidden)]
+    pub mod tls {
+        pub use crate::backend::tls::*;
+    }
+    /// Old path: `coord_core::primitive`.
+    #[doc(hidden)]
+    pub mod primitive {
+        pub use crate::backend::node::*;
+        pub use crate::backend::primitive::*;
+        pub use crate::backend::watch::*;
+    }
+    #[doc(hidden)]
+    pub use crate::backend::lease::LeaseClock;
+    #[doc(hidden)]
+    pub use crate::backend::primitive::PrimitiveSession;
+    #[doc(hidden)]
+    pub use crate::backend::redact::redact_url;
+    #[doc(hidden)]
+    pub use crate::backend::tls::TlsMaterial;
+}
+
+impl crate::backend::tls::TlsOptions {
+    /// Old name of [`validate`](Self::validate).
+    ///
+    /// # Errors
+    /// As [`validate`](Self::validate).
+    #[doc(hidden)]
+    pub fn check(&self) -> crate::Result<()> {
+        self.validate()
+    }
+}
+
 /// Old modules under `coord_core::recipes`.
 pub mod recipes {
     /// Old path: `coord_core::recipes::names`.

@@ -42,10 +42,10 @@
 
 use std::time::{Duration, SystemTime};
 
+use crate::backend::node::{Child, Node};
 use crate::error::{Error, Result};
 use crate::layout::{self, ITEM as ITEM_MARKER, MEMBER as MEMBER_MARKER};
 use crate::path;
-use crate::primitive::{Child, Node};
 use crate::recipes::election::ElectionLayout;
 use crate::recipes::machinery::retry::backoff;
 use crate::recipes::participants::{self, Contender, ContenderState};

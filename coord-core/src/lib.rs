@@ -14,21 +14,21 @@
 //! error is one [`Error`].
 #![warn(missing_docs)]
 
-pub mod backoff;
+pub mod backend;
 mod compat;
 pub mod error;
 pub mod inspect;
 pub mod layout;
-pub mod lease;
 pub mod limits;
 pub mod path;
-pub mod primitive;
 pub mod recipes;
-pub mod redact;
 mod session;
 pub mod telemetry;
-pub mod tls;
 pub mod traits;
+
+// Old paths, until the compat module goes.
+#[doc(hidden)]
+pub use compat::root::*;
 
 /// The traits, for `use coord_core::prelude::*`: their methods then work on
 /// every recipe and every `dyn` of them.
@@ -38,12 +38,11 @@ pub mod prelude {
     };
 }
 
-pub use error::{Error, PathErrorKind, Result};
-pub use lease::LeaseClock;
-pub use primitive::{
-    Child, CreateMode, Created, Fence, Node, Op, OpResult, PrimitiveSession, SessionId,
-    SessionState, Stat, TreeChange, TreeWatch, Watch, MAX_NODE_TTL, MIN_NODE_TTL,
+pub use backend::node::{
+    Child, CreateMode, Created, Fence, Node, Op, OpResult, SessionId, SessionState, Stat,
+    MAX_NODE_TTL, MIN_NODE_TTL,
 };
-pub use redact::redact_url;
+pub use backend::tls::TlsOptions;
+pub use backend::watch::{TreeChange, TreeWatch, Watch};
+pub use error::{Error, PathErrorKind, Result};
 pub use session::Session;
-pub use tls::{TlsMaterial, TlsOptions};

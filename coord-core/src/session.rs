@@ -5,12 +5,13 @@ use std::sync::{Arc, Weak};
 
 use tokio::sync::watch;
 
+use crate::backend::node::{
+    Child, CreateMode, Created, Fence, Node, Op, OpResult, SessionId, SessionState, Stat,
+};
+use crate::backend::primitive::PrimitiveSession;
+use crate::backend::watch::{TreeWatch, Watch};
 use crate::error::{Error, Result};
 use crate::path;
-use crate::primitive::{
-    Child, CreateMode, Created, Fence, Node, Op, OpResult, PrimitiveSession, SessionId,
-    SessionState, Stat, TreeWatch, Watch,
-};
 use crate::telemetry;
 
 /// A session on some backend: cheap to clone (an `Arc`), shared by every
@@ -23,7 +24,7 @@ use crate::telemetry;
 ///
 /// # The lease deadline
 /// A `Session` keeps the client's side of the session's life (see
-/// [`crate::lease`]): once the backend's [`LeaseClock`](crate::LeaseClock) deadline passes
+/// [`crate::backend::lease`]): once the backend's [`LeaseClock`](crate::backend::lease::LeaseClock) deadline passes
 /// without a newer answer from the server, the session counts as lost here,
 /// before the server can end it and give its holds to anyone else. Its
 /// state becomes [`SessionState::Expired`], every operation (and every
@@ -253,7 +254,7 @@ impl Session {
     }
 
     /// The instant past which this session counts as lost unless the
-    /// server answers a renewal first (see [`crate::lease`]).
+    /// server answers a renewal first (see [`crate::backend::lease`]).
     pub fn lease_deadline(&self) -> tokio::time::Instant {
         self.inner.lease().deadline()
     }

@@ -68,8 +68,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use tokio::time::Instant;
 use tracing::Instrument;
 
+use crate::backend::node::{SessionId, SessionState};
 use crate::error::{Error, Result};
-use crate::primitive::{SessionId, SessionState};
 use crate::recipes::HeldNode;
 use crate::session::Session;
 

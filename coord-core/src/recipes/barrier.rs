@@ -19,10 +19,10 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::backend::node::CreateMode;
 use crate::error::{Error, Result};
 use crate::layout::{self, BARRIER_READY as READY};
 use crate::path;
-use crate::primitive::CreateMode;
 use crate::recipes::machinery::held::HeldNode;
 use crate::recipes::machinery::pending::{delete_if_present, PendingNode};
 use crate::recipes::machinery::retry::{backoff, list_watch_retrying};

@@ -53,9 +53,10 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
+use crate::backend::node::Node;
+use crate::backend::watch::{TreeChange, TreeWatch};
 use crate::error::{Error, Result};
 use crate::path;
-use crate::primitive::{Node, TreeChange, TreeWatch};
 use crate::recipes::machinery::retry::pause;
 use crate::session::Session;
 
@@ -534,7 +535,7 @@ impl Worker {
 
     /// List a directory's children: plainly under a tree watch, otherwise
     /// arming a children watch with the listing.
-    async fn list(&mut self, p: &str) -> Result<Vec<crate::primitive::Child>> {
+    async fn list(&mut self, p: &str) -> Result<Vec<crate::backend::node::Child>> {
         if self.tree.is_some() {
             return self
                 .retry(p, |s, p| async move { s.children(&p).await })

@@ -7,10 +7,11 @@ use std::collections::BTreeMap;
 
 use tokio::task::JoinSet;
 
+use crate::backend::node::CreateMode;
+use crate::backend::watch::Watch;
 use crate::error::{Error, Result};
 use crate::layout;
 use crate::path;
-use crate::primitive::{CreateMode, Watch};
 use crate::recipes::machinery::held::HeldNode;
 use crate::recipes::machinery::pending::PendingNode;
 use crate::recipes::machinery::retry::{backoff, list_retrying, list_watch_retrying, settle_watch};
@@ -295,7 +296,7 @@ impl Membership {
     pub async fn set_data(&self, data: &[u8]) -> Result<()> {
         path::validate_data(data)?;
         self.held
-            .write(crate::primitive::Op::Set {
+            .write(crate::backend::node::Op::Set {
                 path: self.held.path().to_owned(),
                 data: data.to_vec(),
                 version: None,

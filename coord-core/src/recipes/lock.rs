@@ -6,10 +6,10 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
+use crate::backend::node::{Child, Fence, Op, OpResult};
 use crate::error::{Error, Result};
 use crate::layout;
 use crate::path;
-use crate::primitive::{Child, Fence, Op, OpResult};
 use crate::recipes::machinery::contend::Request;
 use crate::recipes::machinery::held::HeldNode;
 use crate::recipes::machinery::stats::Stats;

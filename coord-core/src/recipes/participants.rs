@@ -3,9 +3,9 @@
 
 use std::time::SystemTime;
 
+use crate::backend::node::Child;
 use crate::error::Result;
 use crate::path;
-use crate::primitive::Child;
 use crate::recipes::machinery::retry::list_retrying;
 use crate::session::Session;
 

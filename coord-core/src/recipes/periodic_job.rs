@@ -28,10 +28,10 @@
 use std::future::Future;
 use std::time::{Duration, SystemTime};
 
+use crate::backend::node::{Fence, Node, Op};
 use crate::error::{Error, Result};
 use crate::layout;
 use crate::path;
-use crate::primitive::{Fence, Node, Op};
 use crate::recipes::lock::{Lock, LockGuard};
 use crate::session::Session;
 use crate::telemetry;
@@ -315,7 +315,7 @@ impl PeriodicJob {
             None => Op::Create {
                 path: node.to_owned(),
                 data,
-                mode: crate::primitive::CreateMode::Persistent,
+                mode: crate::backend::node::CreateMode::Persistent,
             },
         };
         match guard.write(op).await {

@@ -5,10 +5,10 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
+use crate::backend::node::Child;
 use crate::error::{Error, Result};
 use crate::layout;
 use crate::path;
-use crate::primitive::Child;
 use crate::recipes::lock::LockGuard;
 use crate::recipes::machinery::contend::Request;
 use crate::recipes::machinery::stats::Stats;

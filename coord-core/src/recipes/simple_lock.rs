@@ -5,10 +5,10 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
+use crate::backend::node::CreateMode;
 use crate::error::{Error, Result};
 use crate::layout;
 use crate::path;
-use crate::primitive::CreateMode;
 use crate::recipes::lock::LockGuard;
 use crate::recipes::machinery::contend::wait_counted;
 use crate::recipes::machinery::held::HeldNode;

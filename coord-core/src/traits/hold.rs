@@ -5,8 +5,8 @@ use std::future::Future;
 
 use async_trait::async_trait;
 
+use crate::backend::node::{Fence, Op, OpResult};
 use crate::error::{Error, Result};
-use crate::primitive::{Fence, Op, OpResult};
 use crate::session::Session;
 
 /// A hold: a lock, a read or write half of a read/write lock, a semaphore
@@ -203,7 +203,7 @@ macro_rules! impl_hold {
             fn fencing_token(&self) -> u64 {
                 Self::held_node(self).fencing_token()
             }
-            fn fence(&self) -> $crate::primitive::Fence {
+            fn fence(&self) -> $crate::backend::node::Fence {
                 Self::held_node(self).fence()
             }
             fn node_path(&self) -> &str {
@@ -214,8 +214,8 @@ macro_rules! impl_hold {
             }
             async fn write(
                 &self,
-                op: $crate::primitive::Op,
-            ) -> $crate::Result<$crate::primitive::OpResult> {
+                op: $crate::backend::node::Op,
+            ) -> $crate::Result<$crate::backend::node::OpResult> {
                 Self::held_node(self).write(op).await
             }
             async fn lost(&self) -> $crate::Error {

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
+use crate::backend::node::Fence;
 use crate::error::{Error, Result};
-use crate::primitive::Fence;
 use crate::recipes::election::events::ElectionState;
 use crate::recipes::election::participant::{Participant, ParticipantStatus};
 use crate::recipes::election::Election;

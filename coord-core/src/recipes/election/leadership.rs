@@ -1,9 +1,9 @@
 //! The guard of a won election: fencing, guarded writes, `proclaim`,
 //! `lost` and `resign`.
 
+use crate::backend::node::{Fence, Op, OpResult};
 use crate::error::{Error, Result};
 use crate::path;
-use crate::primitive::{Fence, Op, OpResult};
 use crate::recipes::machinery::held::HeldNode;
 
 /// Leadership won by [`Election::campaign`](super::Election::campaign).

@@ -31,9 +31,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
+use crate::backend::watch::Watch;
 use crate::error::{Error, Result};
 use crate::path;
-use crate::primitive::Watch;
 use crate::recipes::machinery::retry::{list_retrying, list_watch_retrying, settle_watch};
 use crate::recipes::machinery::stats::Stats;
 use crate::recipes::participants::{self, Contender};

@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 
+use crate::backend::node::Fence;
 use crate::error::{Error, Result};
-use crate::primitive::Fence;
 use crate::recipes::election::campaign::{Candidate, ElectionLayout};
 use crate::recipes::election::events::{ElectionEvent, ElectionState};
 use crate::recipes::machinery::pending::delete_if_present;

@@ -15,10 +15,10 @@
 
 use tokio::time::Instant;
 
+use crate::backend::node::{Child, CreateMode};
 use crate::error::{Error, Result};
 use crate::layout;
 use crate::path;
-use crate::primitive::{Child, CreateMode};
 use crate::recipes::machinery::held::HeldNode;
 use crate::recipes::machinery::pending::PendingNode;
 use crate::recipes::machinery::retry::pause;

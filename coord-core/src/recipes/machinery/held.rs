@@ -1,8 +1,8 @@
 //! What every guard shares: a node this session holds something through.
 
+use crate::backend::node::{Created, Fence, Op, OpResult};
 use crate::error::{Error, Result};
 use crate::layout::Ids;
-use crate::primitive::{Created, Fence, Op, OpResult};
 use crate::recipes::machinery::pending::{
     delete_in_background_then, delete_own, delete_until_gone,
 };

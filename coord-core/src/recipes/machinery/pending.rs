@@ -12,8 +12,8 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
+use crate::backend::node::{CreateMode, Created, Fence, Op};
 use crate::error::{Error, Result};
-use crate::primitive::{CreateMode, Created, Fence, Op};
 use crate::recipes::machinery::retry;
 use crate::session::Session;
 

@@ -1,9 +1,10 @@
 //! Reads that recipes retry while the connection is down, and the small
 //! helpers around them.
 
-use crate::backoff::Backoff;
+use crate::backend::backoff::Backoff;
+use crate::backend::node::Child;
+use crate::backend::watch::Watch;
 use crate::error::{Error, Result};
-use crate::primitive::{Child, Watch};
 use crate::session::Session;
 
 /// Backoff between retries of a read that failed with a retryable error:

@@ -1,9 +1,9 @@
 //! The reliable mode's take: lease an item by creating its claim, an
 //! ephemeral node named after the item.
 
+use crate::backend::node::CreateMode;
 use crate::error::{Error, Result};
 use crate::path;
-use crate::primitive::CreateMode;
 use crate::recipes::machinery::held::HeldNode;
 use crate::recipes::machinery::pending::PendingNode;
 use crate::session::Session;

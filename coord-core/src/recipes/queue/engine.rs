@@ -8,10 +8,11 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
+use crate::backend::delete::delete_at_least_once;
+use crate::backend::node::{Child, CreateMode};
 use crate::error::{Error, Result};
 use crate::layout;
 use crate::path;
-use crate::primitive::{delete_at_least_once, Child, CreateMode};
 use crate::recipes::machinery::retry::{backoff, list_watch_retrying, pause};
 use crate::recipes::machinery::stats::Stats;
 use crate::recipes::machinery::wait::Wait;

@@ -17,10 +17,10 @@
 use std::collections::HashSet;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use crate::backend::node::Child;
 use crate::error::{Error, Result};
 use crate::layout::ITEM as ITEM_MARKER;
 use crate::limits::MAX_DELAY;
-use crate::primitive::Child;
 
 /// The order a queue takes its items in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

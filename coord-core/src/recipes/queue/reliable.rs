@@ -4,8 +4,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::backend::node::Op;
 use crate::error::{Error, Result};
-use crate::primitive::Op;
 use crate::recipes::machinery::held::HeldNode;
 use crate::recipes::machinery::retry::pause;
 use crate::recipes::machinery::stats::Stats;

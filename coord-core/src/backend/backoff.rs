@@ -1,30 +1,29 @@
 //! The one backoff every retry loop of coord uses: exponential, capped,
 //! with jitter.
-//!
-//! A [`Backoff`] is a policy (first delay, cap); the loop keeps its own
-//! attempt counter (a `u32` starting at 0). Attempt `n` waits a random
-//! delay in `[c / 2, c]`, where `c = min(first × 2ⁿ, cap)` — "equal
-//! jitter": half the step is kept, so a retry loop never spins, and the
-//! other half is spread at random, so clients that lost the connection at
-//! the same instant do not all retry at the same instant. The ceiling
-//! doubles each attempt until it reaches the cap, then stays there.
-//!
-//! ```
-//! use std::time::Duration;
-//! use coord_core::backoff::Backoff;
-//!
-//! let b = Backoff::new(Duration::from_millis(20), Duration::from_secs(1));
-//! let mut attempt = 0;
-//! let first = b.next(&mut attempt);
-//! assert!(first >= Duration::from_millis(10) && first <= Duration::from_millis(20));
-//! assert_eq!(attempt, 1);
-//! assert_eq!(b.ceiling(10), Duration::from_secs(1));
-//! ```
 
 use std::time::Duration;
 
-/// Exponential backoff with equal jitter, capped; see the
-/// [module docs](self).
+/// Exponential backoff with equal jitter, capped.
+///
+/// A [`Backoff`] is a policy (first delay, cap); the loop keeps its own
+/// attempt counter (a `u32` starting at 0). Attempt `n` waits a random
+/// delay in `[c / 2, c]`, where `c = min(first × 2ⁿ, cap)` — "equal
+/// jitter": half the step is kept, so a retry loop never spins, and the
+/// other half is spread at random, so clients that lost the connection at
+/// the same instant do not all retry at the same instant. The ceiling
+/// doubles each attempt until it reaches the cap, then stays there.
+///
+/// ```
+/// use std::time::Duration;
+/// use coord_core::backend::Backoff;
+///
+/// let b = Backoff::new(Duration::from_millis(20), Duration::from_secs(1));
+/// let mut attempt = 0;
+/// let first = b.next(&mut attempt);
+/// assert!(first >= Duration::from_millis(10) && first <= Duration::from_millis(20));
+/// assert_eq!(attempt, 1);
+/// assert_eq!(b.ceiling(10), Duration::from_secs(1));
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Backoff {
     first: Duration,

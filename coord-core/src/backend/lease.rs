@@ -18,7 +18,7 @@
 //! [`crate::SessionState::Expired`], every `lost()` resolves, guarded
 //! writes and every other operation are refused locally, and the backend is
 //! told to end the session on the server as soon as it reaches it
-//! ([`crate::PrimitiveSession::abandon`]), so its nodes stop blocking
+//! ([`crate::backend::PrimitiveSession::abandon`]), so its nodes stop blocking
 //! others.
 //!
 //! # What it assumes, and what it cannot cover

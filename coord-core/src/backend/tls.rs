@@ -1,27 +1,27 @@
 //! TLS settings, the same for every server backend.
-//!
-//! [`TlsOptions`] names PEM files: the certificate authorities to trust
-//! (`ca`), and for mutual TLS the client's certificate chain and private key
-//! (`cert`, `key`); `server_name` overrides the name the server's
-//! certificate is checked against (by default the host of the address
-//! connected to, a DNS name or an IP address). In URLs the same settings
-//! are query parameters on every backend: `?tls=true&ca=PATH&cert=PATH&key=PATH&server_name=NAME`
-//! (`rediss://` turns TLS on for Redis).
-//!
-//! Without `ca`, the server's certificate must chain to one of the public
-//! web roots (Mozilla's list, built in: no system library or file is read).
-//!
-//! [`TlsOptions::load`] reads the files, once, when a session connects;
-//! the key's contents never reach an error, a log line or `Debug` output.
 
 use std::path::{Path, PathBuf};
 
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// Where a session's TLS material is, and which server name to check.
 ///
 /// Built with [`TlsOptions::new`] and its `with_` methods; checked by
-/// [`TlsOptions::check`] (no I/O) and read by [`TlsOptions::load`].
+/// [`TlsOptions::validate`] (no I/O) and read by [`TlsOptions::load`].
+///
+/// [`TlsOptions`] names PEM files: the certificate authorities to trust
+/// (`ca`), and for mutual TLS the client's certificate chain and private key
+/// (`cert`, `key`); `server_name` overrides the name the server's
+/// certificate is checked against (by default the host of the address
+/// connected to, a DNS name or an IP address). In URLs the same settings
+/// are query parameters on every backend: `?tls=true&ca=PATH&cert=PATH&key=PATH&server_name=NAME`
+/// (`rediss://` turns TLS on for Redis).
+///
+/// Without `ca`, the server's certificate must chain to one of the public
+/// web roots (Mozilla's list, built in: no system library or file is read).
+///
+/// [`TlsOptions::load`] reads the files, once, when a session connects;
+/// the key's contents never reach an error, a log line or `Debug` output.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct TlsOptions {
@@ -71,7 +71,7 @@ impl TlsOptions {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] naming what is missing or malformed.
-    pub fn check(&self) -> Result<()> {
+    pub fn validate(&self) -> Result<()> {
         match (&self.cert, &self.key) {
             (Some(_), None) => {
                 return Err(Error::InvalidArgument(
@@ -112,14 +112,14 @@ impl TlsOptions {
         Ok(())
     }
 
-    /// Read the files named, after [`check`](Self::check)ing the settings.
+    /// Read the files named, after [`validate`](Self::validate)ing the settings.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] when a setting is wrong, a file cannot be
     /// read, or holds no PEM block of the kind expected (the message names
     /// the file, never its contents).
     pub fn load(&self) -> Result<TlsMaterial> {
-        self.check()?;
+        self.validate()?;
         let ca = self
             .ca
             .as_deref()
@@ -204,13 +204,17 @@ mod tests {
     fn a_certificate_needs_its_key_and_the_reverse() {
         let mut only_cert = TlsOptions::new();
         only_cert.cert = Some("c.pem".into());
-        assert!(matches!(only_cert.check(), Err(Error::InvalidArgument(m)) if m.contains("key")));
+        assert!(
+            matches!(only_cert.validate(), Err(Error::InvalidArgument(m)) if m.contains("key"))
+        );
         let mut only_key = TlsOptions::new();
         only_key.key = Some("k.pem".into());
-        assert!(matches!(only_key.check(), Err(Error::InvalidArgument(m)) if m.contains("cert")));
+        assert!(
+            matches!(only_key.validate(), Err(Error::InvalidArgument(m)) if m.contains("cert"))
+        );
         assert!(TlsOptions::new()
             .with_identity("c.pem", "k.pem")
-            .check()
+            .validate()
             .is_ok());
     }
 
@@ -218,13 +222,13 @@ mod tests {
     fn server_names_are_dns_names_or_addresses() {
         for good in ["localhost", "etcd-0.etcd.svc", "127.0.0.1", "::1"] {
             assert!(
-                TlsOptions::new().with_server_name(good).check().is_ok(),
+                TlsOptions::new().with_server_name(good).validate().is_ok(),
                 "{good}"
             );
         }
         for bad in ["", "a..b", "has space", "x/y"] {
             assert!(
-                TlsOptions::new().with_server_name(bad).check().is_err(),
+                TlsOptions::new().with_server_name(bad).validate().is_err(),
                 "{bad:?}"
             );
         }
