@@ -193,6 +193,15 @@ async fn monitor(
     }
 }
 
+impl telemetry::Origin for Session {
+    fn backend(&self) -> &'static str {
+        self.inner.backend()
+    }
+    fn id(&self) -> SessionId {
+        self.inner.id()
+    }
+}
+
 impl Session {
     /// Wrap a backend's session, and start following its state and its
     /// lease deadline (see the type docs).

@@ -270,7 +270,7 @@ pub struct Membership {
 }
 
 impl telemetry::Outcome for Membership {
-    fn holds(&mut self, f: &mut dyn FnMut(&mut HeldNode)) {
+    fn holds(&mut self, f: &mut dyn FnMut(&mut dyn telemetry::Follow)) {
         f(&mut self.held);
     }
 }

@@ -308,7 +308,7 @@ impl LockGuard {
 crate::traits::impl_hold!(LockGuard, |g| g.held(), release);
 
 impl telemetry::Outcome for LockGuard {
-    fn holds(&mut self, f: &mut dyn FnMut(&mut HeldNode)) {
+    fn holds(&mut self, f: &mut dyn FnMut(&mut dyn telemetry::Follow)) {
         // A shared (re-entered) hold is followed through its owner's.
         if let Inner::Node(h) = &mut self.0 {
             f(h);

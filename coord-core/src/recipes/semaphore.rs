@@ -140,7 +140,7 @@ impl Lease {
 crate::traits::impl_hold!(Lease, |l| &l.0, release);
 
 impl telemetry::Outcome for Lease {
-    fn holds(&mut self, f: &mut dyn FnMut(&mut HeldNode)) {
+    fn holds(&mut self, f: &mut dyn FnMut(&mut dyn telemetry::Follow)) {
         f(&mut self.0);
     }
 }

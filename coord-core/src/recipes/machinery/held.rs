@@ -8,7 +8,7 @@ use crate::recipes::machinery::pending::{
 };
 use crate::recipes::machinery::retry;
 use crate::session::Session;
-use crate::telemetry::Tracker;
+use crate::telemetry::{self, Follow, Tracker};
 
 /// A node held by a session: the thing behind every guard (a lock, a lease,
 /// a leadership). Deleting it gives up the hold; losing it (the session
@@ -53,11 +53,6 @@ impl HeldNode {
         if let Some((ids, id)) = self.lent.take() {
             ids.give(id);
         }
-    }
-
-    /// Have `tracker` follow this hold (see [`crate::telemetry`]).
-    pub(crate) fn follow(&mut self, tracker: Tracker) {
-        self.track = Some(tracker);
     }
 
     fn ended_released(&self, in_background: bool) {
@@ -213,6 +208,19 @@ pub(crate) async fn lost_at(session: &Session, path: &str) -> Error {
     tokio::select! {
         e = session.ended() => e,
         e = gone => e,
+    }
+}
+
+impl Follow for HeldNode {
+    /// Have `tracker` follow this hold (see [`crate::telemetry`]).
+    fn follow(&mut self, tracker: Tracker) {
+        self.track = Some(tracker);
+    }
+}
+
+impl telemetry::Outcome for HeldNode {
+    fn holds(&mut self, f: &mut dyn FnMut(&mut dyn Follow)) {
+        f(self);
     }
 }
 
