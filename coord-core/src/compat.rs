@@ -55,6 +55,14 @@ impl crate::backend::tls::TlsOptions {
 
 /// Old modules under `coord_core::recipes`.
 pub mod recipes {
+    /// Old path: `coord_core::recipes::participants`.
+    #[doc(hidden)]
+    pub mod participants {
+        pub use crate::hold::{Contender, ContenderState};
+    }
+    /// Old path: `coord_core::recipes::HeldNode`.
+    #[doc(hidden)]
+    pub use crate::hold::HeldNode;
     /// Old path: `coord_core::recipes::names`.
     #[doc(hidden)]
     pub mod names {

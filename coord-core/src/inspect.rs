@@ -44,11 +44,11 @@ use std::time::{Duration, SystemTime};
 
 use crate::backend::node::{Child, Node};
 use crate::error::{Error, Result};
+use crate::hold::contenders::{self, Contender, ContenderState};
 use crate::layout::{self, ITEM as ITEM_MARKER, MEMBER as MEMBER_MARKER};
+use crate::machinery::retry::backoff;
 use crate::path;
 use crate::recipes::election::ElectionLayout;
-use crate::recipes::machinery::retry::backoff;
-use crate::recipes::participants::{self, Contender, ContenderState};
 use crate::recipes::queue::keys as queue_keys;
 use crate::session::Session;
 
@@ -393,13 +393,13 @@ pub async fn inspect_with(
         .any(|m| marked(m))
     {
         out.kind = Kind::Election;
-        for c in participants::list(session, path, &participants::exclusive).await? {
+        for c in contenders::list(session, path, &contenders::exclusive).await? {
             out.entries
                 .push(r.contender(&c, Role::Leader, Role::Candidate).await?);
         }
     } else if marked(layout::LOCK) {
         out.kind = Kind::Lock;
-        for c in participants::list(session, path, &participants::exclusive).await? {
+        for c in contenders::list(session, path, &contenders::exclusive).await? {
             out.entries
                 .push(r.contender(&c, Role::Holder, Role::Waiter).await?);
         }
@@ -547,7 +547,7 @@ async fn job(r: &Reader<'_>, dir: &str, out: &mut Inspection) -> Result<()> {
         started: period(started),
     });
     let lock = path::join(dir, layout::JOB_LOCK);
-    for c in participants::list(r.session, &lock, &participants::exclusive).await? {
+    for c in contenders::list(r.session, &lock, &contenders::exclusive).await? {
         out.entries
             .push(r.contender(&c, Role::Holder, Role::Waiter).await?);
     }
@@ -580,11 +580,11 @@ async fn semaphore(
         return Ok(());
     }
     let leases_dir = path::join(dir, layout::SEMAPHORE_LEASES);
-    let mut leases = participants::list(r.session, &leases_dir, &|_, _| false).await?;
-    let waiting = participants::list(
+    let mut leases = contenders::list(r.session, &leases_dir, &|_, _| false).await?;
+    let waiting = contenders::list(
         r.session,
         &path::join(dir, layout::SEMAPHORE_LOCKS),
-        &participants::exclusive,
+        &contenders::exclusive,
     )
     .await?;
     // The first waiter holds the internal lock and counts the leases; while

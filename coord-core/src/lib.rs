@@ -17,9 +17,11 @@
 pub mod backend;
 mod compat;
 pub mod error;
+mod hold;
 pub mod inspect;
 pub mod layout;
 pub mod limits;
+mod machinery;
 pub mod path;
 pub mod recipes;
 mod session;

@@ -21,11 +21,11 @@ use tokio::time::Instant;
 
 use crate::backend::node::CreateMode;
 use crate::error::{Error, Result};
+use crate::hold::held::HeldNode;
 use crate::layout::{self, BARRIER_READY as READY};
+use crate::machinery::pending::{delete_if_present, PendingNode};
+use crate::machinery::retry::{backoff, list_watch_retrying};
 use crate::path;
-use crate::recipes::machinery::held::HeldNode;
-use crate::recipes::machinery::pending::{delete_if_present, PendingNode};
-use crate::recipes::machinery::retry::{backoff, list_watch_retrying};
 use crate::session::Session;
 
 /// A barrier node: while it exists, [`Barrier::wait`] blocks.

@@ -56,8 +56,8 @@ use tokio::task::JoinSet;
 use crate::backend::node::Node;
 use crate::backend::watch::{TreeChange, TreeWatch};
 use crate::error::{Error, Result};
+use crate::machinery::retry::pause;
 use crate::path;
-use crate::recipes::machinery::retry::pause;
 use crate::session::Session;
 
 /// One change reported by a cache.

@@ -33,8 +33,8 @@ use crate::backend::backoff::Backoff;
 use crate::backend::node::{CreateMode, Node};
 use crate::backend::watch::Watch;
 use crate::error::{Error, Result};
+use crate::machinery::retry::{backoff, pause};
 use crate::path;
-use crate::recipes::machinery::retry::{backoff, pause};
 use crate::session::Session;
 
 /// A shared `i64` at one node; see the [module docs](self).

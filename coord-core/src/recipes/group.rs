@@ -10,11 +10,11 @@ use tokio::task::JoinSet;
 use crate::backend::node::CreateMode;
 use crate::backend::watch::Watch;
 use crate::error::{Error, Result};
+use crate::hold::held::HeldNode;
 use crate::layout;
+use crate::machinery::pending::PendingNode;
+use crate::machinery::retry::{backoff, list_retrying, list_watch_retrying, settle_watch};
 use crate::path;
-use crate::recipes::machinery::held::HeldNode;
-use crate::recipes::machinery::pending::PendingNode;
-use crate::recipes::machinery::retry::{backoff, list_retrying, list_watch_retrying, settle_watch};
 use crate::session::Session;
 use crate::telemetry::{self, Recipe};
 
@@ -329,4 +329,4 @@ impl Membership {
     }
 }
 
-crate::traits::impl_hold!(Membership, |m| &m.held, leave);
+crate::hold::impl_hold!(Membership, |m| &m.held, leave);

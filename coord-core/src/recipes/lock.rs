@@ -8,14 +8,14 @@ use async_trait::async_trait;
 
 use crate::backend::node::{Child, Fence, Op, OpResult};
 use crate::error::{Error, Result};
+use crate::hold::contend::Request;
+use crate::hold::contenders::{self, Contender};
+use crate::hold::held::HeldNode;
+use crate::hold::revocation;
 use crate::layout;
+use crate::machinery::stats::Stats;
+use crate::machinery::wait::Wait;
 use crate::path;
-use crate::recipes::machinery::contend::Request;
-use crate::recipes::machinery::held::HeldNode;
-use crate::recipes::machinery::stats::Stats;
-use crate::recipes::machinery::wait::Wait;
-use crate::recipes::participants::{self, Contender};
-use crate::recipes::revocation;
 use crate::session::Session;
 use crate::telemetry::{self, Recipe};
 use crate::traits::Lockable;
@@ -86,12 +86,14 @@ impl Lock {
 
     /// Count into `stats` (shared with other handles) instead of this
     /// handle's own counters.
+    #[doc(hidden)]
     pub fn with_stats(mut self, stats: Stats) -> Self {
         self.stats = stats;
         self
     }
 
     /// This handle's wake-up counters.
+    #[doc(hidden)]
     pub fn stats(&self) -> &Stats {
         &self.stats
     }
@@ -110,7 +112,7 @@ impl Lock {
     /// # Cancel safety
     /// Cancel safe: it only reads.
     pub async fn participants(&self) -> Result<Vec<Contender>> {
-        participants::list(&self.session, &self.dir, &participants::exclusive).await
+        contenders::list(&self.session, &self.dir, &contenders::exclusive).await
     }
 
     fn contender(&self) -> Request<'_> {
@@ -280,7 +282,8 @@ impl LockGuard {
     /// # Cancel safety
     /// Cancel safe: it only watches.
     pub async fn revocation_requested(&self) -> Result<()> {
-        revocation::requested(self.held()).await
+        let held = self.held();
+        revocation::requested_at(held.session(), held.path()).await
     }
 
     /// Release the lock (for a [`ReentrantLock`](crate::recipes::ReentrantLock)
@@ -305,7 +308,7 @@ impl LockGuard {
     }
 }
 
-crate::traits::impl_hold!(LockGuard, |g| g.held(), release);
+crate::hold::impl_hold!(LockGuard, |g| g.held(), release);
 
 impl telemetry::Outcome for LockGuard {
     fn holds(&mut self, f: &mut dyn FnMut(&mut dyn telemetry::Follow)) {

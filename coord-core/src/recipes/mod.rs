@@ -27,14 +27,11 @@ pub mod counter;
 pub mod election;
 pub mod group;
 pub mod lock;
-pub(crate) mod machinery;
 pub mod multi_lock;
-pub mod participants;
 pub mod partitioner;
 pub mod periodic_job;
 pub mod queue;
 pub mod reentrant;
-pub mod revocation;
 pub mod rwlock;
 pub mod semaphore;
 pub mod simple_lock;
@@ -43,6 +40,10 @@ pub mod simple_lock;
 #[doc(hidden)]
 pub use crate::compat::recipes::*;
 
+pub use crate::hold::revocation;
+pub use crate::hold::{while_held, Contender, ContenderState, HoldContext};
+#[doc(hidden)]
+pub use crate::machinery::stats::Stats;
 pub use barrier::{Barrier, DoubleBarrier, Inside};
 pub use cache::{CacheEvent, ChildrenCache, NodeCache, TreeCache};
 pub use counter::{AddOutcome, Counter, CounterWatcher};
@@ -52,10 +53,7 @@ pub use election::{
 };
 pub use group::{Group, GroupChange, GroupWatcher, Member, Membership};
 pub use lock::{Lock, LockGuard};
-pub use machinery::held::HeldNode;
-pub use machinery::stats::Stats;
 pub use multi_lock::{MultiLock, MultiLockGuard};
-pub use participants::{Contender, ContenderState};
 pub use partitioner::{PartitionState, PartitionWatcher, Partitioner, SetPartitioner};
 pub use periodic_job::{period_index, OnCrash, PeriodicJob, RunContext, RunOutcome};
 pub use queue::{

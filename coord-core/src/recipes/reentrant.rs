@@ -9,9 +9,9 @@ use async_trait::async_trait;
 use tokio::time::Instant;
 
 use crate::error::{Error, Result};
+use crate::hold::contenders::Contender;
+use crate::hold::held::lost_at;
 use crate::recipes::lock::LockGuard;
-use crate::recipes::machinery::held::lost_at;
-use crate::recipes::participants::Contender;
 use crate::session::Session;
 use crate::telemetry::{self, Recipe};
 use crate::traits::Lockable;

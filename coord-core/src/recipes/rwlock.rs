@@ -7,13 +7,13 @@ use async_trait::async_trait;
 
 use crate::backend::node::Child;
 use crate::error::{Error, Result};
+use crate::hold::contend::Request;
+use crate::hold::contenders::{self, Contender};
 use crate::layout;
+use crate::machinery::stats::Stats;
+use crate::machinery::wait::Wait;
 use crate::path;
 use crate::recipes::lock::LockGuard;
-use crate::recipes::machinery::contend::Request;
-use crate::recipes::machinery::stats::Stats;
-use crate::recipes::machinery::wait::Wait;
-use crate::recipes::participants::{self, Contender};
 use crate::session::Session;
 use crate::telemetry::{self, Recipe};
 use crate::traits::Lockable;
@@ -75,12 +75,14 @@ impl RwLock {
     }
 
     /// Count into shared `stats`.
+    #[doc(hidden)]
     pub fn with_stats(mut self, stats: Stats) -> Self {
         self.stats = stats;
         self
     }
 
     /// This handle's counters.
+    #[doc(hidden)]
     pub fn stats(&self) -> &Stats {
         &self.stats
     }
@@ -111,7 +113,7 @@ impl RwLock {
     /// # Cancel safety
     /// Cancel safe: it only reads.
     pub async fn participants(&self) -> Result<Vec<Contender>> {
-        participants::list(&self.session, &self.dir, &blocked).await
+        contenders::list(&self.session, &self.dir, &blocked).await
     }
 
     async fn acquire(&self, write: bool, wait: Wait) -> Result<Option<LockGuard>> {

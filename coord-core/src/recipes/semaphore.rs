@@ -8,14 +8,14 @@ use async_trait::async_trait;
 
 use crate::backend::node::CreateMode;
 use crate::error::{Error, Result};
+use crate::hold::contenders::{self, Contender, ContenderState};
+use crate::hold::held::HeldNode;
 use crate::layout;
+use crate::machinery::pending::PendingNode;
+use crate::machinery::stats::Stats;
+use crate::machinery::wait::Wait;
 use crate::path;
 use crate::recipes::lock::{Lock, LockGuard};
-use crate::recipes::machinery::held::HeldNode;
-use crate::recipes::machinery::pending::PendingNode;
-use crate::recipes::machinery::stats::Stats;
-use crate::recipes::machinery::wait::Wait;
-use crate::recipes::participants::{self, Contender, ContenderState};
 use crate::session::Session;
 use crate::telemetry::{self, Recipe};
 use crate::traits::Lockable;
@@ -137,7 +137,7 @@ impl Lease {
     }
 }
 
-crate::traits::impl_hold!(Lease, |l| &l.0, release);
+crate::hold::impl_hold!(Lease, |l| &l.0, release);
 
 impl telemetry::Outcome for Lease {
     fn holds(&mut self, f: &mut dyn FnMut(&mut dyn telemetry::Follow)) {
@@ -187,6 +187,7 @@ impl Semaphore {
     }
 
     /// Count into shared `stats` (the internal lock counts there too).
+    #[doc(hidden)]
     pub fn with_stats(mut self, stats: Stats) -> Self {
         self.lock = self.lock.with_stats(stats.clone());
         self.stats = stats;
@@ -194,6 +195,7 @@ impl Semaphore {
     }
 
     /// This handle's counters.
+    #[doc(hidden)]
     pub fn stats(&self) -> &Stats {
         &self.stats
     }
@@ -225,8 +227,7 @@ impl Semaphore {
     /// # Cancel safety
     /// Cancel safe: it only reads.
     pub async fn participants(&self) -> Result<Vec<Contender>> {
-        let mut holders =
-            participants::list(&self.session, &self.leases_dir, &|_, _| false).await?;
+        let mut holders = contenders::list(&self.session, &self.leases_dir, &|_, _| false).await?;
         // Beyond max_leases: the counting waiter's lease, listed below as
         // the waiter through its lock node.
         holders.truncate(self.max_leases as usize);
@@ -484,12 +485,14 @@ impl SemaphoreMutex {
     }
 
     /// Count into shared `stats`.
+    #[doc(hidden)]
     pub fn with_stats(mut self, stats: Stats) -> Self {
         self.sem = self.sem.with_stats(stats);
         self
     }
 
     /// This handle's counters.
+    #[doc(hidden)]
     pub fn stats(&self) -> &Stats {
         self.sem.stats()
     }

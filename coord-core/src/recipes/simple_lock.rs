@@ -7,15 +7,15 @@ use async_trait::async_trait;
 
 use crate::backend::node::CreateMode;
 use crate::error::{Error, Result};
+use crate::hold::contend::wait_counted;
+use crate::hold::contenders::{self, Contender, ContenderState};
+use crate::hold::held::HeldNode;
 use crate::layout;
+use crate::machinery::pending::PendingNode;
+use crate::machinery::stats::Stats;
+use crate::machinery::wait::Wait;
 use crate::path;
 use crate::recipes::lock::LockGuard;
-use crate::recipes::machinery::contend::wait_counted;
-use crate::recipes::machinery::held::HeldNode;
-use crate::recipes::machinery::pending::PendingNode;
-use crate::recipes::machinery::stats::Stats;
-use crate::recipes::machinery::wait::Wait;
-use crate::recipes::participants::{self, Contender, ContenderState};
 use crate::session::Session;
 use crate::telemetry::{self, Recipe};
 use crate::traits::Lockable;
@@ -52,12 +52,14 @@ impl SimpleLock {
     }
 
     /// Count into shared `stats`.
+    #[doc(hidden)]
     pub fn with_stats(mut self, stats: Stats) -> Self {
         self.stats = stats;
         self
     }
 
     /// This handle's counters.
+    #[doc(hidden)]
     pub fn stats(&self) -> &Stats {
         &self.stats
     }
@@ -76,7 +78,7 @@ impl SimpleLock {
     /// Cancel safe: it only reads.
     pub async fn participants(&self) -> Result<Vec<Contender>> {
         Ok(
-            participants::one(&self.session, &self.node, ContenderState::Holding)
+            contenders::one(&self.session, &self.node, ContenderState::Holding)
                 .await?
                 .into_iter()
                 .collect(),

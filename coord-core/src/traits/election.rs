@@ -6,9 +6,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use crate::error::Result;
+use crate::hold::contenders::Contender;
+use crate::hold::{while_held, HoldContext};
 use crate::recipes::election::{Leader, LeaderObserver, Leadership};
-use crate::recipes::participants::Contender;
-use crate::traits::hold::{while_held, HoldContext};
 
 /// A leader election (etcd's `Election`, Curator's `LeaderLatch`),
 /// implemented by [`Election`](crate::recipes::Election). Campaign for

@@ -6,11 +6,11 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use crate::error::Result;
+use crate::hold::contenders::Contender;
+use crate::hold::revocation;
+use crate::hold::{while_held, HoldContext};
 use crate::recipes::lock::LockGuard;
-use crate::recipes::participants::Contender;
-use crate::recipes::revocation;
 use crate::session::Session;
-use crate::traits::hold::{while_held, HoldContext};
 
 /// A distributed lock, whatever the recipe behind it (Curator's
 /// `InterProcessLock`): [`Lock`](crate::recipes::Lock),

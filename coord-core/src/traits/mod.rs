@@ -11,12 +11,10 @@
 //! coord_core::prelude::*` brings them all in.
 
 mod election;
-mod hold;
 mod lock;
 mod queue;
 
+pub use crate::hold::{while_held, Hold, HoldContext};
 pub use election::{LeaderElection, LeaderElectionExt};
-pub(crate) use hold::impl_hold;
-pub use hold::{while_held, Hold, HoldContext};
 pub use lock::{Lockable, LockableExt};
 pub use queue::WorkQueue;

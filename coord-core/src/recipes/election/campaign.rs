@@ -7,14 +7,14 @@ use std::sync::{Arc, Mutex};
 
 use crate::backend::node::CreateMode;
 use crate::error::{Error, Result};
+use crate::hold::contend::wait_counted;
+use crate::hold::held::HeldNode;
 use crate::layout;
+use crate::machinery::pending::PendingNode;
+use crate::machinery::retry::{backoff, list_retrying};
+use crate::machinery::stats::Stats;
 use crate::path;
 use crate::recipes::election::events::ElectionEvent;
-use crate::recipes::machinery::contend::wait_counted;
-use crate::recipes::machinery::held::HeldNode;
-use crate::recipes::machinery::pending::PendingNode;
-use crate::recipes::machinery::retry::{backoff, list_retrying};
-use crate::recipes::machinery::stats::Stats;
 use crate::session::Session;
 use crate::telemetry::{self, Recipe};
 

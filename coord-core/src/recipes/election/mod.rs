@@ -33,10 +33,10 @@ use async_trait::async_trait;
 
 use crate::backend::watch::Watch;
 use crate::error::{Error, Result};
+use crate::hold::contenders::{self, Contender};
+use crate::machinery::retry::{list_retrying, list_watch_retrying, settle_watch};
+use crate::machinery::stats::Stats;
 use crate::path;
-use crate::recipes::machinery::retry::{list_retrying, list_watch_retrying, settle_watch};
-use crate::recipes::machinery::stats::Stats;
-use crate::recipes::participants::{self, Contender};
 use crate::session::Session;
 use crate::traits::LeaderElection;
 
@@ -118,6 +118,7 @@ impl Election {
     }
 
     /// Count into `stats` (shared with other handles).
+    #[doc(hidden)]
     pub fn with_stats(mut self, stats: Stats) -> Self {
         self.stats = stats;
         self
@@ -125,6 +126,7 @@ impl Election {
 
     /// This handle's counters: `wakeups` counts a waiting participant's
     /// wake-ups, `acquisitions` its elections.
+    #[doc(hidden)]
     pub fn stats(&self) -> &Stats {
         &self.stats
     }
@@ -244,7 +246,7 @@ impl Election {
     /// # Cancel safety
     /// Cancel safe: it only reads.
     pub async fn participants(&self) -> Result<Vec<Contender>> {
-        participants::list(&self.session, &self.dir, &participants::exclusive).await
+        contenders::list(&self.session, &self.dir, &contenders::exclusive).await
     }
 
     /// Follow leader changes, participant or not; see [`LeaderObserver`].

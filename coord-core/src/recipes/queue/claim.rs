@@ -3,9 +3,9 @@
 
 use crate::backend::node::CreateMode;
 use crate::error::{Error, Result};
+use crate::hold::held::HeldNode;
+use crate::machinery::pending::PendingNode;
 use crate::path;
-use crate::recipes::machinery::held::HeldNode;
-use crate::recipes::machinery::pending::PendingNode;
 use crate::session::Session;
 
 /// An item leased by its claim node.

@@ -59,8 +59,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::error::{Error, Result};
-use crate::recipes::machinery::stats::Stats;
-use crate::recipes::machinery::wait::Wait;
+use crate::machinery::stats::Stats;
+use crate::machinery::wait::Wait;
 use crate::session::Session;
 
 mod cache;
@@ -137,6 +137,7 @@ impl Queue {
     /// This handle's counters: `listings` counts listings of the queue's
     /// directories, `wakeups` waits that ended with a change,
     /// `acquisitions` items taken, `attempts` deletes sent to take one.
+    #[doc(hidden)]
     pub fn stats(&self) -> &Stats {
         &self.engine.stats
     }

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use crate::error::{Error, Result};
-use crate::recipes::machinery::stats::Stats;
-use crate::recipes::machinery::wait::Wait;
+use crate::machinery::stats::Stats;
+use crate::machinery::wait::Wait;
 use crate::recipes::queue::engine::{Engine, Got};
 use crate::recipes::queue::keys::{due_after, due_at, due_key, now_ms, priority_key, Order};
 use crate::recipes::queue::reliable::Delivery;
@@ -39,6 +39,7 @@ macro_rules! take_side {
 
             /// This handle's counters (see
             /// [`Queue::stats`](super::Queue::stats)).
+            #[doc(hidden)]
             pub fn stats(&self) -> &Stats {
                 &self.engine.stats
             }

@@ -17,13 +17,13 @@ use tokio::time::Instant;
 
 use crate::backend::node::{Child, CreateMode};
 use crate::error::{Error, Result};
+use crate::hold::held::HeldNode;
 use crate::layout;
+use crate::machinery::pending::PendingNode;
+use crate::machinery::retry::pause;
+use crate::machinery::stats::Stats;
+use crate::machinery::wait::Wait;
 use crate::path;
-use crate::recipes::machinery::held::HeldNode;
-use crate::recipes::machinery::pending::PendingNode;
-use crate::recipes::machinery::retry::pause;
-use crate::recipes::machinery::stats::Stats;
-use crate::recipes::machinery::wait::Wait;
 use crate::session::Session;
 
 /// The parts of one contender's request.

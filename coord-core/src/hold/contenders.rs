@@ -5,8 +5,8 @@ use std::time::SystemTime;
 
 use crate::backend::node::Child;
 use crate::error::Result;
+use crate::machinery::retry::list_retrying;
 use crate::path;
-use crate::recipes::machinery::retry::list_retrying;
 use crate::session::Session;
 
 /// Whether a [`Contender`] holds or waits.

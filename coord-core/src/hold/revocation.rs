@@ -5,8 +5,7 @@
 //! ours hear each other's requests on ZooKeeper.
 
 use crate::error::{Error, Result};
-use crate::recipes::machinery::held::HeldNode;
-use crate::recipes::machinery::retry::pause;
+use crate::machinery::retry::pause;
 use crate::session::Session;
 
 /// The data a revocation request writes into the holder's node (Curator's
@@ -32,14 +31,9 @@ pub async fn request(session: &Session, node: &str) -> Result<bool> {
     }
 }
 
-/// Resolve once a revocation request is in `held`'s node; the reason the
-/// hold was lost if that comes first. Connection losses are waited
-/// through.
-pub(crate) async fn requested(held: &HeldNode) -> Result<()> {
-    requested_at(held.session(), held.path()).await
-}
-
-/// [`requested`], for the held node at `node` in `session`.
+/// Resolve once a revocation request is in the held node at `node` in
+/// `session`; the reason the hold was lost if that comes first. Connection
+/// losses are waited through.
 pub(crate) async fn requested_at(session: &Session, node: &str) -> Result<()> {
     let mut attempt = 0;
     loop {

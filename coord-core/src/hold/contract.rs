@@ -7,6 +7,7 @@ use async_trait::async_trait;
 
 use crate::backend::node::{Fence, Op, OpResult};
 use crate::error::{Error, Result};
+use crate::hold::revocation;
 use crate::session::Session;
 
 /// A hold: a lock, a read or write half of a read/write lock, a semaphore
@@ -126,7 +127,7 @@ impl HoldContext {
     /// # Cancel safety
     /// Cancel safe: it only watches.
     pub async fn revocation_requested(&self) -> Result<()> {
-        crate::recipes::revocation::requested_at(&self.session, &self.fence.path).await
+        revocation::requested_at(&self.session, &self.fence.path).await
     }
 }
 
@@ -183,48 +184,3 @@ where
         },
     }
 }
-
-/// Implement [`Hold`] for a guard that reaches its [`HeldNode`] through
-/// `$held` (an expression over `$s`, the guard) and gives it up with its
-/// method `$release`.
-///
-/// [`HeldNode`]: crate::recipes::HeldNode
-macro_rules! impl_hold {
-    ($ty:ty, |$s:ident| $held:expr, $release:ident) => {
-        impl $ty {
-            fn held_node(&self) -> &$crate::recipes::HeldNode {
-                let $s = self;
-                $held
-            }
-        }
-
-        #[async_trait::async_trait]
-        impl $crate::traits::Hold for $ty {
-            fn fencing_token(&self) -> u64 {
-                Self::held_node(self).fencing_token()
-            }
-            fn fence(&self) -> $crate::backend::node::Fence {
-                Self::held_node(self).fence()
-            }
-            fn node_path(&self) -> &str {
-                Self::held_node(self).path()
-            }
-            fn session(&self) -> &$crate::Session {
-                Self::held_node(self).session()
-            }
-            async fn write(
-                &self,
-                op: $crate::backend::node::Op,
-            ) -> $crate::Result<$crate::backend::node::OpResult> {
-                Self::held_node(self).write(op).await
-            }
-            async fn lost(&self) -> $crate::Error {
-                Self::held_node(self).lost().await
-            }
-            async fn release(self: Box<Self>) -> $crate::Result<()> {
-                (*self).$release().await
-            }
-        }
-    };
-}
-pub(crate) use impl_hold;

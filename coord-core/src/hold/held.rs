@@ -3,10 +3,8 @@
 use crate::backend::node::{Created, Fence, Op, OpResult};
 use crate::error::{Error, Result};
 use crate::layout::Ids;
-use crate::recipes::machinery::pending::{
-    delete_in_background_then, delete_own, delete_until_gone,
-};
-use crate::recipes::machinery::retry;
+use crate::machinery::pending::{delete_in_background_then, delete_own, delete_until_gone};
+use crate::machinery::retry;
 use crate::session::Session;
 use crate::telemetry::{self, Follow, Tracker};
 
@@ -238,4 +236,48 @@ impl Drop for HeldNode {
         }
     }
 }
-crate::traits::impl_hold!(HeldNode, |h| h, release);
+/// Implement [`Hold`](crate::hold::Hold) for a guard that reaches its [`HeldNode`] through
+/// `$held` (an expression over `$s`, the guard) and gives it up with its
+/// method `$release`.
+///
+macro_rules! impl_hold {
+    ($ty:ty, |$s:ident| $held:expr, $release:ident) => {
+        impl $ty {
+            fn held_node(&self) -> &$crate::hold::HeldNode {
+                let $s = self;
+                $held
+            }
+        }
+
+        #[async_trait::async_trait]
+        impl $crate::hold::Hold for $ty {
+            fn fencing_token(&self) -> u64 {
+                Self::held_node(self).fencing_token()
+            }
+            fn fence(&self) -> $crate::backend::node::Fence {
+                Self::held_node(self).fence()
+            }
+            fn node_path(&self) -> &str {
+                Self::held_node(self).path()
+            }
+            fn session(&self) -> &$crate::Session {
+                Self::held_node(self).session()
+            }
+            async fn write(
+                &self,
+                op: $crate::backend::node::Op,
+            ) -> $crate::Result<$crate::backend::node::OpResult> {
+                Self::held_node(self).write(op).await
+            }
+            async fn lost(&self) -> $crate::Error {
+                Self::held_node(self).lost().await
+            }
+            async fn release(self: Box<Self>) -> $crate::Result<()> {
+                (*self).$release().await
+            }
+        }
+    };
+}
+pub(crate) use impl_hold;
+
+impl_hold!(HeldNode, |h| h, release);

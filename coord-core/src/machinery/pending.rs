@@ -14,7 +14,7 @@ use std::task::{Context, Poll};
 
 use crate::backend::node::{CreateMode, Created, Fence, Op};
 use crate::error::{Error, Result};
-use crate::recipes::machinery::retry;
+use crate::machinery::retry;
 use crate::session::Session;
 
 /// A create on its way: polled by whoever awaits it.
