@@ -32,6 +32,14 @@ pub mod root {
         pub use crate::backend::primitive::*;
         pub use crate::backend::watch::*;
     }
+    /// Old path: `coord_core::traits`.
+    #[doc(hidden)]
+    pub mod traits {
+        pub use crate::hold::{while_held, Hold, HoldContext};
+        pub use crate::recipes::election::{LeaderElection, LeaderElectionExt};
+        pub use crate::recipes::lock::{Lockable, LockableExt};
+        pub use crate::recipes::queue::WorkQueue;
+    }
     #[doc(hidden)]
     pub use crate::backend::lease::LeaseClock;
     #[doc(hidden)]
@@ -59,6 +67,31 @@ pub mod recipes {
     #[doc(hidden)]
     pub mod participants {
         pub use crate::hold::{Contender, ContenderState};
+    }
+    /// Old path: `coord_core::recipes::multi_lock`.
+    #[doc(hidden)]
+    pub mod multi_lock {
+        pub use crate::recipes::lock::{MultiLock, MultiLockGuard};
+    }
+    /// Old path: `coord_core::recipes::reentrant`.
+    #[doc(hidden)]
+    pub mod reentrant {
+        pub use crate::recipes::lock::ReentrantLock;
+    }
+    /// Old path: `coord_core::recipes::rwlock`.
+    #[doc(hidden)]
+    pub mod rwlock {
+        pub use crate::recipes::lock::{ReadLock, RwLock, WriteLock};
+    }
+    /// Old path: `coord_core::recipes::semaphore`.
+    #[doc(hidden)]
+    pub mod semaphore {
+        pub use crate::recipes::lock::{Lease, Semaphore, SemaphoreMutex};
+    }
+    /// Old path: `coord_core::recipes::simple_lock`.
+    #[doc(hidden)]
+    pub mod simple_lock {
+        pub use crate::recipes::lock::SimpleLock;
     }
     /// Old path: `coord_core::recipes::HeldNode`.
     #[doc(hidden)]

@@ -26,7 +26,6 @@ pub mod path;
 pub mod recipes;
 mod session;
 pub mod telemetry;
-pub mod traits;
 
 // Old paths, until the compat module goes.
 #[doc(hidden)]
@@ -35,9 +34,10 @@ pub use compat::root::*;
 /// The traits, for `use coord_core::prelude::*`: their methods then work on
 /// every recipe and every `dyn` of them.
 pub mod prelude {
-    pub use crate::traits::{
-        Hold, LeaderElection, LeaderElectionExt, Lockable, LockableExt, WorkQueue,
-    };
+    pub use crate::hold::Hold;
+    pub use crate::recipes::election::{LeaderElection, LeaderElectionExt};
+    pub use crate::recipes::lock::{Lockable, LockableExt};
+    pub use crate::recipes::queue::WorkQueue;
 }
 
 pub use backend::node::{

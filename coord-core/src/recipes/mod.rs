@@ -21,20 +21,27 @@
 //! the hold is gone. Every acquire is cancel-safe: dropping its future at any
 //! await point leaves no node behind.
 
+// The families. Public only for the old paths (`recipes::lock::Lock`, …)
+// until the compat module goes; then private: every type is re-exported
+// flat below.
+#[doc(hidden)]
 pub mod barrier;
+#[doc(hidden)]
 pub mod cache;
+#[doc(hidden)]
 pub mod counter;
+#[doc(hidden)]
 pub mod election;
+#[doc(hidden)]
 pub mod group;
+#[doc(hidden)]
 pub mod lock;
-pub mod multi_lock;
+#[doc(hidden)]
 pub mod partitioner;
+#[doc(hidden)]
 pub mod periodic_job;
+#[doc(hidden)]
 pub mod queue;
-pub mod reentrant;
-pub mod rwlock;
-pub mod semaphore;
-pub mod simple_lock;
 
 // Old paths, until the compat module goes.
 #[doc(hidden)]
@@ -52,15 +59,13 @@ pub use election::{
     LeaderLatch, LeaderObserver, Leadership, Participant, ParticipantStatus,
 };
 pub use group::{Group, GroupChange, GroupWatcher, Member, Membership};
-pub use lock::{Lock, LockGuard};
-pub use multi_lock::{MultiLock, MultiLockGuard};
+pub use lock::{
+    Lease, Lock, LockGuard, MultiLock, MultiLockGuard, ReadLock, ReentrantLock, RwLock, Semaphore,
+    SemaphoreMutex, SimpleLock, WriteLock,
+};
 pub use partitioner::{PartitionState, PartitionWatcher, Partitioner, SetPartitioner};
 pub use periodic_job::{period_index, OnCrash, PeriodicJob, RunContext, RunOutcome};
 pub use queue::{
     DelayQueue, Delivery, PriorityQueue, Queue, ReliableDelayQueue, ReliablePriorityQueue,
     ReliableQueue,
 };
-pub use reentrant::ReentrantLock;
-pub use rwlock::{ReadLock, RwLock, WriteLock};
-pub use semaphore::{Lease, Semaphore, SemaphoreMutex};
-pub use simple_lock::SimpleLock;

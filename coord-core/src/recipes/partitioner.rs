@@ -55,7 +55,8 @@ use crate::error::{Error, Result};
 use crate::layout;
 use crate::path;
 use crate::recipes::group::{Group, GroupWatcher, Membership};
-use crate::recipes::lock::{Lock, LockGuard};
+use crate::recipes::lock::exclusive::Lock;
+use crate::recipes::lock::guard::LockGuard;
 use crate::session::Session;
 
 // Old paths, until the compat module goes.

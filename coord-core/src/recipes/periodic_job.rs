@@ -32,7 +32,8 @@ use crate::backend::node::{Fence, Node, Op};
 use crate::error::{Error, Result};
 use crate::layout;
 use crate::path;
-use crate::recipes::lock::{Lock, LockGuard};
+use crate::recipes::lock::exclusive::Lock;
+use crate::recipes::lock::guard::LockGuard;
 use crate::session::Session;
 use crate::telemetry;
 

@@ -17,7 +17,7 @@ use crate::session::Session;
 /// The take side every ordered queue shares, and its [`WorkQueue`]
 /// implementation (whose `offer` uses the type's default key).
 ///
-/// [`WorkQueue`]: crate::traits::WorkQueue
+/// [`WorkQueue`]: crate::recipes::queue::work_queue::WorkQueue
 macro_rules! take_side {
     ($ty:ident, $item:ty, $got:expr, $taken:literal) => {
         impl std::fmt::Debug for $ty {
@@ -132,7 +132,7 @@ macro_rules! take_side {
         }
 
         #[async_trait::async_trait]
-        impl crate::traits::WorkQueue for $ty {
+        impl crate::recipes::queue::work_queue::WorkQueue for $ty {
             type Item = $item;
             fn path(&self) -> &str {
                 &self.engine.dir

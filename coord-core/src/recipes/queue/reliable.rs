@@ -253,7 +253,7 @@ impl Delivery {
 crate::hold::impl_hold!(Delivery, |d| &d.claim, release);
 
 #[async_trait::async_trait]
-impl crate::traits::WorkQueue for ReliableQueue {
+impl crate::recipes::queue::work_queue::WorkQueue for ReliableQueue {
     type Item = Delivery;
     fn path(&self) -> &str {
         &self.engine.dir

@@ -15,10 +15,11 @@ use crate::machinery::pending::PendingNode;
 use crate::machinery::stats::Stats;
 use crate::machinery::wait::Wait;
 use crate::path;
-use crate::recipes::lock::{Lock, LockGuard};
+use crate::recipes::lock::exclusive::Lock;
+use crate::recipes::lock::guard::LockGuard;
+use crate::recipes::lock::lockable::Lockable;
 use crate::session::Session;
 use crate::telemetry::{self, Recipe};
-use crate::traits::Lockable;
 
 /// A distributed semaphore: at most `max_leases` leases are held at once,
 /// across every process.

@@ -15,10 +15,10 @@ use crate::machinery::pending::PendingNode;
 use crate::machinery::stats::Stats;
 use crate::machinery::wait::Wait;
 use crate::path;
-use crate::recipes::lock::LockGuard;
+use crate::recipes::lock::guard::LockGuard;
+use crate::recipes::lock::lockable::Lockable;
 use crate::session::Session;
 use crate::telemetry::{self, Recipe};
-use crate::traits::Lockable;
 
 /// The paper's simple lock: whoever creates the ephemeral node
 /// `<path>/lock` holds the lock; everyone else waits for that node to go

@@ -9,8 +9,8 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::error::{Error, Result};
-use crate::recipes::lock::LockGuard;
-use crate::traits::Lockable;
+use crate::recipes::lock::guard::LockGuard;
+use crate::recipes::lock::lockable::Lockable;
 
 /// Several locks taken as one: all of them, or none.
 ///

@@ -1,4 +1,5 @@
-//! The election trait.
+//! The election trait, [`LeaderElection`], and its implementation by
+//! [`Election`].
 
 use std::future::Future;
 use std::time::Duration;
@@ -8,7 +9,8 @@ use async_trait::async_trait;
 use crate::error::Result;
 use crate::hold::contenders::Contender;
 use crate::hold::{while_held, HoldContext};
-use crate::recipes::election::{Leader, LeaderObserver, Leadership};
+use crate::recipes::election::leader::{Election, Leader, LeaderObserver};
+use crate::recipes::election::leadership::Leadership;
 
 /// A leader election (etcd's `Election`, Curator's `LeaderLatch`),
 /// implemented by [`Election`](crate::recipes::Election). Campaign for
@@ -113,3 +115,25 @@ pub trait LeaderElectionExt: LeaderElection {
 }
 
 impl<E: LeaderElection + ?Sized> LeaderElectionExt for E {}
+
+#[async_trait]
+impl LeaderElection for Election {
+    fn path(&self) -> &str {
+        Election::path(self)
+    }
+    async fn campaign(&self, value: &[u8]) -> Result<Leadership> {
+        Election::campaign(self, value).await
+    }
+    async fn campaign_timeout(&self, value: &[u8], timeout: Duration) -> Result<Leadership> {
+        Election::campaign_timeout(self, value, timeout).await
+    }
+    async fn leader(&self) -> Result<Option<Leader>> {
+        Election::leader(self).await
+    }
+    fn observe(&self) -> LeaderObserver {
+        Election::observe(self)
+    }
+    async fn participants(&self) -> Result<Vec<Contender>> {
+        Election::participants(self).await
+    }
+}

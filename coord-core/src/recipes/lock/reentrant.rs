@@ -11,10 +11,10 @@ use tokio::time::Instant;
 use crate::error::{Error, Result};
 use crate::hold::contenders::Contender;
 use crate::hold::held::lost_at;
-use crate::recipes::lock::LockGuard;
+use crate::recipes::lock::guard::LockGuard;
+use crate::recipes::lock::lockable::Lockable;
 use crate::session::Session;
 use crate::telemetry::{self, Recipe};
-use crate::traits::Lockable;
 
 /// Any [`Lockable`], made reentrant for one **owner**: while the owner
 /// holds the lock, its further acquires succeed at once and count; the

@@ -13,10 +13,10 @@ use crate::layout;
 use crate::machinery::stats::Stats;
 use crate::machinery::wait::Wait;
 use crate::path;
-use crate::recipes::lock::LockGuard;
+use crate::recipes::lock::guard::LockGuard;
+use crate::recipes::lock::lockable::Lockable;
 use crate::session::Session;
 use crate::telemetry::{self, Recipe};
-use crate::traits::Lockable;
 
 /// A distributed read/write lock at a directory path.
 ///

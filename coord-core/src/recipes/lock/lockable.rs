@@ -9,7 +9,7 @@ use crate::error::Result;
 use crate::hold::contenders::Contender;
 use crate::hold::revocation;
 use crate::hold::{while_held, HoldContext};
-use crate::recipes::lock::LockGuard;
+use crate::recipes::lock::guard::LockGuard;
 use crate::session::Session;
 
 /// A distributed lock, whatever the recipe behind it (Curator's
