@@ -36,33 +36,32 @@ use crate::telemetry::{self, Recipe};
 /// `max_leases`, else wait for the lease directory to change, then let go
 /// of the lock. A holder's leases die with its session.
 ///
-/// Why the fast path never grants more than `max_leases`: every acquirer,
-/// fast, locked or Curator's, decides on a listing made after its own node
-/// exists (one that shows its node), and keeps it only if that listing
-/// counts at most `max_leases`.
-/// Take any `max_leases + 1` nodes held at one moment, and among them the
-/// one created last in the server's order of writes. Its listing was read
-/// from a state that holds its own create, so every earlier write, so
-/// every other of those nodes (each made before it, and deleted only after
-/// that moment, later than the listing): it counted more than
-/// `max_leases`, and was never kept. The internal lock plays no part in
-/// this; it only orders the waiting.
-///
-/// Why a waiter is not starved: a fast attempt keeps its node only when
-/// its listing, which holds the node of the waiter counting under the
-/// internal lock (ours or Curator's; it was made earlier), counts at most
-/// `max_leases`, so that waiter fits too, and the attempt's create wakes
-/// it to list again. A fast attempt that does not fit leaves a node in
-/// the directory for a moment: a waiter that counts it waits for the next
-/// change, the attempt's delete, and lists again — delayed, never
-/// miscounted for good. Having failed, the attempt queues on the internal
-/// lock behind the waiters, so each acquirer delays a waiter at most once.
-/// An acquirer queued on the lock, with no lease node yet, can be passed
-/// by a fast attempt while a lease is free: the fairness Curator's lock
-/// gives is kept from the head of the queue on.
-///
 /// `acquire(qty, ..)` is all or nothing: on timeout, error or cancel, the
 /// leases taken so far are returned.
+// Why the fast path never grants more than `max_leases`: every acquirer,
+// fast, locked or Curator's, decides on a listing made after its own node
+// exists (one that shows its node), and keeps it only if that listing
+// counts at most `max_leases`.
+// Take any `max_leases + 1` nodes held at one moment, and among them the
+// one created last in the server's order of writes. Its listing was read
+// from a state that holds its own create, so every earlier write, so
+// every other of those nodes (each made before it, and deleted only after
+// that moment, later than the listing): it counted more than
+// `max_leases`, and was never kept. The internal lock plays no part in
+// this; it only orders the waiting.
+//
+// Why a waiter is not starved: a fast attempt keeps its node only when
+// its listing, which holds the node of the waiter counting under the
+// internal lock (ours or Curator's; it was made earlier), counts at most
+// `max_leases`, so that waiter fits too, and the attempt's create wakes
+// it to list again. A fast attempt that does not fit leaves a node in
+// the directory for a moment: a waiter that counts it waits for the next
+// change, the attempt's delete, and lists again — delayed, never
+// miscounted for good. Having failed, the attempt queues on the internal
+// lock behind the waiters, so each acquirer delays a waiter at most once.
+// An acquirer queued on the lock, with no lease node yet, can be passed
+// by a fast attempt while a lease is free: the fairness Curator's lock
+// gives is kept from the head of the queue on.
 #[derive(Debug, Clone)]
 pub struct Semaphore {
     session: Session,
