@@ -2,16 +2,35 @@
 //!
 //! Distributed coordination recipes — locks, read/write locks, semaphores and
 //! more — written once over a small primitive contract
-//! ([`PrimitiveSession`]) that every backend implements: ZooKeeper, etcd,
-//! Redis, or the in-process `coord-mem`.
+//! ([`backend::PrimitiveSession`]) that every backend
+//! implements: ZooKeeper, etcd, Redis, or the in-process `coord-mem`.
 //!
 //! Users hold a [`Session`] (opened by a backend crate) and build recipes
 //! ([`recipes`]) on it. Code that should not care which recipe it gets is
-//! written against the traits ([`traits`]: [`Lockable`](traits::Lockable),
-//! [`Hold`](traits::Hold), [`LeaderElection`](traits::LeaderElection),
-//! [`WorkQueue`](traits::WorkQueue)); `use coord_core::prelude::*` brings
+//! written against the traits ([`Lockable`](prelude::Lockable),
+//! [`Hold`](prelude::Hold), [`LeaderElection`](prelude::LeaderElection),
+//! [`WorkQueue`](prelude::WorkQueue)); `use coord_core::prelude::*` brings
 //! them in. Every argument is checked before any I/O ([`path`]); every
 //! error is one [`Error`].
+//!
+//! # Map
+//! Layers, bottom first. A file imports only from its own layer's files
+//! below it and from lower layers, never upward, and no two files import
+//! each other, directly or through a chain.
+//!
+//! | Layer | Holds |
+//! |---|---|
+//! | `error.rs`, `path.rs`, `limits.rs`, `layout.rs` | the vocabulary: the one [`Error`], path and size rules, duration limits, and every name the recipes write on the server ([`layout`]) |
+//! | `backend/` | what only backend authors need ([`backend`]): the primitive contract and its node types (public at the root), the lease clock, backoff, redaction, TLS material |
+//! | `telemetry/` | spans, events and metrics ([`telemetry`]); told the backend and session id, it knows nothing of the layers above |
+//! | `session.rs` | [`Session`], the checked handle every recipe holds |
+//! | `machinery/` | crate-private helpers: cancel-safe creates and deletes, retried reads, waits, counters |
+//! | `hold/` | what every guard is made of: the `Hold` trait and [`while_held`](recipes::while_held), the held node, contenders and queueing, revocation |
+//! | `recipes/` | one folder or file per family, its trait beside its recipes: `lock/`, `election/`, `queue/`, `cache/`, then group, partitioner, barrier, counter, periodic job (a family may use an earlier one: a semaphore or a periodic job holds a `Lock`) |
+//! | `inspect/` | what lives at a path ([`inspect`]), one file per family |
+//!
+//! `mod.rs` files only declare and re-export. `compat.rs` keeps the paths
+//! of before the layering compiling; nothing inside the crate uses it.
 #![warn(missing_docs)]
 
 pub mod backend;

@@ -228,11 +228,6 @@ impl Session {
         Session { inner, local }
     }
 
-    /// The backend behind this session.
-    pub fn primitive(&self) -> &Arc<dyn PrimitiveSession> {
-        &self.inner
-    }
-
     /// The backend's short name.
     pub fn backend(&self) -> &'static str {
         self.inner.backend()

@@ -1,18 +1,14 @@
 //! The recipes, written once over [`crate::Session`]: they work the same on
-//! every backend.
-//!
-//! One module per recipe, named after its type: [`Lock`], [`RwLock`] (with
+//! every backend. Every type is here, flat: [`Lock`], [`RwLock`] (with
 //! its [`ReadLock`] and [`WriteLock`] halves), [`Semaphore`] and
 //! [`SemaphoreMutex`], [`SimpleLock`], [`MultiLock`], [`ReentrantLock`],
 //! [`Barrier`] and [`DoubleBarrier`], [`Election`], [`Group`], [`Queue`],
-//! [`PeriodicJob`], [`Counter`], [`LeaderLatch`], [`Partitioner`];
-//! [`participants`] lists who holds and who waits,
-//! [`revocation`] asks a holder to let go. They implement the traits of
-//! [`crate::traits`]: every lock is [`Lockable`](crate::traits::Lockable),
-//! every guard a [`Hold`](crate::traits::Hold). What they share —
-//! queueing contenders, cancel-safe creates, held nodes, retries, node
-//! counters — is internal machinery; its public pieces are [`HeldNode`]
-//! and [`Stats`]. The names they write are [`crate::layout`]'s.
+//! [`PeriodicJob`], [`Counter`], [`LeaderLatch`], [`Partitioner`], the
+//! caches; [`Contender`] says who holds and who waits, [`revocation`] asks
+//! a holder to let go. They implement the traits of [`crate::prelude`]:
+//! every lock is [`Lockable`](crate::prelude::Lockable), every guard a
+//! [`Hold`](crate::prelude::Hold). The names they write on the server are
+//! [`crate::layout`]'s.
 //!
 //! Every guard is `#[must_use]`, releases with an `async fn release` that
 //! reports errors, releases best-effort in the background on `Drop` (the
