@@ -2,46 +2,68 @@
 //!
 //! Distributed coordination recipes — locks, read/write locks, semaphores and
 //! more — written once over a small primitive contract
-//! ([`PrimitiveSession`]) that every backend implements: ZooKeeper, etcd,
-//! Redis, or the in-process `coord-mem`.
+//! ([`backend::PrimitiveSession`]) that every backend
+//! implements: ZooKeeper, etcd, Redis, or the in-process `coord-mem`.
 //!
 //! Users hold a [`Session`] (opened by a backend crate) and build recipes
 //! ([`recipes`]) on it. Code that should not care which recipe it gets is
-//! written against the traits ([`traits`]: [`Lockable`](traits::Lockable),
-//! [`Hold`](traits::Hold), [`LeaderElection`](traits::LeaderElection),
-//! [`WorkQueue`](traits::WorkQueue)); `use coord_core::prelude::*` brings
+//! written against the traits ([`Lockable`](prelude::Lockable),
+//! [`Hold`](prelude::Hold), [`LeaderElection`](prelude::LeaderElection),
+//! [`WorkQueue`](prelude::WorkQueue)); `use coord_core::prelude::*` brings
 //! them in. Every argument is checked before any I/O ([`path`]); every
 //! error is one [`Error`].
+//!
+//! # Map
+//! Layers, bottom first. A file imports only from its own layer's files
+//! below it and from lower layers, never upward, and no two files import
+//! each other, directly or through a chain.
+//!
+//! | Layer | Holds |
+//! |---|---|
+//! | `error.rs`, `path.rs`, `limits.rs`, `layout.rs` | the vocabulary: the one [`Error`], path and size rules, duration limits, and every name the recipes write on the server ([`layout`]) |
+//! | `backend/` | what only backend authors need ([`backend`]): the primitive contract and its node types (public at the root), the lease clock, backoff, redaction, TLS material |
+//! | `telemetry/` | spans, events and metrics ([`telemetry`]); told the backend and session id, it knows nothing of the layers above |
+//! | `session.rs` | [`Session`], the checked handle every recipe holds |
+//! | `machinery/` | crate-private helpers: cancel-safe creates and deletes, retried reads, waits, counters |
+//! | `hold/` | what every guard is made of: the `Hold` trait and [`while_held`](recipes::while_held), the held node, contenders and queueing, revocation |
+//! | `recipes/` | one folder or file per family, its trait beside its recipes: `lock/`, `election/`, `queue/`, `cache/`, then group, partitioner, barrier, counter, periodic job (a family may use an earlier one: a semaphore or a periodic job holds a `Lock`) |
+//! | `inspect/` | what lives at a path ([`inspect`]), one file per family |
+//!
+//! `mod.rs` files only declare and re-export. `compat.rs` keeps the paths
+//! of before the layering compiling; nothing inside the crate uses it.
 #![warn(missing_docs)]
 
-pub mod backoff;
+pub mod backend;
+mod compat;
 pub mod error;
+mod hold;
 pub mod inspect;
-pub mod lease;
+pub mod layout;
 pub mod limits;
+mod machinery;
 pub mod path;
-pub mod primitive;
 pub mod recipes;
-pub mod redact;
 mod session;
 pub mod telemetry;
-pub mod tls;
-pub mod traits;
+
+// Old paths, until the compat module goes.
+#[doc(hidden)]
+pub use compat::root::*;
 
 /// The traits, for `use coord_core::prelude::*`: their methods then work on
 /// every recipe and every `dyn` of them.
 pub mod prelude {
-    pub use crate::traits::{
-        Hold, LeaderElection, LeaderElectionExt, Lockable, LockableExt, WorkQueue,
-    };
+    pub use crate::hold::Hold;
+    pub use crate::recipes::election::{LeaderElection, LeaderElectionExt};
+    pub use crate::recipes::lock::{Lockable, LockableExt};
+    pub use crate::recipes::queue::WorkQueue;
 }
 
-pub use error::{Error, PathErrorKind, Result};
-pub use lease::LeaseClock;
-pub use primitive::{
-    Child, CreateMode, Created, Fence, Node, Op, OpResult, PrimitiveSession, SessionId,
-    SessionState, Stat, TreeChange, TreeWatch, Watch, MAX_NODE_TTL, MIN_NODE_TTL,
+pub use backend::node::{
+    Child, CreateMode, Created, Fence, Node, Op, OpResult, SessionId, SessionState, Stat,
+    MAX_NODE_TTL, MIN_NODE_TTL,
 };
-pub use redact::redact_url;
+pub use backend::tls::TlsOptions;
+pub use backend::watch::{TreeChange, TreeWatch, Watch};
+pub use error::{Error, PathErrorKind, Result};
 pub use session::Session;
-pub use tls::{TlsMaterial, TlsOptions};

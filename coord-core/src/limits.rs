@@ -16,6 +16,10 @@ pub const MAX_TIMEOUT: Duration = Duration::from_secs(10 * 365 * 24 * 3600);
 /// default); a session that outlives its process by a day is a mistake.
 pub const MAX_SESSION_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
 
+/// The longest delay a delay-queue item may be offered with: 10 years, as
+/// the longest wait.
+pub const MAX_DELAY: Duration = MAX_TIMEOUT;
+
 /// The longest period a periodic job accepts: 10 years.
 pub const MAX_PERIOD: Duration = MAX_TIMEOUT;
 

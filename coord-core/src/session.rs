@@ -5,12 +5,13 @@ use std::sync::{Arc, Weak};
 
 use tokio::sync::watch;
 
+use crate::backend::node::{
+    Child, CreateMode, Created, Fence, Node, Op, OpResult, SessionId, SessionState, Stat,
+};
+use crate::backend::primitive::PrimitiveSession;
+use crate::backend::watch::{TreeWatch, Watch};
 use crate::error::{Error, Result};
 use crate::path;
-use crate::primitive::{
-    Child, CreateMode, Created, Fence, Node, Op, OpResult, PrimitiveSession, SessionId,
-    SessionState, Stat, TreeWatch, Watch,
-};
 use crate::telemetry;
 
 /// A session on some backend: cheap to clone (an `Arc`), shared by every
@@ -23,7 +24,7 @@ use crate::telemetry;
 ///
 /// # The lease deadline
 /// A `Session` keeps the client's side of the session's life (see
-/// [`crate::lease`]): once the backend's [`LeaseClock`](crate::LeaseClock) deadline passes
+/// [`crate::backend::lease`]): once the backend's [`LeaseClock`](crate::backend::lease::LeaseClock) deadline passes
 /// without a newer answer from the server, the session counts as lost here,
 /// before the server can end it and give its holds to anyone else. Its
 /// state becomes [`SessionState::Expired`], every operation (and every
@@ -192,6 +193,15 @@ async fn monitor(
     }
 }
 
+impl telemetry::Origin for Session {
+    fn backend(&self) -> &'static str {
+        self.inner.backend()
+    }
+    fn id(&self) -> SessionId {
+        self.inner.id()
+    }
+}
+
 impl Session {
     /// Wrap a backend's session, and start following its state and its
     /// lease deadline (see the type docs).
@@ -216,11 +226,6 @@ impl Session {
             ));
         }
         Session { inner, local }
-    }
-
-    /// The backend behind this session.
-    pub fn primitive(&self) -> &Arc<dyn PrimitiveSession> {
-        &self.inner
     }
 
     /// The backend's short name.
@@ -253,7 +258,7 @@ impl Session {
     }
 
     /// The instant past which this session counts as lost unless the
-    /// server answers a renewal first (see [`crate::lease`]).
+    /// server answers a renewal first (see [`crate::backend::lease`]).
     pub fn lease_deadline(&self) -> tokio::time::Instant {
         self.inner.lease().deadline()
     }

@@ -19,13 +19,13 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::backend::node::CreateMode;
 use crate::error::{Error, Result};
+use crate::hold::held::HeldNode;
+use crate::layout::{self, BARRIER_READY as READY};
+use crate::machinery::pending::{delete_if_present, PendingNode};
+use crate::machinery::retry::{backoff, list_watch_retrying};
 use crate::path;
-use crate::primitive::CreateMode;
-use crate::recipes::machinery::held::HeldNode;
-use crate::recipes::machinery::names;
-use crate::recipes::machinery::pending::{delete_if_present, PendingNode};
-use crate::recipes::machinery::retry::{backoff, list_watch_retrying};
 use crate::session::Session;
 
 /// A barrier node: while it exists, [`Barrier::wait`] blocks.
@@ -118,11 +118,6 @@ impl Barrier {
     }
 }
 
-/// The marker of a double-barrier participant: `_c_<uuid>-member-<seq>`.
-const PARTICIPANT_MARKER: &str = "member-";
-/// The node that says the barrier opened (Curator's `ready`).
-const READY: &str = "ready";
-
 /// A double barrier for `n` participants at a directory path; see the
 /// module docs for what a participant's death does.
 ///
@@ -188,7 +183,7 @@ impl DoubleBarrier {
     }
 
     async fn enter_until(&self, deadline: Option<(Instant, Duration)>) -> Result<Inside> {
-        let prefix = path::join(&self.dir, &names::protected(PARTICIPANT_MARKER));
+        let prefix = path::join(&self.dir, &layout::protected(layout::BARRIER_MEMBER));
         let mut pending = PendingNode::spawn(
             &self.session,
             prefix,

@@ -29,11 +29,12 @@
 //! (see [`Counter::add`]). kazoo and Curator retry such writes blindly and
 //! can count twice.
 
-use crate::backoff::Backoff;
+use crate::backend::backoff::Backoff;
+use crate::backend::node::{CreateMode, Node};
+use crate::backend::watch::Watch;
 use crate::error::{Error, Result};
+use crate::machinery::retry::{backoff, pause};
 use crate::path;
-use crate::primitive::{CreateMode, Node, Watch};
-use crate::recipes::machinery::retry::{backoff, pause};
 use crate::session::Session;
 
 /// A shared `i64` at one node; see the [module docs](self).

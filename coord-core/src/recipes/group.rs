@@ -7,19 +7,20 @@ use std::collections::BTreeMap;
 
 use tokio::task::JoinSet;
 
+use crate::backend::node::CreateMode;
+use crate::backend::watch::Watch;
 use crate::error::{Error, Result};
+use crate::hold::held::HeldNode;
+use crate::layout;
+use crate::machinery::pending::PendingNode;
+use crate::machinery::retry::{backoff, list_retrying, list_watch_retrying, settle_watch};
 use crate::path;
-use crate::primitive::{CreateMode, Watch};
-use crate::recipes::machinery::held::HeldNode;
-use crate::recipes::machinery::names;
-use crate::recipes::machinery::pending::PendingNode;
-use crate::recipes::machinery::retry::{backoff, list_retrying, list_watch_retrying, settle_watch};
 use crate::session::Session;
 use crate::telemetry::{self, Recipe};
 
-/// The marker of a member node joined without a name:
-/// `_c_<uuid>-member-<seq>`.
-pub const MEMBER_MARKER: &str = "member-";
+// Old paths, until the compat module goes.
+#[doc(hidden)]
+pub use crate::compat::group::*;
 
 /// A process group at a directory path.
 ///
@@ -92,7 +93,7 @@ impl Group {
     /// Cancel safe: dropped, no member node is left behind.
     pub async fn join(&self, data: &[u8]) -> Result<Membership> {
         path::validate_data(data)?;
-        let prefix = path::join(&self.dir, &names::protected(MEMBER_MARKER));
+        let prefix = path::join(&self.dir, &layout::protected(layout::MEMBER));
         self.join_at(prefix, data, CreateMode::EphemeralSequential)
             .await
     }
@@ -269,7 +270,7 @@ pub struct Membership {
 }
 
 impl telemetry::Outcome for Membership {
-    fn holds(&mut self, f: &mut dyn FnMut(&mut HeldNode)) {
+    fn holds(&mut self, f: &mut dyn FnMut(&mut dyn telemetry::Follow)) {
         f(&mut self.held);
     }
 }
@@ -295,7 +296,7 @@ impl Membership {
     pub async fn set_data(&self, data: &[u8]) -> Result<()> {
         path::validate_data(data)?;
         self.held
-            .write(crate::primitive::Op::Set {
+            .write(crate::backend::node::Op::Set {
                 path: self.held.path().to_owned(),
                 data: data.to_vec(),
                 version: None,
@@ -328,4 +329,4 @@ impl Membership {
     }
 }
 
-crate::traits::impl_hold!(Membership, |m| &m.held, leave);
+crate::hold::impl_hold!(Membership, |m| &m.held, leave);

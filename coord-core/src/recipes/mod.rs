@@ -1,18 +1,14 @@
 //! The recipes, written once over [`crate::Session`]: they work the same on
-//! every backend.
-//!
-//! One module per recipe, named after its type: [`Lock`], [`RwLock`] (with
+//! every backend. Every type is here, flat: [`Lock`], [`RwLock`] (with
 //! its [`ReadLock`] and [`WriteLock`] halves), [`Semaphore`] and
 //! [`SemaphoreMutex`], [`SimpleLock`], [`MultiLock`], [`ReentrantLock`],
 //! [`Barrier`] and [`DoubleBarrier`], [`Election`], [`Group`], [`Queue`],
-//! [`PeriodicJob`], [`Counter`], [`LeaderLatch`], [`Partitioner`];
-//! [`participants`] lists who holds and who waits,
-//! [`revocation`] asks a holder to let go. They implement the traits of
-//! [`crate::traits`]: every lock is [`Lockable`](crate::traits::Lockable),
-//! every guard a [`Hold`](crate::traits::Hold). What they share —
-//! queueing contenders, cancel-safe creates, held nodes, retries, node
-//! names, counters — is internal machinery; its public pieces are
-//! [`HeldNode`], [`Stats`] and [`names`].
+//! [`PeriodicJob`], [`Counter`], [`LeaderLatch`], [`Partitioner`], the
+//! caches; [`Contender`] says who holds and who waits, [`revocation`] asks
+//! a holder to let go. They implement the traits of [`crate::prelude`]:
+//! every lock is [`Lockable`](crate::prelude::Lockable), every guard a
+//! [`Hold`](crate::prelude::Hold). The names they write on the server are
+//! [`crate::layout`]'s.
 //!
 //! Every guard is `#[must_use]`, releases with an `async fn release` that
 //! reports errors, releases best-effort in the background on `Drop` (the
@@ -21,24 +17,36 @@
 //! the hold is gone. Every acquire is cancel-safe: dropping its future at any
 //! await point leaves no node behind.
 
+// The families. Public only for the old paths (`recipes::lock::Lock`, …)
+// until the compat module goes; then private: every type is re-exported
+// flat below.
+#[doc(hidden)]
 pub mod barrier;
+#[doc(hidden)]
 pub mod cache;
+#[doc(hidden)]
 pub mod counter;
+#[doc(hidden)]
 pub mod election;
+#[doc(hidden)]
 pub mod group;
+#[doc(hidden)]
 pub mod lock;
-pub(crate) mod machinery;
-pub mod multi_lock;
-pub mod participants;
+#[doc(hidden)]
 pub mod partitioner;
+#[doc(hidden)]
 pub mod periodic_job;
+#[doc(hidden)]
 pub mod queue;
-pub mod reentrant;
-pub mod revocation;
-pub mod rwlock;
-pub mod semaphore;
-pub mod simple_lock;
 
+// Old paths, until the compat module goes.
+#[doc(hidden)]
+pub use crate::compat::recipes::*;
+
+pub use crate::hold::revocation;
+pub use crate::hold::{while_held, Contender, ContenderState, HoldContext};
+#[doc(hidden)]
+pub use crate::machinery::stats::Stats;
 pub use barrier::{Barrier, DoubleBarrier, Inside};
 pub use cache::{CacheEvent, ChildrenCache, NodeCache, TreeCache};
 pub use counter::{AddOutcome, Counter, CounterWatcher};
@@ -47,19 +55,13 @@ pub use election::{
     LeaderLatch, LeaderObserver, Leadership, Participant, ParticipantStatus,
 };
 pub use group::{Group, GroupChange, GroupWatcher, Member, Membership};
-pub use lock::{Lock, LockGuard};
-pub use machinery::held::HeldNode;
-pub use machinery::names;
-pub use machinery::stats::Stats;
-pub use multi_lock::{MultiLock, MultiLockGuard};
-pub use participants::{Contender, ContenderState};
+pub use lock::{
+    Lease, Lock, LockGuard, MultiLock, MultiLockGuard, ReadLock, ReentrantLock, RwLock, Semaphore,
+    SemaphoreMutex, SimpleLock, WriteLock,
+};
 pub use partitioner::{PartitionState, PartitionWatcher, Partitioner, SetPartitioner};
 pub use periodic_job::{period_index, OnCrash, PeriodicJob, RunContext, RunOutcome};
 pub use queue::{
     DelayQueue, Delivery, PriorityQueue, Queue, ReliableDelayQueue, ReliablePriorityQueue,
     ReliableQueue,
 };
-pub use reentrant::ReentrantLock;
-pub use rwlock::{ReadLock, RwLock, WriteLock};
-pub use semaphore::{Lease, Semaphore, SemaphoreMutex};
-pub use simple_lock::SimpleLock;

@@ -52,15 +52,16 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::{JoinHandle, JoinSet};
 
 use crate::error::{Error, Result};
+use crate::layout;
 use crate::path;
 use crate::recipes::group::{Group, GroupWatcher, Membership};
-use crate::recipes::lock::{Lock, LockGuard};
+use crate::recipes::lock::exclusive::Lock;
+use crate::recipes::lock::guard::LockGuard;
 use crate::session::Session;
 
-/// The directory of the members, under the partitioner's.
-pub const PARTY_DIR: &str = "party";
-/// The directory of the per-item locks, under the partitioner's.
-pub const LOCKS_DIR: &str = "locks";
+// Old paths, until the compat module goes.
+#[doc(hidden)]
+pub use crate::compat::partitioner::*;
 
 /// The state of a [`Partitioner`] (kazoo's `PartitionState`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -132,8 +133,8 @@ impl SetPartitioner {
         S: Into<String>,
     {
         path::validate_non_root(path)?;
-        check_segment(&path::join(path, PARTY_DIR), member_id)?;
-        let locks = path::join(path, LOCKS_DIR);
+        check_segment(&path::join(path, layout::PARTITIONER_PARTY), member_id)?;
+        let locks = path::join(path, layout::PARTITIONER_LOCKS);
         let items: BTreeSet<String> = items.into_iter().map(Into::into).collect();
         for item in &items {
             check_segment(&locks, item)?;
@@ -172,13 +173,16 @@ impl SetPartitioner {
     /// Cancel safe: dropped before it returns, no member node is left
     /// behind and no task runs.
     pub async fn join(&self) -> Result<Partitioner> {
-        let party = Group::new(&self.session, &path::join(&self.dir, PARTY_DIR))?;
+        let party = Group::new(
+            &self.session,
+            &path::join(&self.dir, layout::PARTITIONER_PARTY),
+        )?;
         let membership = party.join_as(&self.member, b"").await?;
         let (state_tx, state_rx) = watch::channel(Status::default());
         let (cmd_tx, cmd_rx) = mpsc::unbounded_channel();
         let member = Member {
             session: self.session.clone(),
-            locks: path::join(&self.dir, LOCKS_DIR),
+            locks: path::join(&self.dir, layout::PARTITIONER_LOCKS),
             id: self.member.clone(),
             items: self.items.clone(),
             settle: self.settle,

@@ -28,10 +28,12 @@
 use std::future::Future;
 use std::time::{Duration, SystemTime};
 
+use crate::backend::node::{Fence, Node, Op};
 use crate::error::{Error, Result};
+use crate::layout;
 use crate::path;
-use crate::primitive::{Fence, Node, Op};
-use crate::recipes::lock::{Lock, LockGuard};
+use crate::recipes::lock::exclusive::Lock;
+use crate::recipes::lock::guard::LockGuard;
 use crate::session::Session;
 use crate::telemetry;
 
@@ -149,9 +151,9 @@ impl PeriodicJob {
         path::validate_non_root(path)?;
         Ok(PeriodicJob {
             session: session.clone(),
-            lock: Lock::new(session, &path::join(path, "lock"))?,
-            last: path::join(path, "last"),
-            started: path::join(path, "started"),
+            lock: Lock::new(session, &path::join(path, layout::JOB_LOCK))?,
+            last: path::join(path, layout::JOB_LAST),
+            started: path::join(path, layout::JOB_STARTED),
             on_crash: OnCrash::default(),
         })
     }
@@ -314,7 +316,7 @@ impl PeriodicJob {
             None => Op::Create {
                 path: node.to_owned(),
                 data,
-                mode: crate::primitive::CreateMode::Persistent,
+                mode: crate::backend::node::CreateMode::Persistent,
             },
         };
         match guard.write(op).await {

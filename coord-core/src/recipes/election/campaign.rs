@@ -5,22 +5,18 @@
 
 use std::sync::{Arc, Mutex};
 
+use crate::backend::node::CreateMode;
 use crate::error::{Error, Result};
+use crate::hold::contend::wait_counted;
+use crate::hold::held::HeldNode;
+use crate::layout;
+use crate::machinery::pending::PendingNode;
+use crate::machinery::retry::{backoff, list_retrying};
+use crate::machinery::stats::Stats;
 use crate::path;
-use crate::primitive::CreateMode;
 use crate::recipes::election::events::ElectionEvent;
-use crate::recipes::machinery::contend::wait_counted;
-use crate::recipes::machinery::held::HeldNode;
-use crate::recipes::machinery::names;
-use crate::recipes::machinery::pending::PendingNode;
-use crate::recipes::machinery::retry::{backoff, list_retrying};
-use crate::recipes::machinery::stats::Stats;
 use crate::session::Session;
 use crate::telemetry::{self, Recipe};
-
-/// The marker of an offer node in the default layout, Curator
-/// `LeaderLatch`'s, after the protected prefix: `_c_<uuid>-latch-<seq>`.
-pub const OFFER_MARKER: &str = names::LATCH;
 
 /// Whose node names an election's offers take: the text between the
 /// protected prefix `_c_<uuid>-` and the sequence.
@@ -54,8 +50,8 @@ impl ElectionLayout {
     /// The marker this layout puts before the sequence.
     pub fn marker(self) -> &'static str {
         match self {
-            ElectionLayout::LeaderLatch => names::LATCH,
-            ElectionLayout::LeaderSelector => names::LOCK,
+            ElectionLayout::LeaderLatch => layout::LATCH,
+            ElectionLayout::LeaderSelector => layout::LOCK,
         }
     }
 }
@@ -90,7 +86,7 @@ impl Candidate<'_> {
         slot: &Arc<Mutex<Option<String>>>,
     ) -> Result<HeldNode> {
         emit(ElectionEvent::OfferStart);
-        let prefix = path::join(self.dir, &names::protected(self.layout.marker()));
+        let prefix = path::join(self.dir, &layout::protected(self.layout.marker()));
         let mut pending = PendingNode::spawn(
             self.session,
             prefix,

@@ -6,11 +6,11 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
+use crate::backend::node::Fence;
 use crate::error::{Error, Result};
-use crate::primitive::Fence;
 use crate::recipes::election::events::ElectionState;
+use crate::recipes::election::leader::Election;
 use crate::recipes::election::participant::{Participant, ParticipantStatus};
-use crate::recipes::election::Election;
 use crate::session::Session;
 
 /// What a [`LeaderLatch`] is now, as its [`LatchWatcher`] reports it
@@ -253,5 +253,20 @@ impl LatchWatcher {
     /// The latch's state now, without waiting.
     pub fn current(&self) -> LatchEvent {
         event_of(&self.status.borrow())
+    }
+}
+
+impl Election {
+    /// Start a [`LeaderLatch`] (Curator's `LeaderLatch`) offering `value`:
+    /// a [`Participant`] seen as leading or not. Needs a tokio runtime.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a value over the data limit.
+    ///
+    /// # Panics
+    /// Outside a tokio runtime (the latch's participant is a task).
+    pub fn latch(&self, value: &[u8]) -> Result<LeaderLatch> {
+        let participant = self.participate(value)?;
+        Ok(LeaderLatch::over(participant, value.to_vec()))
     }
 }

@@ -1,10 +1,10 @@
 //! The guard of a won election: fencing, guarded writes, `proclaim`,
 //! `lost` and `resign`.
 
+use crate::backend::node::{Fence, Op, OpResult};
 use crate::error::{Error, Result};
+use crate::hold::held::HeldNode;
 use crate::path;
-use crate::primitive::{Fence, Op, OpResult};
-use crate::recipes::machinery::held::HeldNode;
 
 /// Leadership won by [`Election::campaign`](super::Election::campaign).
 /// Give it up with [`Leadership::resign`]; dropping it resigns in the
@@ -102,4 +102,4 @@ impl Leadership {
     }
 }
 
-crate::traits::impl_hold!(Leadership, |l| &l.held, resign);
+crate::hold::impl_hold!(Leadership, |l| &l.held, resign);

@@ -6,12 +6,12 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 
+use crate::backend::node::Fence;
 use crate::error::{Error, Result};
-use crate::primitive::Fence;
+use crate::machinery::pending::delete_if_present;
+use crate::machinery::stats::Stats;
 use crate::recipes::election::campaign::{Candidate, ElectionLayout};
 use crate::recipes::election::events::{ElectionEvent, ElectionState};
-use crate::recipes::machinery::pending::delete_if_present;
-use crate::recipes::machinery::stats::Stats;
 use crate::session::Session;
 
 /// A snapshot of a [`Participant`].

@@ -44,7 +44,7 @@ fn lane_of(name: &str, lanes: u64) -> u64 {
 const NARROW_FROM: usize = 8 * LANES as usize;
 
 /// What a coord-made item's name begins with, before its uuid.
-const LANE_MARK: &str = "_c_";
+const LANE_MARK: &str = crate::layout::PROTECTED;
 
 /// The start of the names of lane `lane` (of [`LANES`]) that coord made.
 fn lane_prefix(lane: u64) -> String {
@@ -142,8 +142,7 @@ impl Cache {
         if left.is_empty() {
             return None;
         }
-        let pick =
-            left[(crate::recipes::machinery::names::random_u64() % left.len() as u64) as usize];
+        let pick = left[(crate::layout::random_u64() % left.len() as u64) as usize];
         self.visited[pick] = true;
         Some(pick as u64)
     }
@@ -244,7 +243,7 @@ impl Cache {
         if self.names.is_empty() {
             return;
         }
-        let pick = crate::recipes::machinery::names::random_u64() % self.names.len() as u64;
+        let pick = crate::layout::random_u64() % self.names.len() as u64;
         self.lane = lane_of(&self.names[pick as usize], LANES);
         self.visit(self.lane);
         let names = std::mem::take(&mut self.names);
@@ -295,7 +294,7 @@ impl Cache {
             return names;
         }
         let lanes = self.lanes;
-        let random = crate::recipes::machinery::names::random_u64();
+        let random = crate::layout::random_u64();
         // Near the end: items left in few lanes, each with a consumer in
         // it. (At the start every lane has items, and the consumers still
         // in strict order take from the front of each.)
@@ -382,7 +381,7 @@ mod tests {
 
     fn names(n: usize) -> Vec<String> {
         (0..n)
-            .map(|i| crate::recipes::machinery::names::protected("item-") + &format!("{i:010}"))
+            .map(|i| crate::layout::protected(crate::layout::ITEM) + &format!("{i:010}"))
             .collect()
     }
 

@@ -1,11 +1,11 @@
 //! The reliable mode's take: lease an item by creating its claim, an
 //! ephemeral node named after the item.
 
+use crate::backend::node::CreateMode;
 use crate::error::{Error, Result};
+use crate::hold::held::HeldNode;
+use crate::machinery::pending::PendingNode;
 use crate::path;
-use crate::primitive::CreateMode;
-use crate::recipes::machinery::held::HeldNode;
-use crate::recipes::machinery::pending::PendingNode;
 use crate::session::Session;
 
 /// An item leased by its claim node.

@@ -8,21 +8,19 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
+use crate::backend::delete::delete_at_least_once;
+use crate::backend::node::{Child, CreateMode};
 use crate::error::{Error, Result};
+use crate::layout;
+use crate::machinery::retry::{backoff, list_watch_retrying, pause};
+use crate::machinery::stats::Stats;
+use crate::machinery::wait::Wait;
 use crate::path;
-use crate::primitive::{delete_at_least_once, Child, CreateMode};
-use crate::recipes::machinery::names;
-use crate::recipes::machinery::retry::{backoff, list_watch_retrying, pause};
-use crate::recipes::machinery::stats::Stats;
-use crate::recipes::machinery::wait::Wait;
 use crate::recipes::queue::cache::Cache;
 use crate::recipes::queue::claim::{try_claim, Claim};
 use crate::recipes::queue::keys::{now_ms, Arranged, Order};
 use crate::session::Session;
 use crate::telemetry::{self, Recipe};
-
-/// The marker of an item node: `_c_<uuid>-item-<seq>`.
-pub const ITEM_MARKER: &str = "item-";
 
 struct Stashed {
     name: String,
@@ -85,7 +83,7 @@ impl Drop for Engine {
                 // Put back under its old key (priority, due time).
                 let prefix = path::join(
                     &items,
-                    &(names::protected(ITEM_MARKER) + &order.key_of(&item.name)),
+                    &(layout::protected(layout::ITEM) + &order.key_of(&item.name)),
                 );
                 let mut attempt = 0;
                 loop {
@@ -163,8 +161,8 @@ impl Engine {
         Ok(Engine {
             session: session.clone(),
             dir: path.to_owned(),
-            items: path::join(path, "items"),
-            claims: path::join(path, "claims"),
+            items: path::join(path, layout::QUEUE_ITEMS),
+            claims: path::join(path, layout::QUEUE_CLAIMS),
             reliable,
             order,
             strict: AtomicBool::new(false),
@@ -188,7 +186,7 @@ impl Engine {
     /// [`keys`](crate::recipes::queue::keys)) after the item marker.
     pub(crate) async fn offer_keyed(&self, data: &[u8], key: &str) -> Result<()> {
         path::validate_data(data)?;
-        let prefix = path::join(&self.items, &(names::protected(ITEM_MARKER) + key));
+        let prefix = path::join(&self.items, &(layout::protected(layout::ITEM) + key));
         self.session
             .create(&prefix, data, CreateMode::PersistentSequential)
             .await?;

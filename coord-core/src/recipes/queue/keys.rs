@@ -17,13 +17,10 @@
 use std::collections::HashSet;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use crate::backend::node::Child;
 use crate::error::{Error, Result};
-use crate::primitive::Child;
-use crate::recipes::queue::engine::ITEM_MARKER;
-
-/// The longest delay an item may be offered with (10 years, as the longest
-/// wait, [`crate::limits::MAX_TIMEOUT`]).
-pub const MAX_DELAY: Duration = crate::limits::MAX_TIMEOUT;
+use crate::layout::ITEM as ITEM_MARKER;
+use crate::limits::MAX_DELAY;
 
 /// The order a queue takes its items in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use crate::error::{Error, Result};
-use crate::recipes::machinery::stats::Stats;
-use crate::recipes::machinery::wait::Wait;
+use crate::machinery::stats::Stats;
+use crate::machinery::wait::Wait;
 use crate::recipes::queue::engine::{Engine, Got};
 use crate::recipes::queue::keys::{due_after, due_at, due_key, now_ms, priority_key, Order};
 use crate::recipes::queue::reliable::Delivery;
@@ -17,7 +17,7 @@ use crate::session::Session;
 /// The take side every ordered queue shares, and its [`WorkQueue`]
 /// implementation (whose `offer` uses the type's default key).
 ///
-/// [`WorkQueue`]: crate::traits::WorkQueue
+/// [`WorkQueue`]: crate::recipes::queue::work_queue::WorkQueue
 macro_rules! take_side {
     ($ty:ident, $item:ty, $got:expr, $taken:literal) => {
         impl std::fmt::Debug for $ty {
@@ -39,6 +39,7 @@ macro_rules! take_side {
 
             /// This handle's counters (see
             /// [`Queue::stats`](super::Queue::stats)).
+            #[doc(hidden)]
             pub fn stats(&self) -> &Stats {
                 &self.engine.stats
             }
@@ -131,7 +132,7 @@ macro_rules! take_side {
         }
 
         #[async_trait::async_trait]
-        impl crate::traits::WorkQueue for $ty {
+        impl crate::recipes::queue::work_queue::WorkQueue for $ty {
             type Item = $item;
             fn path(&self) -> &str {
                 &self.engine.dir
@@ -360,7 +361,7 @@ impl DelayQueue {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`], before any I/O, for a delay over
-    /// [`MAX_DELAY`](super::MAX_DELAY) or data over the limit; session
+    /// [`MAX_DELAY`](crate::limits::MAX_DELAY) or data over the limit; session
     /// errors; [`Error::OutcomeUnknown`] when the
     /// answer was lost and the item is not in the queue now: it was never
     /// added, or added and already taken; it was not added again (that
@@ -380,7 +381,7 @@ impl DelayQueue {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`], before any I/O, for a time before the
-    /// Unix epoch or more than [`MAX_DELAY`](super::MAX_DELAY) ahead, or
+    /// Unix epoch or more than [`MAX_DELAY`](crate::limits::MAX_DELAY) ahead, or
     /// data over the limit; session errors; [`Error::OutcomeUnknown`] when the
     /// answer was lost and the item is not in the queue now: it was never
     /// added, or added and already taken; it was not added again (that

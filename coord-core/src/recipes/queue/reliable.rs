@@ -4,12 +4,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::backend::node::Op;
 use crate::error::{Error, Result};
-use crate::primitive::Op;
-use crate::recipes::machinery::held::HeldNode;
-use crate::recipes::machinery::retry::pause;
-use crate::recipes::machinery::stats::Stats;
-use crate::recipes::machinery::wait::Wait;
+use crate::hold::held::HeldNode;
+use crate::machinery::retry::pause;
+use crate::machinery::stats::Stats;
+use crate::machinery::wait::Wait;
 use crate::recipes::queue::claim::Claim;
 use crate::recipes::queue::engine::{Engine, Got};
 
@@ -44,6 +44,7 @@ impl ReliableQueue {
 
     /// The underlying queue's counters (see
     /// [`Queue::stats`](super::Queue::stats)).
+    #[doc(hidden)]
     pub fn stats(&self) -> &Stats {
         &self.engine.stats
     }
@@ -249,10 +250,10 @@ impl Delivery {
     }
 }
 
-crate::traits::impl_hold!(Delivery, |d| &d.claim, release);
+crate::hold::impl_hold!(Delivery, |d| &d.claim, release);
 
 #[async_trait::async_trait]
-impl crate::traits::WorkQueue for ReliableQueue {
+impl crate::recipes::queue::work_queue::WorkQueue for ReliableQueue {
     type Item = Delivery;
     fn path(&self) -> &str {
         &self.engine.dir

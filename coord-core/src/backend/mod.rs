@@ -1,0 +1,23 @@
+//! What only backend authors need (as opendal's `raw`): the primitive
+//! contract a backend implements ([`PrimitiveSession`]), the lease clock a
+//! backend keeps ([`lease`]), the retry pacing ([`Backoff`]), URL
+//! redaction for logs ([`redact_url`]) and loaded TLS material
+//! ([`TlsMaterial`]).
+//!
+//! The node types of the contract ([`Stat`](crate::Stat),
+//! [`CreateMode`](crate::CreateMode), [`Op`](crate::Op), …) are the users'
+//! vocabulary too: they are public at the crate root.
+
+pub(crate) mod backoff;
+pub(crate) mod delete;
+pub mod lease;
+pub(crate) mod node;
+pub(crate) mod primitive;
+pub(crate) mod redact;
+pub(crate) mod tls;
+pub(crate) mod watch;
+
+pub use backoff::Backoff;
+pub use primitive::{read_then_delete, PrimitiveSession};
+pub use redact::redact_url;
+pub use tls::TlsMaterial;
