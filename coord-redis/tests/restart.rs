@@ -20,7 +20,7 @@
 
 use std::time::Duration;
 
-use coord_conformance::server::{Redis, ServerProcess, TestServer};
+use coord_conformance::server::{Redis, ServerKind, ServerProcess, TestServer};
 use coord_conformance::server_restart::StandaloneServer;
 use coord_conformance::within_for as within;
 use coord_core::recipes::{Lock, LockGuard};
@@ -71,24 +71,6 @@ impl StandaloneServer for AppendOnly {
 }
 
 coord_conformance::server_restart_tests!(AppendOnly(TestServer::start(Redis::append_only()).await));
-
-/// Whether the server at `url` answers `PING` with `PONG`.
-async fn ping(url: &str) -> bool {
-    let Ok(client) = redis::Client::open(url) else {
-        return false;
-    };
-    let attempt = async {
-        let mut conn = client.get_multiplexed_async_connection().await.ok()?;
-        redis::cmd("PING")
-            .query_async::<String>(&mut conn)
-            .await
-            .ok()
-    };
-    matches!(
-        tokio::time::timeout(Duration::from_secs(1), attempt).await,
-        Ok(Some(pong)) if pong == "PONG"
-    )
-}
 
 /// The raw value of the store-wide stamp counter (`None`: no such key).
 async fn raw_counter(url: &str, options: &RedisOptions) -> Option<u64> {
@@ -381,12 +363,15 @@ async fn the_counter_alone_would_go_back() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_test_server_is_killed_with_its_pid() {
     let server = RedisServer::start(Redis::without_persistence()).await;
-    let url = server.address();
+    let (kind, ports) = (*server.kind(), server.ports().to_vec());
     let dir = server.dir().to_path_buf();
     let pid = server.pid().expect("it runs");
-    assert!(ping(&url).await);
+    assert!(kind.serving(&ports).await);
     drop(server);
-    assert!(!ping(&url).await, "the server still answers after Drop");
+    assert!(
+        !kind.serving(&ports).await,
+        "the server still answers after Drop"
+    );
     assert!(!dir.exists(), "its directory is left behind");
     assert!(
         !std::path::Path::new(&format!("/proc/{pid}")).exists(),
