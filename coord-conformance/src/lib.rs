@@ -94,6 +94,7 @@ pub mod round_trips;
 pub mod rwlock;
 pub mod scoped;
 pub mod semaphore;
+pub mod server;
 pub mod server_restart;
 mod support;
 pub mod tree_watch;

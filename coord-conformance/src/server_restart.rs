@@ -4,11 +4,15 @@
 //! `Expired` on its client before anyone else is granted the lock. Never two
 //! holders; tokens never go back.
 //!
-//! A backend's test file starts its own server (so it can kill it), wraps it
-//! in [`StandaloneServer`] and calls each test with it; each test panics,
-//! saying what broke, when the backend does not keep these promises.
-//! Every test is cancel safe in the suite's sense (see the crate docs).
+//! A backend's test file starts its own server (a
+//! [`TestServer`](crate::server::TestServer), so it can kill it), wraps it
+//! with its way to open sessions in a [`StandaloneServer`], and runs every
+//! test here with one line, [`server_restart_tests!`](crate::server_restart_tests);
+//! each test panics, saying what broke, when the backend does not keep
+//! these promises. Every test is cancel safe in the suite's sense (see the
+//! crate docs).
 
+use std::future::Future;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -18,22 +22,36 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
+use crate::server::ServerProcess;
 use crate::{await_children, within};
 
 /// A standalone server a test started and may kill and restart, on the
-/// same port(s) and data dir.
+/// same port(s) and data dir, with the backend's way to open sessions on
+/// it.
 #[async_trait]
-pub trait StandaloneServer: Send {
+pub trait StandaloneServer: Send + Sync {
     /// The backend, for messages.
     fn name(&self) -> &'static str;
     /// Open a session on the server; panics if it cannot.
     async fn open(&self, session_timeout: Duration) -> Session;
+    /// The server process (usually a [`TestServer`](crate::server::TestServer)).
+    fn process(&mut self) -> &mut dyn ServerProcess;
+    /// The backend's own checks once a holder's session came back from a
+    /// quick restart with its hold (Redis: the settings the restarted
+    /// server forgot are set again). None by default.
+    async fn survived(&self) {}
     /// `kill -9` the server process and reap it.
-    fn kill(&mut self);
+    fn kill(&mut self) {
+        self.process().kill()
+    }
     /// Start it again on the same port(s) and data; returns once it serves.
-    async fn spawn(&mut self);
+    async fn spawn(&mut self) {
+        self.process().spawn().await
+    }
     /// [`StandaloneServer::kill`], then [`StandaloneServer::spawn`].
-    async fn restart(&mut self);
+    async fn restart(&mut self) {
+        self.process().restart().await
+    }
 }
 
 const HOLDER_TIMEOUT: Duration = Duration::from_secs(4);
@@ -148,10 +166,27 @@ pub async fn quick_restart_keeps_the_hold_or_expires_it_first(server: &mut dyn S
             "the holder's node changed"
         );
         assert_eq!(queue[0].stamp, t1, "the holder's token changed");
+        server.survived().await;
         guard
             .write(set("by the holder, again"))
             .await
             .expect("write");
+        // Nobody else can take it while it holds, and another session reads
+        // what it wrote.
+        let other = server.open(WAITER_TIMEOUT).await;
+        let taken = Lock::new(&other, LOCK)
+            .expect("lock")
+            .try_acquire()
+            .await
+            .expect("try_acquire");
+        assert!(
+            taken.is_none(),
+            "a second holder while the first still holds (tokens {t1} and {:?})",
+            taken.as_ref().map(LockGuard::fencing_token)
+        );
+        let node = other.get(DATA).await.expect("get").expect("the data node");
+        assert_eq!(node.data, b"by the holder, again");
+        other.close().await.expect("close");
         assert_not_granted("while the holder held", &mut granted);
         guard.release().await.expect("release");
         within("the waiter's grant", &mut granted)
@@ -299,4 +334,47 @@ pub async fn tokens_keep_growing_across_restarts(server: &mut dyn StandaloneServ
         let _ = session.close().await;
     }
     eprintln!("{name} restart (c): tokens across restarts {tokens:?}");
+}
+
+#[doc(hidden)]
+pub fn __run<F: Future<Output = ()>>(fut: F) {
+    // As `#[tokio::test(flavor = "multi_thread", worker_threads = 2)]`; no
+    // deadline: a JVM's restart on a loaded machine may take a minute.
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("build a tokio runtime")
+        .block_on(fut);
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __server_restart_each {
+    ($make:expr; $($name:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $name() {
+                $crate::server_restart::__run(async {
+                    let mut server = $make;
+                    $crate::server_restart::$name(&mut server).await;
+                });
+            }
+        )*
+    };
+}
+
+/// Instantiate every restart test for a backend: one `#[test]` each, each
+/// on a server of its own. `$make` is an expression, evaluated inside the
+/// test's async runtime (it may `.await`), that starts the server and
+/// gives a [`StandaloneServer`].
+#[macro_export]
+macro_rules! server_restart_tests {
+    ($make:expr) => {
+        $crate::__server_restart_each!($make;
+            quick_restart_keeps_the_hold_or_expires_it_first,
+            long_outage_expires_the_holder_before_the_waiter_is_granted,
+            tokens_keep_growing_across_restarts,
+        );
+    };
 }

@@ -2,188 +2,75 @@
 //! again on the same port, without its data (no persistence) or with it
 //! (`appendonly yes`, `appendfsync always`).
 //!
-//! Each test starts its own `redis-server` (from `PATH`, on a free loopback
-//! port, in a directory of its own) and kills exactly the process it
-//! started, so it may kill and restart it at will; the shared server of
-//! `COORD_TEST_REDIS` is not used. Without `redis-server` every test fails;
-//! none is skipped.
+//! Each test starts its own `redis-server` (a `coord_conformance::server`
+//! process, from `PATH`, on a free loopback port, in a directory of its
+//! own) and kills exactly the process it started, so it may kill and
+//! restart it at will; the shared server of `COORD_TEST_REDIS` is not used.
+//! Without `redis-server` every test fails; none is skipped.
 //!
 //! What they show:
+//! - on a server that keeps its data, the shared restart spec
+//!   (`coord_conformance::server_restart`, as on ZooKeeper and etcd): a
+//!   hold either survives (and nobody else can take the lock) or is over
+//!   for its holder first, never two holders, and tokens keep growing;
 //! - fencing tokens (stamps) keep growing across restarts that lose the
-//!   data: a stale holder's token never passes again;
+//!   data, which only Redis has: a stale holder's token never passes again;
 //! - a session whose server lost it is reported `Expired` by the server's
-//!   answer, before its own lease would have run out;
-//! - on a server that keeps its data, a hold either survives (and nobody
-//!   else can take the lock) or is over for its holder first: never two
-//!   holders.
+//!   answer, before its own lease would have run out.
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use coord_conformance::server::{Redis, ServerKind, ServerProcess, TestServer};
+use coord_conformance::server_restart::StandaloneServer;
+use coord_conformance::within_for as within;
 use coord_core::recipes::{Lock, LockGuard};
 use coord_core::{CreateMode, Error, Fence, Op, OpResult, Session, SessionState};
 use coord_redis::RedisOptions;
 use tokio::time::Instant;
 
-/// The session timeout of every session here: short, so a test that waits
-/// for the client's lease to run out stays fast.
+/// The session timeout of every session of the Redis-only tests: short, so
+/// a test that waits for the client's lease to run out stays fast.
 const SESSION_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// How long a server may take to start (or to load its AOF).
-const SERVER_START: Duration = Duration::from_secs(10);
+type RedisServer = TestServer<Redis>;
 
-/// Whether the server keeps its data across a restart.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Persistence {
-    /// No RDB, no AOF: a restart starts empty.
-    None,
-    /// `appendonly yes`, `appendfsync always`: nothing acknowledged is lost.
-    AofAlways,
-}
+/// A `redis-server` of the test's own that keeps its data, and how
+/// coord-redis opens sessions on it: what the shared restart spec runs on.
+struct AppendOnly(RedisServer);
 
-/// A `redis-server` process this test started, and the only one it kills.
-/// Dropped, it is killed (`SIGKILL`, by its pid) and its directory removed.
-struct RedisServer {
-    child: Option<Child>,
-    port: u16,
-    dir: PathBuf,
-    persistence: Persistence,
-}
-
-/// A free loopback port (the listener is closed again at once; the server
-/// binds it right after).
-fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
-    listener.local_addr().expect("local addr").port()
-}
-
-impl RedisServer {
-    /// Start a server, and wait until it answers `PING`.
-    async fn start(persistence: Persistence) -> Self {
-        let id = uuid::Uuid::new_v4().simple().to_string();
-        let dir = std::env::temp_dir().join(format!("coord-redis-restart-{}", &id[..12]));
-        std::fs::create_dir_all(&dir)
-            .unwrap_or_else(|e| panic!("cannot make {}: {e}", dir.display()));
-        let mut server = RedisServer {
-            child: None,
-            port: free_port(),
-            dir,
-            persistence,
-        };
-        server.spawn().await;
-        server
+#[async_trait::async_trait]
+impl StandaloneServer for AppendOnly {
+    fn name(&self) -> &'static str {
+        "redis"
     }
-
-    fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}", self.port)
+    async fn open(&self, session_timeout: Duration) -> Session {
+        connect_with(&self.0, session_timeout).await
     }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(self.dir.join("redis.log")).unwrap_or_default()
+    fn process(&mut self) -> &mut dyn ServerProcess {
+        &mut self.0
     }
-
-    /// Run `redis-server` on our port and directory; wait until it answers.
-    async fn spawn(&mut self) {
-        assert!(self.child.is_none(), "the server is already running");
-        let appendonly = match self.persistence {
-            Persistence::None => "no",
-            Persistence::AofAlways => "yes",
-        };
-        let child = Command::new("redis-server")
-            .arg("--port")
-            .arg(self.port.to_string())
-            .args(["--bind", "127.0.0.1", "--save", "", "--daemonize", "no"])
-            .args(["--appendonly", appendonly, "--appendfsync", "always"])
-            .arg("--dir")
-            .arg(&self.dir)
-            .args(["--logfile", "redis.log"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| {
-                panic!(
-                    "cannot start redis-server (it must be on PATH for these tests; \
-                     Debian/Ubuntu: apt-get install redis-server): {e}"
-                )
-            });
-        self.child = Some(child);
-        self.wait_ready().await;
-    }
-
-    /// Wait until the server answers `PING` with `PONG` (not `LOADING`).
-    async fn wait_ready(&mut self) {
-        let deadline = Instant::now() + SERVER_START;
-        let url = self.url();
-        loop {
-            if let Some(child) = self.child.as_mut() {
-                if let Ok(Some(status)) = child.try_wait() {
-                    self.child = None;
-                    panic!(
-                        "redis-server on port {} exited at start ({status}); its log:\n{}",
-                        self.port,
-                        self.log()
-                    );
+    /// The restarted server forgot the `CONFIG SET` of the keyspace
+    /// notices; the sessions that came back set them again.
+    async fn survived(&self) {
+        let url = self.0.address();
+        within(
+            "the surviving session turns the keyspace notices back on",
+            SESSION_TIMEOUT,
+            async {
+                loop {
+                    let flags = keyspace_events(&url).await;
+                    if flags.contains('K') && (flags.contains('x') || flags.contains('A')) {
+                        return;
+                    }
+                    tokio::time::sleep(Duration::from_millis(20)).await;
                 }
-            }
-            if ping(&url).await {
-                return;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "redis-server on port {} did not answer within {SERVER_START:?}; its log:\n{}",
-                self.port,
-                self.log()
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-
-    /// `kill -9` the server we started (and reap it).
-    fn kill(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            // std's kill is SIGKILL on Unix, to this child's pid only.
-            if let Err(e) = child.kill() {
-                panic!("cannot kill redis-server pid {}: {e}", child.id());
-            }
-            let _ = child.wait();
-        }
-    }
-
-    /// Kill the server and start it again on the same port and directory.
-    async fn restart(&mut self) {
-        self.kill();
-        self.spawn().await;
+            },
+        )
+        .await;
     }
 }
 
-impl Drop for RedisServer {
-    fn drop(&mut self) {
-        self.kill();
-        if !self.dir.as_os_str().is_empty() && self.dir.starts_with(std::env::temp_dir()) {
-            let _ = std::fs::remove_dir_all(&self.dir);
-        }
-    }
-}
-
-/// Whether the server at `url` answers `PING` with `PONG`.
-async fn ping(url: &str) -> bool {
-    let Ok(client) = redis::Client::open(url) else {
-        return false;
-    };
-    let attempt = async {
-        let mut conn = client.get_multiplexed_async_connection().await.ok()?;
-        redis::cmd("PING")
-            .query_async::<String>(&mut conn)
-            .await
-            .ok()
-    };
-    matches!(
-        tokio::time::timeout(Duration::from_secs(1), attempt).await,
-        Ok(Some(pong)) if pong == "PONG"
-    )
-}
+coord_conformance::server_restart_tests!(AppendOnly(TestServer::start(Redis::append_only()).await));
 
 /// The raw value of the store-wide stamp counter (`None`: no such key).
 async fn raw_counter(url: &str, options: &RedisOptions) -> Option<u64> {
@@ -217,23 +104,23 @@ async fn keyspace_events(url: &str) -> String {
 }
 
 fn options(server: &RedisServer) -> RedisOptions {
-    RedisOptions::new(server.url())
+    options_with(server, SESSION_TIMEOUT)
+}
+
+fn options_with(server: &RedisServer, session_timeout: Duration) -> RedisOptions {
+    RedisOptions::new(server.address())
         .namespace("restart")
-        .session_timeout(SESSION_TIMEOUT)
+        .session_timeout(session_timeout)
 }
 
 async fn connect(server: &RedisServer) -> Session {
-    match coord_redis::connect(options(server)).await {
-        Ok(s) => s,
-        Err(e) => panic!("cannot open a session on {}: {e}", server.url()),
-    }
+    connect_with(server, SESSION_TIMEOUT).await
 }
 
-/// `fut`, or a failure naming `what` once `within` has passed.
-async fn within<T>(what: &str, within: Duration, fut: impl std::future::Future<Output = T>) -> T {
-    match tokio::time::timeout(within, fut).await {
-        Ok(v) => v,
-        Err(_) => panic!("{what}: not within {within:?}"),
+async fn connect_with(server: &RedisServer, session_timeout: Duration) -> Session {
+    match coord_redis::connect(options_with(server, session_timeout)).await {
+        Ok(s) => s,
+        Err(e) => panic!("cannot open a session on {}: {e}", server.address()),
     }
 }
 
@@ -312,7 +199,7 @@ async fn assert_hold_expired_by_the_server(holder: &LockGuard, session: &Session
 /// smaller than the stale one's.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn data_losing_restart_expires_holders_and_tokens_keep_growing() {
-    let mut server = RedisServer::start(Persistence::None).await;
+    let mut server = RedisServer::start(Redis::without_persistence()).await;
     let s1 = connect(&server).await;
     s1.ensure_dir("/data").await.expect("dir");
     s1.create("/data/x", b"", CreateMode::Persistent)
@@ -332,7 +219,7 @@ async fn data_losing_restart_expires_holders_and_tokens_keep_growing() {
     server.restart().await;
     let restarted = started.elapsed();
     assert_eq!(
-        raw_counter(&server.url(), &options(&server)).await,
+        raw_counter(&server.address(), &options(&server)).await,
         None,
         "the restart lost the data"
     );
@@ -381,175 +268,12 @@ async fn data_losing_restart_expires_holders_and_tokens_keep_growing() {
     s2.close().await.expect("close");
 }
 
-/// (b) A restart on the same data (`appendonly yes`, `appendfsync
-/// always`), quick enough for the session key to come back alive: the
-/// holder either keeps its hold — its guarded write goes through, and
-/// nobody else can take the lock — or it is `Expired` (on the client, before
-/// anyone else could take the lock: the lease ends before the key can).
-/// Never both holders.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn restart_on_the_same_data_keeps_or_ends_the_hold_never_both() {
-    let mut server = RedisServer::start(Persistence::AofAlways).await;
-    let s1 = connect(&server).await;
-    s1.create("/data/x", b"", CreateMode::Persistent)
-        .await
-        .expect("data node");
-    let lock1 = Lock::new(&s1, "/locks/job").expect("lock");
-    let g1 = within("first acquire", SESSION_TIMEOUT, lock1.acquire())
-        .await
-        .expect("acquire");
-    let t1 = g1.fencing_token();
-
-    let started = Instant::now();
-    server.restart().await;
-    let restarted = started.elapsed();
-
-    // The holder's next guarded write, through the reconnect: Ok (the
-    // session came back) or the session's end; nothing else.
-    let held_on = within(
-        "the holder's write after the restart",
-        SESSION_TIMEOUT * 2,
-        async {
-            loop {
-                match g1.write(set_data("/data/x", "by 1 after")).await {
-                    Ok(_) => return true,
-                    Err(e) if e.is_retryable() => {
-                        tokio::time::sleep(Duration::from_millis(20)).await
-                    }
-                    Err(Error::SessionExpired) => return false,
-                    Err(e) => panic!("the holder's write after the restart: {e}"),
-                }
-            }
-        },
-    )
-    .await;
-
-    if held_on {
-        // The restarted server forgot the `CONFIG SET` of the keyspace
-        // notices; the surviving session sets them again (before anyone
-        // connects, which would too).
-        within(
-            "the surviving session turns the keyspace notices back on",
-            SESSION_TIMEOUT,
-            async {
-                loop {
-                    let flags = keyspace_events(&server.url()).await;
-                    if flags.contains('K') && (flags.contains('x') || flags.contains('A')) {
-                        return;
-                    }
-                    tokio::time::sleep(Duration::from_millis(20)).await;
-                }
-            },
-        )
-        .await;
-    }
-    let s2 = connect(&server).await;
-    let lock2 = Lock::new(&s2, "/locks/job").expect("lock");
-    if held_on {
-        // Survived: nobody else can take the lock while it holds.
-        let other = lock2.try_acquire().await.expect("try_acquire");
-        assert!(
-            other.is_none(),
-            "a second holder while the first still holds (tokens {t1} and {:?})",
-            other.as_ref().map(LockGuard::fencing_token)
-        );
-        assert!(!s1.state().is_terminal(), "{:?}", s1.state());
-        let again = g1.write(set_data("/data/x", "by 1 still")).await;
-        assert!(matches!(again, Ok(OpResult::Set(_))), "{again:?}");
-        let node = s2.get("/data/x").await.expect("get").expect("data node");
-        assert_eq!(node.data, b"by 1 still");
-        let holders = lock2.participants().await.expect("participants");
-        assert_eq!(holders.len(), 1, "{holders:?}");
-        assert_eq!(holders[0].stamp, t1);
-        g1.release().await.expect("release");
-    } else {
-        // Over for the holder first; then the next holder has a larger token.
-        let g2 = within("second acquire", SESSION_TIMEOUT * 2, lock2.acquire())
-            .await
-            .expect("acquire");
-        assert!(s1.state().is_terminal(), "{:?}", s1.state());
-        assert!(g2.fencing_token() > t1);
-        let refused = g1.write(set_data("/data/x", "stale")).await;
-        assert!(refused.is_err(), "{refused:?}");
-        g2.release().await.expect("release");
-    }
-    eprintln!(
-        "restart on the same data took {restarted:?}; the holder {}",
-        if held_on {
-            "kept its hold"
-        } else {
-            "was Expired"
-        }
-    );
-    s1.close().await.expect("close");
-    s2.close().await.expect("close");
-}
-
-/// (b, the other branch, made certain) The server stays down until the
-/// holder's lease has run out, then comes back with its data: the holder
-/// was `Expired` on the client first, its session key has expired on the
-/// server, the next holder gets the lock with a larger token, and the stale
-/// fence is refused.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn restart_on_the_same_data_after_the_session_timeout_expires_the_holder() {
-    let mut server = RedisServer::start(Persistence::AofAlways).await;
-    let s1 = connect(&server).await;
-    s1.create("/data/x", b"", CreateMode::Persistent)
-        .await
-        .expect("data node");
-    let lock1 = Lock::new(&s1, "/locks/job").expect("lock");
-    let g1 = within("first acquire", SESSION_TIMEOUT, lock1.acquire())
-        .await
-        .expect("acquire");
-    let t1 = g1.fencing_token();
-
-    let killed = Instant::now();
-    server.kill();
-    // Down for longer than the session timeout: the client's lease runs
-    // out first (it ends a margin before the key can expire).
-    let lost = within(
-        "the holder's lease runs out",
-        SESSION_TIMEOUT * 2,
-        g1.lost(),
-    )
-    .await;
-    assert!(matches!(lost, Error::SessionExpired), "{lost:?}");
-    assert!(
-        Instant::now() < killed + SESSION_TIMEOUT,
-        "the holder gave up only after its key could have expired"
-    );
-    // No renewal reached the server after the kill: by then its key has
-    // expired by the server's clock (this host's), restart or not.
-    tokio::time::sleep_until(killed + SESSION_TIMEOUT + Duration::from_millis(100)).await;
-    server.spawn().await;
-
-    let s2 = connect(&server).await;
-    let lock2 = Lock::new(&s2, "/locks/job").expect("lock");
-    let g2 = within("second acquire", SESSION_TIMEOUT * 2, lock2.acquire())
-        .await
-        .expect("acquire");
-    assert!(g2.fencing_token() > t1);
-    let stale = Fence {
-        path: g1.node_path().to_owned(),
-        stamp: t1,
-    };
-    let refused = s2.guarded(&stale, set_data("/data/x", "stale")).await;
-    assert!(
-        matches!(refused, Err(Error::LockLost { .. })),
-        "{refused:?}"
-    );
-    let wrote = g2.write(set_data("/data/x", "by 2")).await;
-    assert!(matches!(wrote, Ok(OpResult::Set(_))), "{wrote:?}");
-    g2.release().await.expect("release");
-    s2.close().await.expect("close");
-}
-
 /// (c) Several data-losing restarts in a row: every holder is reported
 /// `Expired` by the server's answer, and the tokens strictly increase
 /// across all of them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tokens_strictly_increase_across_repeated_data_losing_restarts() {
-    let mut server = RedisServer::start(Persistence::None).await;
+    let mut server = RedisServer::start(Redis::without_persistence()).await;
     let mut tokens = Vec::new();
     for round in 0..4 {
         let s = connect(&server).await;
@@ -583,18 +307,18 @@ async fn tokens_strictly_increase_across_repeated_data_losing_restarts() {
 /// that derivation put back).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_counter_alone_would_go_back() {
-    let mut server = RedisServer::start(Persistence::None).await;
+    let mut server = RedisServer::start(Redis::without_persistence()).await;
     let s1 = connect(&server).await;
     let held = s1
         .create("/fence/holder", b"", CreateMode::Ephemeral)
         .await
         .expect("create");
     let t = held.stamp;
-    let before = raw_counter(&server.url(), &options(&server)).await;
+    let before = raw_counter(&server.address(), &options(&server)).await;
     assert_eq!(before, Some(t), "the counter holds the last stamp");
 
     server.restart().await;
-    let after = raw_counter(&server.url(), &options(&server)).await;
+    let after = raw_counter(&server.address(), &options(&server)).await;
     // An `INCR` of the counter would now hand out 1: back below t.
     assert_eq!(after, None, "the counter is gone with the data");
     // A session with no hold and no watch: its renewal finds it gone.
@@ -638,11 +362,19 @@ async fn the_counter_alone_would_go_back() {
 /// the pid it started), and `kill` really is `kill -9` of that pid.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_test_server_is_killed_with_its_pid() {
-    let server = RedisServer::start(Persistence::None).await;
-    let url = server.url();
-    let dir: PathBuf = server.dir.clone();
-    assert!(ping(&url).await);
+    let server = RedisServer::start(Redis::without_persistence()).await;
+    let (kind, ports) = (*server.kind(), server.ports().to_vec());
+    let dir = server.dir().to_path_buf();
+    let pid = server.pid().expect("it runs");
+    assert!(kind.serving(&ports).await);
     drop(server);
-    assert!(!ping(&url).await, "the server still answers after Drop");
-    assert!(!Path::new(&dir).exists(), "its directory is left behind");
+    assert!(
+        !kind.serving(&ports).await,
+        "the server still answers after Drop"
+    );
+    assert!(!dir.exists(), "its directory is left behind");
+    assert!(
+        !std::path::Path::new(&format!("/proc/{pid}")).exists(),
+        "pid {pid} is still there after Drop"
+    );
 }

@@ -1,7 +1,7 @@
 //! Authentication and ACLs, live: digest identities against `COORD_TEST_ZK`
 //! (the plain server: ZooKeeper takes any digest credentials there), SASL
 //! DIGEST-MD5 against a server of the test's own with a JAAS user
-//! (tests/common/server.rs). What a user relies on: a foreign identity (or
+//! (a `coord_conformance::server::TestServer`). What a user relies on: a foreign identity (or
 //! none) cannot delete another identity's lock node; `ZkAcl::Open` really
 //! opens it; world-read lets others read but not write; every node coord
 //! makes (chroot, directories, contender nodes, guarded creates) carries
@@ -22,7 +22,7 @@ use coord_zk::{ZkAcl, ZkOptions};
 use tokio::time::Instant;
 use zookeeper_client as zk;
 
-use common::server::ZkServer;
+use coord_conformance::server::{TestServer, ZooKeeper};
 
 /// A fresh name, so runs and tests never share nodes or identities.
 fn unique(prefix: &str) -> String {
@@ -517,8 +517,8 @@ async fn bad_credentials_are_refused_before_any_io() {
 /// error nor `Debug`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sasl_digest_md5_logins() {
-    let server = ZkServer::start_with_sasl(&[("coord", "sasl-right-pw")]).await;
-    let base = ZkOptions::new(&server.hosts())
+    let server = TestServer::start(ZooKeeper::with_sasl(&[("coord", "sasl-right-pw")])).await;
+    let base = ZkOptions::new(&server.address())
         .expect("hosts")
         .session_timeout(Duration::from_secs(10));
 
@@ -532,7 +532,7 @@ async fn sasl_digest_md5_logins() {
         .await
         .expect("acquire over SASL");
     let node = guard.node_path().to_owned();
-    let client = raw(&server.hosts(), None).await;
+    let client = raw(&server.address(), None).await;
     for path in [&node, &lock_path] {
         assert_eq!(
             acl_of(&client, path).await,
@@ -583,7 +583,7 @@ async fn sasl_digest_md5_logins() {
         );
     }
     identity_survives_a_reconnection(
-        &server.hosts(),
+        &server.address(),
         |o| o.sasl_digest("coord", "sasl-right-pw"),
         ("sasl", "coord"),
     )

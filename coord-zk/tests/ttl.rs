@@ -1,26 +1,24 @@
 //! TTL nodes on a ZooKeeper that has them disabled: a server of this
-//! test's own (tests/common/server.rs), started without
+//! test's own (a `coord_conformance::server::TestServer`), started without
 //! `-Dzookeeper.extendedTypesEnabled=true`, so `COORD_TEST_ZK` is not used.
 //! The server refuses the create; coord says so with a typed error that
 //! names the flag, makes no node, and the session carries on.
 //! (TTL nodes on a server with the flag: the conformance suite's `ttl_*`.)
 
-mod common;
-
 use std::time::Duration;
 
-use common::server::ZkServer;
+use coord_conformance::server::{TestServer, ZooKeeper};
 use coord_core::{CreateMode, Error};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ttl_create_on_a_server_without_ttl_nodes_is_not_supported() {
-    let server = ZkServer::start().await;
-    let options = coord_zk::ZkOptions::new(&server.hosts())
+    let server = TestServer::start(ZooKeeper::new()).await;
+    let options = coord_zk::ZkOptions::new(&server.address())
         .expect("connect string")
         .session_timeout(Duration::from_secs(4));
     let s = coord_zk::connect(&options)
         .await
-        .unwrap_or_else(|e| panic!("cannot open a session on {}: {e}", server.hosts()));
+        .unwrap_or_else(|e| panic!("cannot open a session on {}: {e}", server.address()));
     let root = format!("/ttl-{}", uuid::Uuid::new_v4().simple());
     s.ensure_dir(&root).await.expect("ensure_dir");
     for (name, mode) in [

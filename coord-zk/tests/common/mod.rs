@@ -1,10 +1,9 @@
-//! What the coord-zk integration tests share: the server they run against
-//! (and, in [`server`], a server of a test's own).
+//! What the coord-zk integration tests share: the server they run against.
+//! A server of a test's own is a `coord_conformance::server::TestServer`.
 
 #![allow(dead_code)]
 
 pub mod harness;
-pub mod server;
 
 use std::time::Duration;
 

@@ -1,0 +1,107 @@
+//! Conformance of the primitive contract ([`coord_core::PrimitiveSession`]
+//! through [`coord_core::Session`]), one file per contract area.
+//!
+//! Each test asserts only what the contract promises, so it holds on every
+//! backend: versions are compared for equality only, sequences and stamps
+//! for order only, a watch may fire for a change that does not matter, and
+//! another session's view is awaited (`wait_gone`, a watch) rather than
+//! read at once where a server may answer it from a lagging replica.
+//!
+//! The areas: argument checks ([`paths`]), nodes and versions ([`nodes`]),
+//! sequences and stamps ([`order`]), listing children ([`listing`]),
+//! children watches ([`children_watch`]), waiting for a node to go
+//! ([`gone`]), sessions and ephemeral nodes ([`session_end`]), guarded
+//! writes ([`guarded`]), data watches ([`data_watch`]) and node metadata
+//! ([`stat`]). Every test is also re-exported here, where the
+//! [`conformance_tests!`](crate::conformance_tests) macro names it.
+
+pub mod children_watch;
+pub mod data_watch;
+pub mod gone;
+pub mod guarded;
+pub mod listing;
+pub mod nodes;
+pub mod order;
+pub mod paths;
+pub mod session_end;
+pub mod stat;
+mod support;
+
+pub use children_watch::{
+    prim_children_watch_fires, prim_children_watch_fires_on_session_end,
+    prim_children_watch_never_misses, prim_children_watch_races_change,
+};
+pub use data_watch::{
+    prim_get_watch_fires_on_delete, prim_get_watch_fires_on_owner_end,
+    prim_get_watch_fires_on_set_by_other, prim_get_watch_ignores_other_nodes,
+    prim_get_watch_missing_node, prim_get_watch_races_set,
+};
+pub use gone::{
+    prim_wait_gone_basics, prim_wait_gone_races_delete, prim_watch_gone_is_armed,
+    prim_watch_gone_listed_waits_for_the_listed_node,
+};
+pub use guarded::{
+    prim_guarded_lost_when_fence_deleted, prim_guarded_lost_with_wrong_stamp,
+    prim_guarded_while_fence_holds,
+};
+pub use listing::{prim_children_in_creation_order, prim_children_prefixed_lists_only_those};
+pub use nodes::{
+    prim_cas_versions, prim_create_get_basics, prim_delete_not_empty, prim_missing_nodes,
+    prim_take_leaf_returns_the_data_once,
+};
+pub use order::{prim_sequences_increase, prim_stamps_increase};
+pub use paths::{
+    prim_path_limits_accepted, prim_path_rules_checked_before_io, prim_path_rules_typed_errors,
+    prim_zookeeper_tree_reserved,
+};
+pub use session_end::{
+    prim_child_of_ephemeral, prim_create_after_parent_replaced, prim_ephemeral_gone_on_close,
+    prim_ephemeral_gone_on_expire, prim_pending_waits_end_with_session,
+};
+pub use stat::{prim_created_at, prim_owner_names_the_session};
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __primitives_tests {
+    ($make:expr) => {
+        $crate::__conformance_each!($make;
+            primitives::prim_watch_gone_is_armed,
+            primitives::prim_watch_gone_listed_waits_for_the_listed_node,
+            primitives::prim_path_rules_typed_errors,
+            primitives::prim_path_rules_checked_before_io,
+            primitives::prim_zookeeper_tree_reserved,
+            primitives::prim_path_limits_accepted,
+            primitives::prim_create_get_basics,
+            primitives::prim_missing_nodes,
+            primitives::prim_delete_not_empty,
+            primitives::prim_take_leaf_returns_the_data_once,
+            primitives::prim_children_prefixed_lists_only_those,
+            primitives::prim_cas_versions,
+            primitives::prim_sequences_increase,
+            primitives::prim_stamps_increase,
+            primitives::prim_children_in_creation_order,
+            primitives::prim_children_watch_fires,
+            primitives::prim_children_watch_fires_on_session_end,
+            primitives::prim_children_watch_never_misses,
+            primitives::prim_children_watch_races_change,
+            primitives::prim_wait_gone_basics,
+            primitives::prim_wait_gone_races_delete,
+            primitives::prim_ephemeral_gone_on_expire,
+            primitives::prim_ephemeral_gone_on_close,
+            primitives::prim_pending_waits_end_with_session,
+            primitives::prim_child_of_ephemeral,
+            primitives::prim_create_after_parent_replaced,
+            primitives::prim_guarded_while_fence_holds,
+            primitives::prim_guarded_lost_when_fence_deleted,
+            primitives::prim_guarded_lost_with_wrong_stamp,
+            primitives::prim_get_watch_missing_node,
+            primitives::prim_get_watch_fires_on_set_by_other,
+            primitives::prim_get_watch_fires_on_delete,
+            primitives::prim_get_watch_fires_on_owner_end,
+            primitives::prim_get_watch_ignores_other_nodes,
+            primitives::prim_get_watch_races_set,
+            primitives::prim_created_at,
+            primitives::prim_owner_names_the_session,
+        );
+    };
+}
