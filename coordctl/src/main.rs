@@ -12,6 +12,7 @@ mod child;
 mod cli;
 mod commands;
 mod ctx;
+mod demo;
 mod exit;
 mod logging;
 mod signals;

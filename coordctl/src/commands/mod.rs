@@ -31,7 +31,7 @@ pub async fn run(ctx: &Ctx, command: Command) -> Result<u8, Failure> {
         Command::Revoke(a) => participants::revoke(ctx, a).await,
         Command::Inspect(a) => inspect::inspect(ctx, a).await,
         Command::Demo => {
-            let report = coord::demo::run(&ctx.connector).await?;
+            let report = crate::demo::run(&ctx.connector).await?;
             Ok(if report.ok() { exit::OK } else { exit::NONE })
         }
     }
