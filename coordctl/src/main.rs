@@ -15,6 +15,7 @@ mod ctx;
 mod demo;
 mod exit;
 mod logging;
+mod sessions;
 mod signals;
 
 use std::process::ExitCode;

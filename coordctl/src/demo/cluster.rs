@@ -1,19 +1,19 @@
 //! Where the demo runs: opens sessions, ends them as a crash would, and
 //! scales time to the backend.
 
-use std::sync::Mutex;
 use std::time::Duration;
 
 use coord::{default_mem_store, Backend, ConnectError, Connector, Session};
 
+use crate::sessions::Sessions;
+
 /// The demo's sessions on one backend, under one fresh directory. Every
 /// session it opens is kept, to be closed by [`Cluster::close_all`].
 pub struct Cluster {
-    connector: Connector,
+    sessions: Sessions,
     root: String,
     /// One demo "hour".
     pub hour: Duration,
-    sessions: Mutex<Vec<Session>>,
 }
 
 impl Cluster {
@@ -22,14 +22,13 @@ impl Cluster {
     pub fn new(connector: &Connector) -> Self {
         let mem = connector.backend() == Backend::Mem;
         Cluster {
-            connector: connector.clone(),
+            sessions: Sessions::new(connector.clone()),
             root: format!("/coord-demo/{}", uuid::Uuid::new_v4().simple()),
             hour: if mem {
                 Duration::from_millis(40)
             } else {
                 Duration::from_millis(250)
             },
-            sessions: Mutex::new(Vec::new()),
         }
     }
 
@@ -40,11 +39,7 @@ impl Cluster {
 
     /// A fresh session (kept, to be closed at the end).
     pub async fn open(&self) -> Result<Session, ConnectError> {
-        let s = self.connector.connect().await?;
-        if let Ok(mut all) = self.sessions.lock() {
-            all.push(s.clone());
-        }
-        Ok(s)
+        self.sessions.open().await
     }
 
     /// The demo's path for `rel` (which starts with `/`).
@@ -54,7 +49,7 @@ impl Cluster {
 
     /// End `session` as the server would end a crashed client's.
     pub async fn crash(&self, session: &Session) {
-        if self.connector.backend() == Backend::Mem {
+        if self.sessions.connector().backend() == Backend::Mem {
             default_mem_store().expire(&session.id());
         } else if let Err(e) = session.close().await {
             tracing::warn!(error = %e, "demo: closing a crashed session failed");
@@ -63,12 +58,7 @@ impl Cluster {
 
     /// Close every session opened, each given at most 5 s.
     pub async fn close_all(&self) {
-        let all = self
-            .sessions
-            .lock()
-            .map(|mut s| std::mem::take(&mut *s))
-            .unwrap_or_default();
-        for s in all {
+        for s in self.sessions.take_all() {
             let _ = tokio::time::timeout(Duration::from_secs(5), s.close()).await;
         }
     }
