@@ -6,11 +6,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use coord_nemesis::{Report, ViolationKind};
 
 mod common;
 mod queue;
 mod run;
+mod verdict;
 mod worker;
 
 #[derive(Debug, Parser)]
@@ -42,25 +42,6 @@ enum Mode {
         #[arg(long)]
         expect_violation: bool,
     },
-}
-
-/// Exit 0 when the run is clean — or, with `expect_violation`, when the
-/// checker found the lost update the unfenced control must produce; 1
-/// otherwise.
-fn verdict(report: &Report, expect_violation: bool) -> ExitCode {
-    if expect_violation {
-        if report.has(ViolationKind::LostUpdate) {
-            println!("nemesis: the expected lost update was found: the checker can see it");
-            ExitCode::SUCCESS
-        } else {
-            println!("nemesis: expected a lost update (unfenced control) but found none");
-            ExitCode::from(1)
-        }
-    } else if report.violations.is_empty() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    }
 }
 
 fn main() -> ExitCode {
@@ -97,7 +78,7 @@ fn main() -> ExitCode {
                     .map_err(|e| format!("{}: {e}", dir.display()))?;
                 let report = coord_nemesis::check(&events);
                 print!("{report}");
-                Ok(verdict(&report, expect_violation))
+                Ok(verdict::verdict(&report, expect_violation))
             }
         }
     });

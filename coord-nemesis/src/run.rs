@@ -218,7 +218,7 @@ pub async fn run(args: RunArgs) -> Result<ExitCode, String> {
         },
         o.args.history_dir.display()
     );
-    Ok(crate::verdict(&report, o.args.expect_violation))
+    Ok(crate::verdict::verdict(&report, o.args.expect_violation))
 }
 
 impl Orchestrator {

@@ -114,7 +114,6 @@
 
 mod backend;
 mod connect;
-pub mod demo;
 mod duration;
 mod error;
 pub mod recipes;

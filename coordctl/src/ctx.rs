@@ -2,13 +2,14 @@
 //! at exit, which releases whatever they hold), CMD, and the signal flag.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use coord::{Connector, Session};
 
 use crate::child::Children;
 use crate::exit::Failure;
+use crate::sessions::Sessions;
 
 /// How long closing one session may take at exit.
 pub const CLOSE_PATIENCE: Duration = Duration::from_secs(5);
@@ -17,7 +18,7 @@ pub struct Ctx {
     pub connector: Connector,
     pub children: Children,
     interrupted: Arc<AtomicBool>,
-    sessions: Mutex<Vec<Session>>,
+    sessions: Sessions,
     /// How many [`Shield`]s are up.
     shields: AtomicUsize,
 }
@@ -35,21 +36,17 @@ impl Drop for Shield<'_> {
 impl Ctx {
     pub fn new(connector: Connector, interrupted: Arc<AtomicBool>) -> Self {
         Ctx {
+            sessions: Sessions::new(connector.clone()),
             connector,
             children: Children::default(),
             interrupted,
-            sessions: Mutex::new(Vec::new()),
             shields: AtomicUsize::new(0),
         }
     }
 
     /// Open a session, to be closed at exit.
     pub async fn open(&self) -> Result<Session, Failure> {
-        let session = self.connector.connect().await?;
-        if let Ok(mut all) = self.sessions.lock() {
-            all.push(session.clone());
-        }
-        Ok(session)
+        Ok(self.sessions.open().await?)
     }
 
     /// Until the guard is dropped, a first SIGINT or SIGTERM lets the
@@ -80,12 +77,7 @@ impl Ctx {
     /// ends the session at its timeout instead, which releases all the same
     /// (a leased queue item is then delivered again only after that).
     pub async fn close_all(&self) {
-        let all = self
-            .sessions
-            .lock()
-            .map(|mut s| std::mem::take(&mut *s))
-            .unwrap_or_default();
-        for s in all {
+        for s in self.sessions.take_all() {
             match tokio::time::timeout(CLOSE_PATIENCE, s.close()).await {
                 Ok(Ok(())) => {}
                 Ok(Err(e)) => eprintln!("coordctl: closing the session: {e}"),

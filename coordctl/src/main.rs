@@ -12,8 +12,10 @@ mod child;
 mod cli;
 mod commands;
 mod ctx;
+mod demo;
 mod exit;
 mod logging;
+mod sessions;
 mod signals;
 
 use std::process::ExitCode;

@@ -2,7 +2,7 @@
 
 use coord::Counter;
 
-use super::print_line;
+use super::output::print_line;
 use crate::cli::{CounterArgs, CounterOp};
 use crate::ctx::Ctx;
 use crate::exit::{self, Failure};

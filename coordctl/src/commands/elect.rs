@@ -4,7 +4,7 @@ use coord::prelude::*;
 use coord::{Election, Error, Session};
 
 use super::hold::{Held, UnderHold};
-use super::print_line;
+use super::output::print_line;
 use crate::cli::{ElectArgs, WatchArgs};
 use crate::ctx::Ctx;
 use crate::exit::{self, Failure};

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use coord::Group;
 
 use super::hold::{Held, UnderHold};
-use super::print_line;
+use super::output::print_line;
 use crate::cli::{JoinArgs, WatchArgs};
 use crate::ctx::Ctx;
 use crate::exit::{self, Failure};

@@ -15,7 +15,7 @@ use std::sync::Mutex;
 use coord::{Error, HoldContext};
 use nix::sys::signal::Signal;
 
-use super::print_line;
+use super::output::print_line;
 use crate::child::Proc;
 use crate::ctx::Ctx;
 use crate::exit::{self, Failure};

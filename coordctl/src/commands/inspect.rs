@@ -9,8 +9,7 @@ use coord::inspect::{
 };
 use serde_json::{json, Value};
 
-use super::participants::{quoted, rfc3339};
-use super::print_line;
+use super::output::{hex, print_line, quoted, rfc3339};
 use crate::cli::InspectArgs;
 use crate::ctx::Ctx;
 use crate::exit::{self, Failure};
@@ -66,14 +65,6 @@ fn data_text(d: &[u8], limit: usize) -> String {
         }
         Err(_) => format!("hex:{}{more}", hex(shown)),
     }
-}
-
-pub(crate) fn hex(d: &[u8]) -> String {
-    let mut s = String::with_capacity(d.len() * 2);
-    for b in d {
-        let _ = write!(s, "{b:02x}");
-    }
-    s
 }
 
 /// `850ms`, `12.3s`, `5m03s`, `2h05m`, `3d04h`.

@@ -6,12 +6,11 @@ mod group;
 mod hold;
 mod inspect;
 mod lock;
+mod output;
 mod participants;
 mod queue;
 mod run_once;
 mod watch;
-
-use std::io::Write;
 
 use crate::cli::Command;
 use crate::ctx::Ctx;
@@ -32,18 +31,8 @@ pub async fn run(ctx: &Ctx, command: Command) -> Result<u8, Failure> {
         Command::Revoke(a) => participants::revoke(ctx, a).await,
         Command::Inspect(a) => inspect::inspect(ctx, a).await,
         Command::Demo => {
-            let report = coord::demo::run(&ctx.connector).await?;
+            let report = crate::demo::run(&ctx.connector).await?;
             Ok(if report.ok() { exit::OK } else { exit::NONE })
         }
     }
-}
-
-/// Write `line` and a newline to stdout, flushed (a reader may be waiting
-/// for it).
-pub fn print_line(line: &[u8]) -> Result<(), Failure> {
-    let mut out = std::io::stdout().lock();
-    out.write_all(line)
-        .and_then(|()| out.write_all(b"\n"))
-        .and_then(|()| out.flush())
-        .map_err(|e| Failure::new(exit::BACKEND, format!("writing to stdout: {e}")))
 }

@@ -20,7 +20,7 @@ use std::io::Write;
 
 use coord::{Delivery, Error, Queue};
 
-use super::print_line;
+use super::output::print_line;
 use crate::cli::QueueCommand;
 use crate::ctx::Ctx;
 use crate::exit::{self, Failure};

@@ -2,8 +2,7 @@
 
 use coord::{CacheEvent, ChildrenCache, NodeCache, TreeCache};
 
-use super::inspect::hex;
-use super::print_line;
+use super::output::{hex, print_line};
 use crate::cli::CacheWatchArgs;
 use crate::ctx::Ctx;
 use crate::exit::Failure;

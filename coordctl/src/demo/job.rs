@@ -3,11 +3,12 @@
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use coord_core::recipes::{PeriodicJob, RunOutcome};
+use coord::{PeriodicJob, RunOutcome};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
-use super::{Cluster, Log};
+use super::cluster::Cluster;
+use super::log::Log;
 
 const PERIODS: u64 = 4;
 const INSTANCES: usize = 9;
@@ -44,7 +45,7 @@ impl Tally {
     }
 }
 
-pub(crate) async fn periodic_job(cluster: &Cluster, log: &Log) {
+pub async fn periodic_job(cluster: &Cluster, log: &Log) {
     let hour = cluster.hour;
     let job_path = cluster.path("/jobs/revenue-sql");
     log.say(format!(

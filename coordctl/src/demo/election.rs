@@ -3,15 +3,15 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use coord_core::recipes::{Election, Leadership};
-use coord_core::{Error, Session};
+use coord::{Election, Error, Leadership, Session};
 use tokio::time::Instant;
 
-use super::{Cluster, Log};
+use super::cluster::Cluster;
+use super::log::Log;
 
-type Campaign = tokio::task::JoinHandle<coord_core::Result<Leadership>>;
+type Campaign = tokio::task::JoinHandle<coord::Result<Leadership>>;
 
-pub(crate) async fn election(cluster: &Cluster, log: &Log) {
+pub async fn election(cluster: &Cluster, log: &Log) {
     log.say("== leader election: node-a, node-b, node-c");
     let dir = cluster.path("/elections/scheduler");
     let observer_session = match cluster.open().await {

@@ -4,10 +4,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use coord_core::recipes::Queue;
+use coord::Queue;
 use tokio::task::JoinSet;
 
-use super::{Cluster, Log};
+use super::cluster::Cluster;
+use super::log::Log;
 
 const PER_PRODUCER: usize = 100;
 
@@ -15,7 +16,7 @@ const PER_PRODUCER: usize = 100;
 /// listings; producers report `None`.
 type Done = Option<(usize, Vec<String>, u64)>;
 
-pub(crate) async fn queue(cluster: &Cluster, log: &Log) {
+pub async fn queue(cluster: &Cluster, log: &Log) {
     log.say(format!(
         "== queue: 3 producers x {PER_PRODUCER} items, 3 consumers"
     ));
