@@ -14,6 +14,8 @@
 //! error is one [`Error`].
 #![warn(missing_docs)]
 
+#[doc(hidden)]
+pub mod backend_net;
 pub mod backoff;
 pub mod error;
 pub mod inspect;
