@@ -19,10 +19,8 @@ impl StandaloneServer for ZkServer {
         "zk"
     }
     async fn open(&self, session_timeout: Duration) -> Session {
-        let options = coord_zk::ZkOptions::new(&self.hosts())
-            .expect("connect string")
-            .session_timeout(session_timeout);
-        coord_zk::connect(&options)
+        let options = coord_zk::ZkOptions::new(&self.hosts()).with_session_timeout(session_timeout);
+        coord_zk::connect(options.clone())
             .await
             .unwrap_or_else(|e| panic!("cannot open a session on {}: {e}", self.hosts()))
     }

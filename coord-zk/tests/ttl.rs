@@ -15,10 +15,9 @@ use coord_core::{CreateMode, Error};
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ttl_create_on_a_server_without_ttl_nodes_is_not_supported() {
     let server = ZkServer::start().await;
-    let options = coord_zk::ZkOptions::new(&server.hosts())
-        .expect("connect string")
-        .session_timeout(Duration::from_secs(4));
-    let s = coord_zk::connect(&options)
+    let options =
+        coord_zk::ZkOptions::new(&server.hosts()).with_session_timeout(Duration::from_secs(4));
+    let s = coord_zk::connect(options.clone())
         .await
         .unwrap_or_else(|e| panic!("cannot open a session on {}: {e}", server.hosts()));
     let root = format!("/ttl-{}", uuid::Uuid::new_v4().simple());

@@ -31,6 +31,12 @@ pub fn install_ring_provider() {
     });
 }
 
+/// Whether `host` can name a server in a TLS handshake (the name its
+/// certificate is checked against): a DNS name or an IP address.
+pub fn is_server_name(host: &str) -> bool {
+    ServerName::try_from(host).is_ok()
+}
+
 /// The public web roots (Mozilla's list) as PEM, made once: for clients
 /// that take their trust anchors as PEM.
 pub fn public_roots_pem() -> &'static str {
@@ -155,6 +161,8 @@ mod tests {
     #[test]
     fn the_public_roots_make_a_config_and_pem() {
         assert!(config(None, &[]).is_some());
+        assert!(is_server_name("zk-0.zk") && is_server_name("::1"));
+        assert!(!is_server_name("bad host!"));
         assert!(config(None, &[b"h2"]).is_some());
         let pem = public_roots_pem();
         let count = CertificateDer::pem_slice_iter(pem.as_bytes()).count();
