@@ -218,8 +218,8 @@ async fn keyspace_events(url: &str) -> String {
 
 fn options(server: &RedisServer) -> RedisOptions {
     RedisOptions::new(server.url())
-        .namespace("restart")
-        .session_timeout(SESSION_TIMEOUT)
+        .with_namespace("restart")
+        .with_session_timeout(SESSION_TIMEOUT)
 }
 
 async fn connect(server: &RedisServer) -> Session {
