@@ -49,9 +49,9 @@ use crate::watch::notice_loop;
 /// hint names `ca=`), the client's missing or refused (it names `cert=` and
 /// `key=`); [`Error::PermissionDenied`] when the
 /// ACL user lacks a command, key or channel coord needs;
-/// [`Error::Backend`] with a [`KeyspaceEventsError`] when keyspace
+/// [`Error::Backend`] with a [`crate::KeyspaceEventsError`] when keyspace
 /// notifications for expired keys are off and may not be turned on (see
-/// [`KeyspaceEvents`]: `CONFIG` is used where allowed, else a notice is
+/// [`crate::KeyspaceEvents`]: `CONFIG` is used where allowed, else a notice is
 /// observed; it is never required).
 ///
 /// # Cancel safety
