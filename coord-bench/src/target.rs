@@ -46,7 +46,7 @@ impl Target {
         let rest = rest.split(['?', '#']).next().unwrap_or("");
         let kind = match connector.backend() {
             Backend::Mem => Kind::Mem,
-            Backend::Zk => Kind::Zk(coord_zk::ZkOptions::new(rest)?),
+            Backend::Zk => Kind::Zk(rest.parse::<coord_zk::ZkOptions>()?),
             Backend::Etcd => Kind::Etcd(coord_etcd::EtcdOptions::from_url(&format!(
                 "etcd://{rest}"
             ))?),
@@ -120,7 +120,7 @@ impl Target {
                 Ok((s, Expirer::Mem(id)))
             }
             Kind::Zk(o) => {
-                let zs = coord_zk::ZkSession::connect(o).await?;
+                let zs = coord_zk::ZkSession::connect(o.clone()).await?;
                 let creds = zs.session_credentials();
                 Ok((Session::new(Arc::new(zs)), Expirer::Zk(o.clone(), creds)))
             }

@@ -35,6 +35,8 @@
 
 pub mod backend;
 mod compat;
+#[doc(hidden)]
+pub mod backend_net;
 pub mod error;
 mod hold;
 pub mod inspect;

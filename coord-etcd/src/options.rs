@@ -101,7 +101,7 @@ impl EtcdOptions {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] saying what is wrong: another scheme, no
-    /// host, an empty host, a port that is not a number, credentials, a
+    /// host, an empty host, a port that is not a port number, credentials, a
     /// query or a fragment (use the builder methods for those settings).
     pub fn from_url(url: &str) -> Result<Self> {
         let bad = |why: &str| Error::InvalidArgument(format!("etcd URL {url:?}: {why}"));
@@ -120,30 +120,10 @@ impl EtcdOptions {
                 "credentials in the URL are not supported; use EtcdOptions::with_user",
             ));
         }
-        if hosts.is_empty() {
-            return Err(bad("no host"));
-        }
-        let mut endpoints = Vec::new();
-        for host in hosts.split(',') {
-            if host.is_empty() {
-                return Err(bad("an empty host in the list"));
-            }
-            let port = if let Some(v6) = host.strip_prefix('[') {
-                let (_, after) = v6
-                    .split_once(']')
-                    .ok_or_else(|| bad("an IPv6 host without its closing ']'"))?;
-                after.strip_prefix(':')
-            } else {
-                host.split_once(':').map(|(_, p)| p)
-            };
-            match port {
-                None => endpoints.push(format!("http://{host}:2379")),
-                Some(p) if !p.is_empty() && p.parse::<u16>().is_ok() => {
-                    endpoints.push(format!("http://{host}"))
-                }
-                Some(p) => return Err(bad(&format!("port {p:?} is not a number"))),
-            }
-        }
+        let endpoints = coord_core::backend_net::host::host_list(hosts, 2379)
+            .map_err(|why| bad(&why))?
+            .into_iter()
+            .map(|host| format!("http://{host}"));
         Ok(Self::new(endpoints).with_namespace(path.trim_end_matches('/')))
     }
 

@@ -1,4 +1,5 @@
-//! [`connect`]: open a session.
+//! [`connect`]: opening a session, and the `redis` client every connection
+//! of a session is opened with.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -8,22 +9,25 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::Value;
 use tokio::time::Instant;
 
-use crate::background::{heartbeat, notice_loop};
-use crate::core::{millis, Core};
-use crate::error::{self, KeyspaceEventsError, BACKEND};
+use crate::error;
+use crate::keepalive::heartbeat;
+use crate::keyspace::ensure_keyspace_events;
 use crate::notices::Hub;
-use crate::options::{KeyspaceEvents, RedisOptions};
+use crate::options::RedisOptions;
 use crate::scripts;
 use crate::session::RedisSession;
+use crate::shared::{millis, Shared};
+use crate::watch::notice_loop;
 
-/// Open a session on the Redis server `options` names (a URL converts):
+/// Open a session on the Redis server `options` names:
 /// its own command connection (multiplexed, reconnecting) and its own
 /// pub/sub connection, a session key whose TTL is the session timeout, and
 /// the heartbeat that keeps it.
 ///
 /// ```no_run
 /// # async fn demo() -> coord_core::Result<()> {
-/// let session = coord_redis::connect("redis://127.0.0.1:6379").await?;
+/// let options = coord_redis::RedisOptions::new("redis://127.0.0.1:6379");
+/// let session = coord_redis::connect(options).await?;
 /// session.ensure_dir("/jobs").await?;
 /// session.close().await?;
 /// # Ok(())
@@ -34,7 +38,7 @@ use crate::session::RedisSession;
 /// [`Error::InvalidArgument`] for a bad URL or namespace, a session timeout
 /// out of [`crate::MIN_SESSION_TIMEOUT`]..=[`crate::MAX_SESSION_TIMEOUT`] or
 /// a zero or absurd request timeout, bad TLS settings or an unreadable
-/// TLS file (see [`RedisOptions::tls`]; `server_name` other than the URL's
+/// TLS file (see [`RedisOptions::with_tls`]; `server_name` other than the URL's
 /// host is refused too) — all before any I/O;
 /// [`Error::ConnectionLost`] when the server cannot be reached (without
 /// TLS, when it closes the connection at once or does not answer, the
@@ -45,25 +49,25 @@ use crate::session::RedisSession;
 /// hint names `ca=`), the client's missing or refused (it names `cert=` and
 /// `key=`); [`Error::PermissionDenied`] when the
 /// ACL user lacks a command, key or channel coord needs;
-/// [`Error::Backend`] with a [`KeyspaceEventsError`] when keyspace
+/// [`Error::Backend`] with a [`crate::KeyspaceEventsError`] when keyspace
 /// notifications for expired keys are off and may not be turned on (see
-/// [`KeyspaceEvents`]: `CONFIG` is used where allowed, else a notice is
+/// [`crate::KeyspaceEvents`]: `CONFIG` is used where allowed, else a notice is
 /// observed; it is never required).
 ///
 /// # Cancel safety
 /// Cancel safe: dropped before it returns, no session is left behind but
 /// (at worst) a session key that expires after the TTL.
-pub async fn connect(options: impl Into<RedisOptions>) -> Result<Session> {
-    let (session, _core) = open(options.into()).await?;
+pub async fn connect(options: RedisOptions) -> Result<Session> {
+    let (session, _core) = open(options).await?;
     Ok(session)
 }
 
-pub(crate) async fn open(options: RedisOptions) -> Result<(Session, Arc<Core>)> {
+pub(crate) async fn open(options: RedisOptions) -> Result<(Session, Arc<Shared>)> {
     options.validate()?;
     let client = client(&options)?;
     let db = client.get_connection_info().redis_settings().db();
     let ttl = options.session_timeout;
-    let request_timeout = options.effective_request_timeout();
+    let request_timeout = options.request_timeout();
     let config = ConnectionManagerConfig::new()
         .set_number_of_retries(3)
         .set_max_delay(Duration::from_millis(500))
@@ -96,7 +100,7 @@ pub(crate) async fn open(options: RedisOptions) -> Result<(Session, Arc<Core>)> 
     // The lease counts from the moment the request that creates the key
     // leaves (the server sets the TTL no earlier than that).
     let sent = Instant::now();
-    let core = Arc::new(Core::new(sid.clone(), &options, conn, hub, sent));
+    let core = Arc::new(Shared::new(sid.clone(), &options, conn, hub, sent));
     let ttl_ms = millis(ttl).to_string();
     match core.maintain(&scripts::OPEN, &ttl_ms).await {
         Ok(Value::Int(1)) => {}
@@ -119,7 +123,7 @@ pub(crate) async fn open(options: RedisOptions) -> Result<(Session, Arc<Core>)> 
 
 /// The client every connection of a session is opened with (commands,
 /// pub/sub, the keyspace probe, the test hooks): plain, or TLS with the
-/// files of [`RedisOptions::tls`] read here, before any I/O.
+/// files of [`RedisOptions::with_tls`] read here, before any I/O.
 pub(crate) fn client(options: &RedisOptions) -> Result<redis::Client> {
     use redis::{ConnectionAddr, IntoConnectionInfo};
 
@@ -154,7 +158,7 @@ pub(crate) fn client(options: &RedisOptions) -> Result<redis::Client> {
     }
     let tls = options.tls.clone().unwrap_or_default();
     if let Some(name) = &tls.server_name {
-        let bare = host.trim_start_matches('[').trim_end_matches(']');
+        let bare = coord_core::backend_net::host::host_of(&host);
         if !name.eq_ignore_ascii_case(bare) {
             return Err(Error::InvalidArgument(format!(
                 "tls: server_name {name:?} is not supported on Redis (the redis client checks \
@@ -187,170 +191,4 @@ pub(crate) fn client(options: &RedisOptions) -> Result<redis::Client> {
 
 fn invalid_url(e: redis::RedisError) -> Error {
     Error::InvalidArgument(format!("redis URL: {e}"))
-}
-
-fn has_expired_events(flags: &str) -> bool {
-    flags.contains('K') && (flags.contains('x') || flags.contains('A'))
-}
-
-/// How long [`observe_expired_notice`] waits for the notice.
-const PROBE_PATIENCE: Duration = Duration::from_secs(1);
-
-/// Check (and per `mode`, turn on) the server's keyspace notifications for
-/// expired keys: at connect, and again whenever the pub/sub link comes
-/// back, since a server restarted with its config file forgets a
-/// `CONFIG SET`.
-///
-/// `CONFIG` is a fast path, never a requirement: where it is refused (an
-/// ACL user without admin rights, the norm on managed Redis, or `CONFIG`
-/// renamed away), the check watches a scratch key of coord's namespace
-/// (`<prefix>probe:<uuid>`) expire and waits up to [`PROBE_PATIENCE`] for
-/// its keyspace notice. A server that wants a password it did not get
-/// fails with [`Error::Unauthenticated`], never with a notifications error.
-pub(crate) async fn ensure_keyspace_events(
-    conn: &mut ConnectionManager,
-    client: &redis::Client,
-    prefix: &str,
-    mode: KeyspaceEvents,
-) -> Result<()> {
-    if mode == KeyspaceEvents::Assume {
-        return Ok(());
-    }
-    let current = redis::cmd("CONFIG")
-        .arg("GET")
-        .arg("notify-keyspace-events")
-        .query_async::<Vec<String>>(conn)
-        .await;
-    let current = match current {
-        Ok(pair) => pair.get(1).cloned().unwrap_or_default(),
-        Err(e) if error::is_transport(&e) || is_credentials(&e) => return Err(error::map(e, None)),
-        Err(e) => {
-            // No CONFIG for this user: look for a notice instead.
-            if observe_expired_notice(conn, client, prefix).await? {
-                tracing::debug!(
-                    "CONFIG GET refused; redis keyspace notifications for expired keys observed"
-                );
-                return Ok(());
-            }
-            return Err(Error::backend(
-                BACKEND,
-                KeyspaceEventsError {
-                    current: None,
-                    wanted: "Kx".into(),
-                    reason: Some(format!(
-                        "CONFIG GET was refused ({}) and a scratch key's expiry sent no \
-                         keyspace notice within {PROBE_PATIENCE:?}",
-                        e.detail().unwrap_or("no detail")
-                    )),
-                },
-            ));
-        }
-    };
-    if has_expired_events(&current) {
-        return Ok(());
-    }
-    let mut wanted = current.clone();
-    for f in ['K', 'x'] {
-        if !wanted.contains(f) {
-            wanted.push(f);
-        }
-    }
-    if mode == KeyspaceEvents::Require {
-        return Err(Error::backend(
-            BACKEND,
-            KeyspaceEventsError {
-                current: Some(current),
-                wanted,
-                reason: None,
-            },
-        ));
-    }
-    let set = redis::cmd("CONFIG")
-        .arg("SET")
-        .arg("notify-keyspace-events")
-        .arg(&wanted)
-        .query_async::<()>(conn)
-        .await;
-    match set {
-        Ok(()) => {
-            tracing::info!(%wanted, "enabled redis keyspace notifications (notify-keyspace-events)");
-            Ok(())
-        }
-        Err(e) if error::is_transport(&e) || is_credentials(&e) => Err(error::map(e, None)),
-        Err(e) => Err(Error::backend(
-            BACKEND,
-            KeyspaceEventsError {
-                current: Some(current),
-                wanted,
-                reason: Some(format!(
-                    "CONFIG SET failed: {}",
-                    e.detail().unwrap_or("no detail")
-                )),
-            },
-        )),
-    }
-}
-
-/// A missing or refused password (not an ACL refusing `CONFIG`).
-fn is_credentials(e: &redis::RedisError) -> bool {
-    matches!(error::auth_error(e), Some(Error::Unauthenticated { .. }))
-}
-
-/// Whether the server sends the keyspace notice of an expired key: a
-/// scratch key of coord's namespace is set with a 1 ms TTL, then read
-/// (which expires it at once) until gone, while a pub/sub connection of
-/// its own listens on its keyspace channel for `expired`, for at most
-/// [`PROBE_PATIENCE`].
-async fn observe_expired_notice(
-    conn: &mut ConnectionManager,
-    client: &redis::Client,
-    prefix: &str,
-) -> Result<bool> {
-    use futures_util::StreamExt;
-
-    let db = client.get_connection_info().redis_settings().db();
-    let key = format!("{prefix}probe:{}", uuid::Uuid::new_v4().simple());
-    let channel = format!("__keyspace@{db}__:{key}");
-    let probe = async {
-        let pubsub = client
-            .get_async_pubsub()
-            .await
-            .map_err(|e| error::map(e, None))?;
-        let (mut sink, mut stream) = pubsub.split();
-        sink.subscribe(&channel)
-            .await
-            .map_err(|e| error::map(e, None))?;
-        redis::cmd("SET")
-            .arg(&key)
-            .arg(1)
-            .arg("PX")
-            .arg(1)
-            .query_async::<()>(conn)
-            .await
-            .map_err(|e| error::map(e, None))?;
-        let expire = async {
-            loop {
-                tokio::time::sleep(Duration::from_millis(5)).await;
-                let exists = redis::cmd("EXISTS")
-                    .arg(&key)
-                    .query_async::<i64>(&mut *conn)
-                    .await
-                    .map_err(|e| error::map(e, None))?;
-                if exists == 0 {
-                    return Ok::<_, Error>(());
-                }
-            }
-        };
-        expire.await?;
-        while let Some(msg) = stream.next().await {
-            if msg.get_payload_bytes() == b"expired" {
-                return Ok(true);
-            }
-        }
-        Ok(false)
-    };
-    match tokio::time::timeout(PROBE_PATIENCE, probe).await {
-        Ok(seen) => seen,
-        Err(_) => Ok(false),
-    }
 }

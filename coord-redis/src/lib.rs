@@ -8,8 +8,8 @@
 //! # async fn demo() -> coord_core::Result<()> {
 //! use std::time::Duration;
 //! let options = coord_redis::RedisOptions::new("redis://app:secret@127.0.0.1:6379/0")
-//!     .namespace("billing")
-//!     .session_timeout(Duration::from_secs(10));
+//!     .with_namespace("billing")
+//!     .with_session_timeout(Duration::from_secs(10));
 //! let session = coord_redis::connect(options).await?;
 //! // … build recipes on `session` …
 //! session.close().await?;
@@ -35,7 +35,7 @@
 //!   the server (its key deleted, its ephemeral nodes reaped) as soon as
 //!   the server answers, retried for a TTL plus a request timeout (by then
 //!   the key has expired anyway). No request waits longer than the request
-//!   timeout ([`RedisOptions::request_timeout`]), reconnecting included.
+//!   timeout ([`RedisOptions::with_request_timeout`]), reconnecting included.
 //! - **Tree**: a hash per node (`{ns}:n:<path>`: data, version, stamp, owner,
 //!   sequence, creation time from the server's `TIME`) and a sorted set of children per node (`{ns}:c:<path>`, scored
 //!   by sequence; children without one score `inf` and so sort by name). All
@@ -172,7 +172,7 @@
 //!
 //! ## TLS and ACL users
 //!
-//! `rediss://…` or [`RedisOptions::tls`] (a `coord_core::TlsOptions`: CA,
+//! `rediss://…` or [`RedisOptions::with_tls`] (a `coord_core::TlsOptions`: CA,
 //! client certificate and key for mutual TLS) puts every connection of a
 //! session on TLS: rustls with the ring provider, and without a CA the
 //! public web roots (Mozilla's list, built in; the system store is never
@@ -203,17 +203,19 @@
 //! them by watching a scratch key expire.
 #![warn(missing_docs)]
 
-mod background;
 mod connect;
-mod core;
 mod error;
+mod keepalive;
+mod keyspace;
 mod notices;
 mod options;
 mod reply;
 mod scripts;
 mod session;
+mod shared;
 #[doc(hidden)]
 pub mod testing;
+mod watch;
 
 pub use connect::connect;
 pub use error::KeyspaceEventsError;

@@ -18,11 +18,11 @@ pub const MIN_SESSION_TIMEOUT: Duration = Duration::from_millis(300);
 /// [`coord_core::limits::MAX_SESSION_TIMEOUT`].
 pub const MAX_SESSION_TIMEOUT: Duration = limits::MAX_SESSION_TIMEOUT;
 
-/// The shortest request timeout [`RedisOptions::request_timeout`] derives
+/// The shortest request timeout [`RedisOptions::with_request_timeout`] derives
 /// from the session timeout when none is given.
 const MIN_DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(1);
 
-/// The longest request timeout [`RedisOptions::request_timeout`] derives
+/// The longest request timeout [`RedisOptions::with_request_timeout`] derives
 /// from the session timeout when none is given: a request that takes
 /// longer than this is lost, whatever the session timeout.
 const MAX_DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
@@ -59,8 +59,8 @@ pub enum KeyspaceEvents {
 /// ```
 /// use std::time::Duration;
 /// let options = coord_redis::RedisOptions::new("redis://user:secret@127.0.0.1:6379/2")
-///     .namespace("billing")
-///     .session_timeout(Duration::from_secs(5));
+///     .with_namespace("billing")
+///     .with_session_timeout(Duration::from_secs(5));
 /// assert_eq!(options.key_prefix(), "{billing}:");
 /// ```
 ///
@@ -91,7 +91,7 @@ impl std::fmt::Debug for RedisOptions {
 impl RedisOptions {
     /// Settings for the server at `url`:
     /// `redis://[user:password@]host:port[/db]`, or `rediss://…` for TLS
-    /// (with the public web roots unless [`RedisOptions::tls`] names a CA).
+    /// (with the public web roots unless [`RedisOptions::with_tls`] names a CA).
     pub fn new(url: impl Into<String>) -> Self {
         RedisOptions {
             url: url.into(),
@@ -106,7 +106,7 @@ impl RedisOptions {
     /// Keep every key of this store under `{namespace}:` (default `coord`).
     /// Stores with different namespaces on one server never see each
     /// other. Letters, digits, `_`, `-` and `.` only.
-    pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
+    pub fn with_namespace(mut self, namespace: impl Into<String>) -> Self {
         self.namespace = namespace.into();
         self
     }
@@ -120,7 +120,7 @@ impl RedisOptions {
     /// The client counts the session as lost a tenth of the timeout before
     /// the server can (see `coord_core::lease`): when no heartbeat has been
     /// answered for 90 % of it.
-    pub fn session_timeout(mut self, timeout: Duration) -> Self {
+    pub fn with_session_timeout(mut self, timeout: Duration) -> Self {
         self.session_timeout = timeout;
         self
     }
@@ -130,7 +130,7 @@ impl RedisOptions {
     /// timeout, but at least 1 s and at most 30 s. Positive, and at most
     /// [`coord_core::limits::MAX_TIMEOUT`]; [`crate::connect`] refuses
     /// others.
-    pub fn request_timeout(mut self, timeout: Duration) -> Self {
+    pub fn with_request_timeout(mut self, timeout: Duration) -> Self {
         self.request_timeout = Some(timeout);
         self
     }
@@ -160,20 +160,20 @@ impl RedisOptions {
     ///
     /// The files are read by [`crate::connect`] before any I/O
     /// ([`TlsOptions::load`]). TLS is rustls with the ring provider.
-    pub fn tls(mut self, tls: TlsOptions) -> Self {
+    pub fn with_tls(mut self, tls: TlsOptions) -> Self {
         self.tls = Some(tls);
         self
     }
 
-    /// The TLS settings given with [`RedisOptions::tls`], if any (a
+    /// The TLS settings given with [`RedisOptions::with_tls`], if any (a
     /// `rediss://` URL alone turns TLS on with the defaults but sets none:
     /// see [`RedisOptions::uses_tls`]).
-    pub fn get_tls(&self) -> Option<&TlsOptions> {
+    pub fn tls(&self) -> Option<&TlsOptions> {
         self.tls.as_ref()
     }
 
     /// Whether sessions connect with TLS: a `rediss://` URL, or
-    /// [`RedisOptions::tls`] given.
+    /// [`RedisOptions::with_tls`] given.
     pub fn uses_tls(&self) -> bool {
         self.tls.is_some()
             || self
@@ -194,25 +194,33 @@ impl RedisOptions {
     }
 
     /// The key namespace as given.
-    pub fn get_namespace(&self) -> &str {
+    pub fn namespace(&self) -> &str {
         &self.namespace
     }
 
-    /// The session timeout.
-    pub fn get_session_timeout(&self) -> Duration {
+    /// The session timeout (see [`RedisOptions::with_session_timeout`]).
+    pub fn session_timeout(&self) -> Duration {
         self.session_timeout
     }
 
     /// The request timeout in effect: the one given, or the one derived
-    /// from the session timeout (see [`RedisOptions::request_timeout`]).
-    pub fn effective_request_timeout(&self) -> Duration {
+    /// from the session timeout (see [`RedisOptions::with_request_timeout`]).
+    pub fn request_timeout(&self) -> Duration {
         self.request_timeout.unwrap_or_else(|| {
             self.session_timeout
                 .clamp(MIN_DEFAULT_REQUEST_TIMEOUT, MAX_DEFAULT_REQUEST_TIMEOUT)
         })
     }
 
-    pub(crate) fn validate(&self) -> Result<()> {
+    /// Check the options, without I/O: [`crate::connect`] runs this first.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a namespace that is not 1 to 128
+    /// letters, digits, `_`, `-` or `.`; a session timeout out of
+    /// [`MIN_SESSION_TIMEOUT`]..=[`MAX_SESSION_TIMEOUT`]; a request timeout
+    /// of zero or over [`coord_core::limits::MAX_TIMEOUT`]; TLS settings
+    /// that cannot work ([`TlsOptions::check`]).
+    pub fn validate(&self) -> Result<()> {
         let ns_ok = !self.namespace.is_empty()
             && self.namespace.len() <= 128
             && self
@@ -271,31 +279,29 @@ mod tests {
     fn durations_out_of_range_are_refused() {
         let base = RedisOptions::new("redis://127.0.0.1:6379");
         assert!(base.validate().is_ok());
-        assert!(refused(&base.clone().session_timeout(Duration::ZERO)));
+        assert!(refused(&base.clone().with_session_timeout(Duration::ZERO)));
         assert!(refused(
-            &base.clone().session_timeout(Duration::from_millis(299))
+            &base
+                .clone()
+                .with_session_timeout(Duration::from_millis(299))
         ));
         assert!(base
             .clone()
-            .session_timeout(MAX_SESSION_TIMEOUT)
+            .with_session_timeout(MAX_SESSION_TIMEOUT)
             .validate()
             .is_ok());
-        assert!(refused(
-            &base
-                .clone()
-                .session_timeout(MAX_SESSION_TIMEOUT + Duration::from_nanos(1))
-        ));
-        assert!(refused(&base.clone().session_timeout(Duration::MAX)));
-        assert!(refused(&base.clone().request_timeout(Duration::ZERO)));
-        assert!(refused(&base.clone().request_timeout(Duration::MAX)));
-        assert!(refused(
-            &base
-                .clone()
-                .request_timeout(limits::MAX_TIMEOUT + Duration::from_secs(1))
-        ));
+        assert!(refused(&base.clone().with_session_timeout(
+            MAX_SESSION_TIMEOUT + Duration::from_nanos(1)
+        )));
+        assert!(refused(&base.clone().with_session_timeout(Duration::MAX)));
+        assert!(refused(&base.clone().with_request_timeout(Duration::ZERO)));
+        assert!(refused(&base.clone().with_request_timeout(Duration::MAX)));
+        assert!(refused(&base.clone().with_request_timeout(
+            limits::MAX_TIMEOUT + Duration::from_secs(1)
+        )));
         assert!(base
             .clone()
-            .request_timeout(limits::MAX_TIMEOUT)
+            .with_request_timeout(limits::MAX_TIMEOUT)
             .validate()
             .is_ok());
     }
@@ -303,34 +309,31 @@ mod tests {
     #[test]
     fn the_request_timeout_follows_the_session_timeout_within_bounds() {
         let o = RedisOptions::new("redis://h");
-        assert_eq!(o.effective_request_timeout(), DEFAULT_SESSION_TIMEOUT);
-        let short = o.clone().session_timeout(MIN_SESSION_TIMEOUT);
-        assert_eq!(short.effective_request_timeout(), Duration::from_secs(1));
-        let long = o.clone().session_timeout(MAX_SESSION_TIMEOUT);
-        assert_eq!(long.effective_request_timeout(), Duration::from_secs(30));
-        let given = o.request_timeout(Duration::from_millis(1500));
-        assert_eq!(
-            given.effective_request_timeout(),
-            Duration::from_millis(1500)
-        );
+        assert_eq!(o.request_timeout(), DEFAULT_SESSION_TIMEOUT);
+        let short = o.clone().with_session_timeout(MIN_SESSION_TIMEOUT);
+        assert_eq!(short.request_timeout(), Duration::from_secs(1));
+        let long = o.clone().with_session_timeout(MAX_SESSION_TIMEOUT);
+        assert_eq!(long.request_timeout(), Duration::from_secs(30));
+        let given = o.with_request_timeout(Duration::from_millis(1500));
+        assert_eq!(given.request_timeout(), Duration::from_millis(1500));
     }
 
     #[test]
     fn tls_is_on_for_rediss_urls_and_with_tls_options() {
         let plain = RedisOptions::new("redis://127.0.0.1:6379");
         assert!(!plain.uses_tls());
-        assert!(plain.get_tls().is_none());
+        assert!(plain.tls().is_none());
         let rediss = RedisOptions::new("REDISS://127.0.0.1:6379");
         assert!(rediss.uses_tls());
-        assert!(rediss.get_tls().is_none());
+        assert!(rediss.tls().is_none());
         let tls = TlsOptions::new().with_ca("ca.pem");
-        let given = plain.tls(tls.clone());
+        let given = plain.with_tls(tls.clone());
         assert!(given.uses_tls());
-        assert_eq!(given.get_tls(), Some(&tls));
+        assert_eq!(given.tls(), Some(&tls));
         // Checked with the rest, before any I/O.
         let mut no_key = TlsOptions::new();
         no_key.cert = Some("c.pem".into());
-        assert!(refused(&given.tls(no_key)));
+        assert!(refused(&given.with_tls(no_key)));
     }
 
     #[test]

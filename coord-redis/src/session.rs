@@ -10,19 +10,19 @@ use coord_core::{
     path, Child, CreateMode, Created, Error, Fence, LeaseClock, Node, Op, OpResult,
     PrimitiveSession, Result, SessionId, SessionState, Stat, Watch,
 };
-use tokio::sync::watch;
+use tokio::sync::watch as state_watch;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use crate::core::{after, Core};
 use crate::error::{self, BACKEND};
-use crate::notices::Waiter;
-use crate::reply::{decode_children, decode_created, decode_node, decode_stat, flag, version_arg};
+use crate::reply::{decode_created, decode_stat, flag, version_arg};
 use crate::scripts;
+use crate::shared::{after, Shared};
+use crate::watch;
 
 /// A coord session on Redis; see the crate docs for how it maps.
 pub(crate) struct RedisSession {
-    pub(crate) core: Arc<Core>,
+    pub(crate) core: Arc<Shared>,
     /// The heartbeat first, then the notice loop.
     pub(crate) tasks: Vec<JoinHandle<()>>,
 }
@@ -52,68 +52,6 @@ impl Drop for RedisSession {
     }
 }
 
-/// The node at `path`, if any: the trait's `get`, also for watches, which
-/// hold the core rather than the session.
-async fn read_node(core: &Core, path: &str) -> Result<Option<Node>> {
-    let value = core
-        .call_idempotent(&scripts::GET, &[path.as_bytes()])
-        .await?;
-    decode_node(&value)
-}
-
-/// A node watched through one of its channels (`w:<path>`, published at
-/// its deletion; `u:<path>`, at its deletion and at every set), and what it
-/// was when read.
-struct WatchedNode {
-    channel: String,
-    path: String,
-    stamp: u64,
-    /// The version read, when a set counts as a change (`u:`); `None` when
-    /// only the deletion does (`w:`).
-    version: Option<u64>,
-}
-
-/// Resolve at the first change to the watched node after its read, as
-/// `waiter` (registered before the read) or a read after a spurious wake
-/// tells, or with the session's end.
-async fn node_changed(core: Arc<Core>, node: WatchedNode, mut waiter: Waiter) -> Result<()> {
-    loop {
-        let notice = tokio::select! {
-            n = waiter.fired() => n,
-            e = ended(core.state.subscribe()) => return Err(e),
-        };
-        // A notice carries the stamp of the node it is about: ours, or a
-        // later node's at the same path (so ours went first), is the
-        // change. An older node's (changed before our read), or a dropped
-        // pub/sub link (no notice), means: subscribe again (the waiter is
-        // one-shot) and look.
-        if let Some(payload) = notice {
-            let about = std::str::from_utf8(&payload)
-                .ok()
-                .and_then(|s| s.parse::<u64>().ok());
-            if about.is_none_or(|s| s >= node.stamp) {
-                return Ok(());
-            }
-        }
-        core.check_open()?;
-        waiter = core.hub.register(node.channel.clone()).await?;
-        match read_node(&core, &node.path).await? {
-            Some(now)
-                if now.stat.stamp == node.stamp
-                    && node.version.is_none_or(|v| v == now.stat.version) => {}
-            _ => return Ok(()),
-        }
-    }
-}
-
-async fn ended(mut state: watch::Receiver<SessionState>) -> Error {
-    let end = match state.wait_for(|s| s.is_terminal()).await {
-        Ok(s) => *s,
-        Err(_) => SessionState::Closed,
-    };
-    end.end_error().unwrap_or(Error::SessionClosed)
-}
-
 impl RedisSession {
     async fn create_once(
         &self,
@@ -138,36 +76,6 @@ impl RedisSession {
         ];
         let value = self.core.call(&scripts::CREATE, &args, None).await?;
         decode_created(&value)
-    }
-
-    /// Register for `channel`, mapping a session end to its error.
-    async fn register(&self, channel: String) -> Result<Waiter> {
-        self.core.check_open()?;
-        self.core.hub.register(channel).await
-    }
-
-    /// Watch the node at `path` through `channel`: subscribed (and
-    /// confirmed) before the read, so no change after the read slips
-    /// between. `None` when there is no node (the waiter is dropped, which
-    /// unsubscribes).
-    async fn watch_node(
-        &self,
-        channel: String,
-        path: &str,
-        sets_count: bool,
-    ) -> Result<Option<(Node, Watch)>> {
-        let waiter = self.register(channel.clone()).await?;
-        let Some(node) = read_node(&self.core, path).await? else {
-            return Ok(None);
-        };
-        let watched = WatchedNode {
-            channel,
-            path: path.to_owned(),
-            stamp: node.stat.stamp,
-            version: sets_count.then_some(node.stat.version),
-        };
-        let watch = Watch::new(node_changed(Arc::clone(&self.core), watched, waiter));
-        Ok(Some((node, watch)))
     }
 }
 
@@ -203,7 +111,7 @@ impl PrimitiveSession for RedisSession {
         SessionId(self.core.sid.clone())
     }
 
-    fn state(&self) -> watch::Receiver<SessionState> {
+    fn state(&self) -> state_watch::Receiver<SessionState> {
         self.core.state.subscribe()
     }
 
@@ -241,7 +149,7 @@ impl PrimitiveSession for RedisSession {
     }
 
     async fn get(&self, path: &str) -> Result<Option<Node>> {
-        read_node(&self.core, path).await
+        self.core.read_node(path).await
     }
 
     async fn set(&self, path: &str, data: &[u8], version: Option<u64>) -> Result<Stat> {
@@ -259,27 +167,11 @@ impl PrimitiveSession for RedisSession {
     }
 
     async fn children(&self, dir: &str) -> Result<Vec<Child>> {
-        let value = self
-            .core
-            .call_idempotent(&scripts::CHILDREN, &[dir.as_bytes()])
-            .await?;
-        decode_children(&value)
+        self.core.children(dir).await
     }
 
     async fn children_watch(&self, dir: &str) -> Result<(Vec<Child>, Watch)> {
-        // Subscribed (and confirmed) before the read: nothing slips between.
-        let mut waiter = self
-            .register(format!("{}cw:{dir}", self.core.prefix))
-            .await?;
-        let children = self.children(dir).await?;
-        let state = self.core.state.subscribe();
-        let watch = Watch::new(async move {
-            tokio::select! {
-                _ = waiter.fired() => Ok(()),
-                e = ended(state) => Err(e),
-            }
-        });
-        Ok((children, watch))
+        watch::children_watch(&self.core, dir).await
     }
 
     /// Subscribed to the node's deletion channel, then read; the deletion
@@ -287,8 +179,7 @@ impl PrimitiveSession for RedisSession {
     /// earlier node at the path does not end the wait.
     async fn watch_gone(&self, path: &str) -> Result<Option<Watch>> {
         let channel = format!("{}w:{path}", self.core.prefix);
-        Ok(self
-            .watch_node(channel, path, false)
+        Ok(watch::watch_node(&self.core, channel, path, false)
             .await?
             .map(|(_, gone)| gone))
     }
@@ -298,7 +189,7 @@ impl PrimitiveSession for RedisSession {
     /// back in the stat.
     async fn get_watch(&self, path: &str) -> Result<Option<(Node, Watch)>> {
         let channel = format!("{}u:{path}", self.core.prefix);
-        self.watch_node(channel, path, true).await
+        watch::watch_node(&self.core, channel, path, true).await
     }
 
     async fn guarded(&self, fence: &Fence, op: Op) -> Result<OpResult> {

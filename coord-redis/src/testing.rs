@@ -6,10 +6,10 @@ use std::sync::Arc;
 
 use coord_core::{Result, Session, SessionId};
 
-use crate::core::Core;
 use crate::error;
 use crate::options::RedisOptions;
 use crate::scripts;
+use crate::shared::Shared;
 
 /// End session `id` on the server now, as its key expiring would: delete
 /// the key and reap its ephemeral nodes (one script, on a connection of its
@@ -51,7 +51,7 @@ pub fn client(options: &RedisOptions) -> Result<redis::Client> {
 
 /// Hooks into one session, from [`connect_with_hooks`].
 pub struct Hooks {
-    core: Arc<Core>,
+    core: Arc<Shared>,
 }
 
 impl Hooks {

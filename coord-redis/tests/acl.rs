@@ -61,7 +61,7 @@ async fn credentials_and_acls_give_typed_errors() {
     )
     .await;
     let options = |user: &str, pw: &str| {
-        RedisOptions::new(common::with_user(&url, user, pw)).namespace(namespace.clone())
+        RedisOptions::new(common::with_user(&url, user, pw)).with_namespace(namespace.clone())
     };
     let outcomes = common::acl::try_accounts(common::acl::Accounts {
         restricted: options(&plain, &password),
@@ -146,8 +146,8 @@ async fn the_minimal_grant_suffices() {
     )
     .await;
     let options = RedisOptions::new(common::with_user(&url, &user, &password))
-        .namespace(namespace.clone())
-        .session_timeout(std::time::Duration::from_secs(1))
+        .with_namespace(namespace.clone())
+        .with_session_timeout(std::time::Duration::from_secs(1))
         .keyspace_events(KeyspaceEvents::Require);
     let outcome = async {
         // Connecting subscribes the keyspace pattern and observes a notice.

@@ -17,8 +17,8 @@ use coord_redis::RedisOptions;
 
 fn secured(url: String, namespace: &str) -> RedisOptions {
     RedisOptions::new(url)
-        .tls(mutual_tls())
-        .namespace(namespace.to_owned())
+        .with_tls(mutual_tls())
+        .with_namespace(namespace.to_owned())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

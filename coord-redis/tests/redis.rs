@@ -41,7 +41,7 @@ where
 async fn crashed_client_ephemerals_reaped_after_ttl() {
     let h = RedisHarness::from_env();
     let ttl = Duration::from_millis(900);
-    let (crashing, hooks) = testing::connect_with_hooks(h.options().session_timeout(ttl))
+    let (crashing, hooks) = testing::connect_with_hooks(h.options().with_session_timeout(ttl))
         .await
         .expect("connect");
     let other = coord_redis::connect(h.options()).await.expect("connect");
@@ -127,7 +127,7 @@ async fn lost_answer_of_unprotected_create_is_reported() {
     // A long TTL: no heartbeat goes out around the create, so the answer
     // the proxy loses is the create's.
     let (proxy, options) =
-        behind_proxy(&h.options().session_timeout(Duration::from_secs(60))).await;
+        behind_proxy(&h.options().with_session_timeout(Duration::from_secs(60))).await;
     let s = coord_redis::connect(options).await.expect("connect");
     let observer = coord_redis::connect(h.options()).await.expect("connect");
     s.ensure_dir("/jobs").await.expect("dir");
@@ -232,7 +232,7 @@ async fn session_survives_cut_connections() {
 async fn given_up_session_is_ended_on_the_server() {
     let h = RedisHarness::from_env();
     let ttl = Duration::from_secs(2);
-    let (proxy, options) = behind_proxy(&h.options().session_timeout(ttl)).await;
+    let (proxy, options) = behind_proxy(&h.options().with_session_timeout(ttl)).await;
     let s = coord_redis::connect(options).await.expect("connect");
     let node = s
         .create("/gone/e", b"", CreateMode::Ephemeral)
@@ -329,7 +329,7 @@ async fn dropped_waiters_unsubscribe() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn heartbeat_keeps_session_alive() {
     let h = RedisHarness::from_env();
-    let s = coord_redis::connect(h.options().session_timeout(Duration::from_millis(600)))
+    let s = coord_redis::connect(h.options().with_session_timeout(Duration::from_millis(600)))
         .await
         .expect("connect");
     let node = s
@@ -382,7 +382,7 @@ async fn url_credentials_and_bad_options() {
     let url = redis_url().replacen("redis://", &format!("redis://{user}:s3cret@"), 1);
     let s = coord_redis::connect(
         RedisOptions::new(&url)
-            .namespace(h.options.key_prefix().trim_matches(|c| "{}:".contains(c))),
+            .with_namespace(h.options.key_prefix().trim_matches(|c| "{}:".contains(c))),
     )
     .await
     .expect("connect with user and password");
@@ -392,7 +392,7 @@ async fn url_credentials_and_bad_options() {
     s.close().await.expect("close");
 
     let wrong = redis_url().replacen("redis://", &format!("redis://{user}:wrong@"), 1);
-    let err = coord_redis::connect(wrong.as_str())
+    let err = coord_redis::connect(RedisOptions::new(wrong))
         .await
         .expect_err("bad password");
     assert!(
@@ -412,20 +412,20 @@ async fn url_credentials_and_bad_options() {
         .await
         .expect("ACL DELUSER");
 
-    let bad_ns = coord_redis::connect(RedisOptions::new(redis_url()).namespace("a b")).await;
+    let bad_ns = coord_redis::connect(RedisOptions::new(redis_url()).with_namespace("a b")).await;
     assert!(
         matches!(bad_ns, Err(Error::InvalidArgument(_))),
         "{bad_ns:?}"
     );
     let bad_ttl = coord_redis::connect(
-        RedisOptions::new(redis_url()).session_timeout(Duration::from_millis(10)),
+        RedisOptions::new(redis_url()).with_session_timeout(Duration::from_millis(10)),
     )
     .await;
     assert!(
         matches!(bad_ttl, Err(Error::InvalidArgument(_))),
         "{bad_ttl:?}"
     );
-    let bad_url = coord_redis::connect("http://nowhere").await;
+    let bad_url = coord_redis::connect(RedisOptions::new("http://nowhere")).await;
     assert!(
         matches!(bad_url, Err(Error::InvalidArgument(_))),
         "{bad_url:?}"

@@ -109,8 +109,8 @@ fn options(server: &RedisServer) -> RedisOptions {
 
 fn options_with(server: &RedisServer, session_timeout: Duration) -> RedisOptions {
     RedisOptions::new(server.address())
-        .namespace("restart")
-        .session_timeout(session_timeout)
+        .with_namespace("restart")
+        .with_session_timeout(session_timeout)
 }
 
 async fn connect(server: &RedisServer) -> Session {

@@ -100,7 +100,7 @@ async fn notices_off_without_config_rights_is_explained() {
         .expect("ACL SETUSER");
     let (host, _) = common::via(h.options.url(), "");
     let options = coord_redis::RedisOptions::new(format!("redis://{user}:{password}@{host}"))
-        .namespace(h.options.get_namespace());
+        .with_namespace(h.options.namespace());
 
     let before = notify_setting(&mut conn).await;
     set_notify(&mut conn, "").await;

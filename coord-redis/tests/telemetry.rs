@@ -118,7 +118,7 @@ async fn no_password_reaches_a_span_or_an_event() {
     let guard = tracing::subscriber::set_default(subscriber);
 
     let options = RedisOptions::new(with_user(&url, &user, &password))
-        .namespace(format!("coord-test-{}", &id[..12]));
+        .with_namespace(format!("coord-test-{}", &id[..12]));
     let session = coord_redis::connect(options.clone())
         .await
         .expect("a session as the ACL user");

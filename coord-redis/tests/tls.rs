@@ -40,9 +40,9 @@ fn password() -> String {
 
 fn options(url: String, tls: TlsOptions) -> RedisOptions {
     RedisOptions::new(url)
-        .tls(tls)
-        .namespace(unique_namespace())
-        .request_timeout(Duration::from_secs(2))
+        .with_tls(tls)
+        .with_namespace(unique_namespace())
+        .with_request_timeout(Duration::from_secs(2))
 }
 
 fn client_identity(tls: TlsOptions) -> TlsOptions {
@@ -113,8 +113,8 @@ async fn a_plaintext_client_on_the_tls_port_fails_promptly_saying_tls() {
         Duration::from_secs(30),
         coord_redis::connect(
             RedisOptions::new(plain)
-                .namespace(unique_namespace())
-                .request_timeout(timeout),
+                .with_namespace(unique_namespace())
+                .with_request_timeout(timeout),
         ),
     )
     .await
@@ -174,7 +174,7 @@ async fn bad_tls_settings_are_refused_before_any_io() {
         ),
         (
             "rediss://…#insecure",
-            RedisOptions::new(format!("{nowhere}/#insecure")).namespace(unique_namespace()),
+            RedisOptions::new(format!("{nowhere}/#insecure")).with_namespace(unique_namespace()),
             "insecure",
         ),
     ];

@@ -7,7 +7,7 @@ use zookeeper_client as zk;
 /// The ACL coord puts on every node it creates: lock, election, queue and
 /// group nodes, the parent directories it makes for them, the chroot it
 /// makes at connect time and the nodes a guarded write creates. Set with
-/// [`crate::ZkOptions::acl`].
+/// [`crate::ZkOptions::with_acl`].
 ///
 /// The default is [`ZkAcl::CreatorAllWorldRead`] when the session carries
 /// credentials ([`crate::ZkOptions::digest`] or

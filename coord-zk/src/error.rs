@@ -1,4 +1,5 @@
-//! ZooKeeper's errors mapped to coord's, in one place.
+//! ZooKeeper's errors mapped to coord's, in one place: the client's errors, and
+//! what a refused TLS handshake says ([`classify`]).
 
 use coord_core::Error;
 use zookeeper_client as zk;
@@ -97,6 +98,52 @@ pub(crate) fn is_connection_error(err: &zk::Error) -> bool {
     )
 }
 
+/// What a diagnosis found.
+pub(crate) enum Finding {
+    /// The cause, for certain: the error to return at once.
+    Certain(Error),
+    /// A likely cause, which one probe cannot tell from a passing fault:
+    /// said in the error should the client's own attempts fail too.
+    Suspected(String),
+}
+
+/// What a TLS handshake with `host_port` ended with (`text`:
+/// [`error_text`]) says: a certificate refused by either side is certain;
+/// a connection closed mid-handshake (or answered in something else than
+/// TLS) only suggests a plaintext port, as an overloaded server may do the
+/// same.
+pub(crate) fn classify(host_port: &str, text: &str) -> Option<Finding> {
+    if text.contains("invalid peer certificate") {
+        return Some(Finding::Certain(Error::Unauthenticated {
+            backend: BACKEND,
+            hint: format!(
+                "the certificate of the ZooKeeper server at {host_port} is not trusted ({text}): \
+                 set ca= to the PEM file of the authority that signed it (TlsOptions::with_ca; \
+                 without ca only the public web roots are trusted), and connect by a name or \
+                 IP address the certificate carries (server_name= cannot be set on ZooKeeper)"
+            ),
+        }));
+    }
+    if text.contains("alert") {
+        return Some(Finding::Certain(Error::Unauthenticated {
+            backend: BACKEND,
+            hint: format!(
+                "the ZooKeeper server at {host_port} refused the TLS client certificate, or its \
+                 absence ({text}): it requires mutual TLS; set cert= and key= \
+                 (TlsOptions::with_identity) to a client certificate signed by an authority the \
+                 server trusts"
+            ),
+        }));
+    }
+    if text.contains("corrupt message") || text.contains("eof") {
+        return Some(Finding::Suspected(format!(
+            "the server at {host_port} did not answer in TLS ({text}): it may not have TLS on \
+             this port (a plaintext port needs no tls=true)"
+        )));
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -173,5 +220,23 @@ mod tests {
             map(zk::Error::BadArguments(&"bad")),
             Error::InvalidArgument(_)
         ));
+    }
+
+    #[test]
+    fn handshake_failures_are_classified() {
+        assert!(matches!(
+            classify("h:1", "invalid peer certificate: unknownissuer"),
+            Some(Finding::Certain(Error::Unauthenticated { hint, .. })) if hint.contains("ca=")
+        ));
+        assert!(matches!(
+            classify("h:1", "received fatal alert: badcertificate"),
+            Some(Finding::Certain(Error::Unauthenticated { hint, .. }))
+                if hint.contains("cert=") && hint.contains("key=")
+        ));
+        assert!(matches!(
+            classify("h:1", "tls handshake eof"),
+            Some(Finding::Suspected(note)) if note.contains("did not answer in TLS")
+        ));
+        assert!(classify("h:1", "connection refused").is_none());
     }
 }

@@ -14,9 +14,9 @@
 //! use std::time::Duration;
 //! use coord_zk::ZkOptions;
 //!
-//! let options = ZkOptions::new("zk1:2181,zk2:2181,zk3:2181/myapp")?
-//!     .session_timeout(Duration::from_secs(10));
-//! let session = coord_zk::connect(&options).await?;
+//! let options = ZkOptions::new("zk1:2181,zk2:2181,zk3:2181/myapp")
+//!     .with_session_timeout(Duration::from_secs(10));
+//! let session = coord_zk::connect(options).await?;
 //! // `/locks/job` is `/myapp/locks/job` on the server.
 //! session.ensure_dir("/locks/job").await?;
 //! session.close().await?;
@@ -38,7 +38,7 @@
 //! [`ZkOptions::sasl_digest`] (SASL DIGEST-MD5, checked by the server's JAAS
 //! users) give the session an identity, sent again on every reconnection.
 //! With one, every node coord creates gets [`ZkAcl::CreatorAllWorldRead`]
-//! unless [`ZkOptions::acl`] says otherwise, so a process under another
+//! unless [`ZkOptions::with_acl`] says otherwise, so a process under another
 //! identity cannot delete a lock node it does not own
 //! ([`coord_core::Error::PermissionDenied`]); all processes sharing a
 //! recipe must then use the same identity (see [`ZkAcl`]). Without one,
@@ -50,16 +50,16 @@
 //! # async fn demo() -> coord_core::Result<()> {
 //! use coord_zk::{ZkAcl, ZkOptions};
 //!
-//! let options = ZkOptions::new("zk1:2181/myapp")?
+//! let options = ZkOptions::new("zk1:2181/myapp")
 //!     .digest("billing", "secret")
-//!     .acl(ZkAcl::CreatorAll);
-//! let session = coord_zk::connect(&options).await?;
+//!     .with_acl(ZkAcl::CreatorAll);
+//! let session = coord_zk::connect(options).await?;
 //! # drop(session); Ok(()) }
 //! ```
 //!
 //! ## TLS
 //!
-//! [`ZkOptions::tls`] reaches every host through TLS (the server's secure
+//! [`ZkOptions::with_tls`] reaches every host through TLS (the server's secure
 //! client port), optionally with a client certificate (mutual TLS):
 //!
 //! ```no_run
@@ -67,13 +67,13 @@
 //! let tls = coord_core::TlsOptions::new()
 //!     .with_ca("/etc/zk/ca.pem")
 //!     .with_identity("/etc/zk/client.pem", "/etc/zk/client-key.pem");
-//! let options = coord_zk::ZkOptions::new("zk1:2281,zk2:2281")?.tls(tls);
-//! let session = coord_zk::connect(&options).await?;
+//! let options = coord_zk::ZkOptions::new("zk1:2281,zk2:2281").with_tls(tls);
+//! let session = coord_zk::connect(options).await?;
 //! # Ok(()) }
 //! ```
 //!
 //! The certificate is checked against each host as given: `server_name`
-//! cannot be set on ZooKeeper (see [`ZkOptions::tls`]).
+//! cannot be set on ZooKeeper (see [`ZkOptions::with_tls`]).
 //!
 //! ## How the contract maps onto ZooKeeper
 //!
@@ -131,106 +131,29 @@
 //! with the first two in one round trip.
 #![warn(missing_docs)]
 
-use std::sync::Arc;
-
 mod auth;
+mod connect;
+mod create;
 mod error;
+mod guarded;
+mod handle;
+mod keepalive;
 mod names;
 mod options;
 mod paths;
-mod primitive;
 mod session;
-mod state;
+mod shared;
+mod stat;
 mod tls;
+mod watch;
+
+#[doc(hidden)]
+pub mod testing;
 
 pub use auth::ZkAcl;
+pub use connect::connect;
 pub use options::{ZkOptions, DEFAULT_SESSION_TIMEOUT};
 pub use session::{SessionCredentials, ZkSession};
 
 /// The backend's short name.
 pub const BACKEND: &str = "zk";
-
-/// Open a ZooKeeper session as a [`coord_core::Session`].
-///
-/// # Errors
-/// As [`ZkSession::connect`].
-///
-/// # Cancel safety
-/// Cancel safe: dropped before it returns, the session being opened is
-/// closed.
-pub async fn connect(options: &ZkOptions) -> coord_core::Result<coord_core::Session> {
-    let session = ZkSession::connect(options).await?;
-    Ok(coord_core::Session::new(Arc::new(session)))
-}
-
-/// Hooks for tests: expiring a session from outside.
-#[doc(hidden)]
-pub mod testing {
-    use std::time::Duration;
-
-    use coord_core::{Error, Result};
-    use zookeeper_client as zk;
-
-    use crate::{SessionCredentials, ZkOptions};
-
-    /// Make the server end the session `credentials` name, as if it had
-    /// missed its timeout: a second client, with the same `options`
-    /// (credentials and TLS), takes the session over (the
-    /// server drops the first one's connection) and closes it. The first
-    /// client learns of it when it reconnects and is told the session has
-    /// expired, as after a real expiry.
-    ///
-    /// The first client reconnects at once and may take the session back
-    /// before the close lands; so this repeats until a takeover is refused
-    /// because the session is gone. Returns once the server has ended it.
-    ///
-    /// # Errors
-    /// [`Error::InvalidArgument`] for timeouts out of range or TLS files
-    /// that cannot be used (as [`crate::connect`]);
-    /// [`Error::ConnectionLost`] when that does not
-    /// happen within 60 s.
-    ///
-    /// # Cancel safety
-    /// Cancel safe; the session may or may not be ended.
-    pub async fn expire(options: &ZkOptions, credentials: &SessionCredentials) -> Result<()> {
-        options.validate()?;
-        let tls = options.load_tls()?;
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-        let mut last = String::from("never tried");
-        // A fixed step (first = cap), jittered.
-        let retry =
-            coord_core::backoff::Backoff::new(Duration::from_millis(50), Duration::from_millis(50));
-        let mut attempt = 0;
-        while tokio::time::Instant::now() < deadline {
-            let connector = options
-                .connector()
-                .with_connection_timeout(Duration::from_millis(500))
-                .with_session(credentials.0.clone());
-            let connected = crate::tls::dial(connector, options.hosts(), tls.as_ref()).await;
-            let client = match connected {
-                Err(zk::Error::SessionExpired) => return Ok(()),
-                Err(e) => {
-                    // Most likely the first client took the session back
-                    // mid-handshake: try again.
-                    last = e.to_string();
-                    retry.sleep(&mut attempt).await;
-                    continue;
-                }
-                Ok(client) => client,
-            };
-            let mut watcher = client.state_watcher();
-            // Dropping the only handle sends CloseSession.
-            drop(client);
-            let _ = tokio::time::timeout(Duration::from_secs(5), async {
-                let mut state = watcher.peek_state();
-                while !state.is_terminated() {
-                    state = watcher.changed().await;
-                }
-            })
-            .await;
-        }
-        Err(Error::ConnectionLost(format!(
-            "expire: the session is still alive after 60 s (last error: {last})"
-        )))
-    }
-}

@@ -9,13 +9,13 @@ use crate::auth::{Credentials, ZkAcl};
 /// Where and how to connect: the ensemble's hosts, an optional chroot, the
 /// session timeout, credentials ([`ZkOptions::digest`],
 /// [`ZkOptions::sasl_digest`]) and the ACL of the nodes coord creates
-/// ([`ZkOptions::acl`]). `Debug` never shows a password.
+/// ([`ZkOptions::with_acl`]). `Debug` never shows a password.
 ///
 /// ```
 /// # fn main() -> coord_core::Result<()> {
 /// use std::time::Duration;
-/// let options = coord_zk::ZkOptions::new("zk1:2181,zk2:2181,zk3:2181/myapp")?
-///     .session_timeout(Duration::from_secs(10));
+/// let options = coord_zk::ZkOptions::new("zk1:2181,zk2:2181,zk3:2181/myapp")
+///     .with_session_timeout(Duration::from_secs(10));
 /// assert_eq!(options.hosts(), "zk1:2181,zk2:2181,zk3:2181");
 /// assert_eq!(options.chroot(), Some("/myapp"));
 /// # Ok(()) }
@@ -38,25 +38,16 @@ pub struct ZkOptions {
 pub const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_secs(10);
 
 impl ZkOptions {
-    /// Parse a ZooKeeper connect string: comma-separated `host:port` pairs,
-    /// optionally followed by a chroot path that every path of the session
-    /// is taken relative to (`h1:2181,h2:2181/app`), as the Java client
-    /// takes it.
-    ///
-    /// # Errors
-    /// [`Error::InvalidArgument`] when there are no hosts or a host is
-    /// empty; [`Error::InvalidPath`] for a chroot that breaks
-    /// [`coord_core::path`]'s rules.
-    pub fn new(connect: &str) -> Result<Self> {
+    /// Options for a ZooKeeper connect string: comma-separated `host:port`
+    /// pairs, optionally followed by a chroot path that every path of the
+    /// session is taken relative to (`h1:2181,h2:2181/app`), as the Java
+    /// client takes it. Checked by [`ZkOptions::validate`] (which
+    /// [`crate::connect`] runs before any I/O), not here.
+    pub fn new(connect: &str) -> Self {
         let (hosts, chroot) = match connect.find('/') {
             Some(i) => (&connect[..i], Some(&connect[i..])),
             None => (connect, None),
         };
-        if hosts.is_empty() || hosts.split(',').any(|h| h.trim().is_empty()) {
-            return Err(Error::InvalidArgument(format!(
-                "zookeeper connect string {connect:?} needs host:port[,host:port…][/chroot]"
-            )));
-        }
         let options = ZkOptions {
             hosts: hosts.to_owned(),
             chroot: None,
@@ -70,19 +61,16 @@ impl ZkOptions {
         };
         match chroot {
             Some(c) => options.with_chroot(c),
-            None => Ok(options),
+            None => options,
         }
     }
 
-    /// Root every path of the session at `chroot` (`/` for none).
-    ///
-    /// # Errors
-    /// [`Error::InvalidPath`] for a path that breaks [`coord_core::path`]'s
-    /// rules.
-    pub fn with_chroot(mut self, chroot: &str) -> Result<Self> {
-        coord_core::path::validate(chroot)?;
+    /// Root every path of the session at `chroot` (`/` for none). A path
+    /// that breaks [`coord_core::path`]'s rules is refused by
+    /// [`ZkOptions::validate`] with [`Error::InvalidPath`].
+    pub fn with_chroot(mut self, chroot: &str) -> Self {
         self.chroot = (chroot != "/").then(|| chroot.to_owned());
-        Ok(self)
+        self
     }
 
     /// The session timeout to ask the server for. The server clamps it to
@@ -90,7 +78,7 @@ impl ZkOptions {
     /// about this long. Zero, or over
     /// [`coord_core::limits::MAX_SESSION_TIMEOUT`], is refused by
     /// [`crate::connect`] with [`Error::InvalidArgument`] before any I/O.
-    pub fn session_timeout(mut self, timeout: Duration) -> Self {
+    pub fn with_session_timeout(mut self, timeout: Duration) -> Self {
         self.session_timeout = timeout;
         self
     }
@@ -101,7 +89,7 @@ impl ZkOptions {
     /// it is not etcd's `connect_timeout` (which bounds connecting only).
     /// Zero, or over [`coord_core::limits::MAX_SESSION_TIMEOUT`], is refused
     /// by [`crate::connect`] with [`Error::InvalidArgument`] before any I/O.
-    pub fn connection_timeout(mut self, timeout: Duration) -> Self {
+    pub fn with_connection_timeout(mut self, timeout: Duration) -> Self {
         self.connection_timeout = Some(timeout);
         self
     }
@@ -149,7 +137,7 @@ impl ZkOptions {
     /// an identity) is refused by [`crate::connect`] with
     /// [`Error::InvalidArgument`] before any I/O (ZooKeeper would refuse
     /// every create with `InvalidACL`).
-    pub fn acl(mut self, acl: ZkAcl) -> Self {
+    pub fn with_acl(mut self, acl: ZkAcl) -> Self {
         self.acl = Some(acl);
         self
     }
@@ -170,13 +158,13 @@ impl ZkOptions {
     /// another name (connect by a name the certificate carries instead). A
     /// handshake the server or the client refuses is
     /// [`Error::Unauthenticated`], with a hint naming `ca=` or `cert=`/`key=`.
-    pub fn tls(mut self, tls: TlsOptions) -> Self {
+    pub fn with_tls(mut self, tls: TlsOptions) -> Self {
         self.tls = Some(tls);
         self
     }
 
-    /// The TLS settings, if [`ZkOptions::tls`] was set.
-    pub fn get_tls(&self) -> Option<&TlsOptions> {
+    /// The TLS settings, if [`ZkOptions::with_tls`] was set.
+    pub fn tls(&self) -> Option<&TlsOptions> {
         self.tls.as_ref()
     }
 
@@ -189,9 +177,9 @@ impl ZkOptions {
             .transpose()
     }
 
-    /// The ACL nodes are created with: the one set by [`ZkOptions::acl`],
+    /// The ACL nodes are created with: the one set by [`ZkOptions::with_acl`],
     /// or the default for these credentials.
-    pub fn get_acl(&self) -> ZkAcl {
+    pub fn acl(&self) -> ZkAcl {
         self.acl.unwrap_or(if self.has_credentials() {
             ZkAcl::CreatorAllWorldRead
         } else {
@@ -225,23 +213,43 @@ impl ZkOptions {
     }
 
     /// The session timeout asked for (the server may clamp it: see
-    /// [`ZkOptions::session_timeout`]).
-    pub fn get_session_timeout(&self) -> Duration {
+    /// [`ZkOptions::with_session_timeout`]).
+    pub fn session_timeout(&self) -> Duration {
         self.session_timeout
     }
 
     /// The connection timeout, if one was set (see
-    /// [`ZkOptions::connection_timeout`]).
-    pub fn get_connection_timeout(&self) -> Option<Duration> {
+    /// [`ZkOptions::with_connection_timeout`]).
+    pub fn connection_timeout(&self) -> Option<Duration> {
         self.connection_timeout
     }
 
-    /// Refuse durations the client cannot work with, before any I/O: a
-    /// session timeout of zero or over
+    /// Check the options, without I/O: [`crate::connect`] runs this first.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when the connect string has no hosts or
+    /// an empty one; a session timeout of zero or over
     /// [`coord_core::limits::MAX_SESSION_TIMEOUT`] (the ZooKeeper client
-    /// sends it as an `i32` of milliseconds and multiplies it), and the
-    /// same for a connection timeout.
-    pub(crate) fn validate(&self) -> Result<()> {
+    /// sends it as an `i32` of milliseconds and multiplies it), and the same
+    /// for a connection timeout; an empty digest or SASL user, a digest user
+    /// containing `:`; TLS settings that cannot work (see
+    /// [`ZkOptions::with_tls`]); a creator [`ZkAcl`] without an identity.
+    /// [`Error::InvalidPath`] for a chroot that breaks
+    /// [`coord_core::path`]'s rules.
+    pub fn validate(&self) -> Result<()> {
+        if self.hosts.is_empty() || self.hosts.split(',').any(|h| h.trim().is_empty()) {
+            return Err(Error::InvalidArgument(format!(
+                "zookeeper connect string {:?} needs host:port[,host:port…][/chroot]",
+                format!(
+                    "{}{}",
+                    self.hosts,
+                    self.chroot.as_deref().unwrap_or_default()
+                )
+            )));
+        }
+        if let Some(chroot) = &self.chroot {
+            coord_core::path::validate(chroot)?;
+        }
         limits::check_session_timeout(self.session_timeout)?;
         if let Some(timeout) = self.connection_timeout {
             if timeout.is_zero() {
@@ -264,11 +272,11 @@ impl ZkOptions {
         // provider names the session by it), so a creator ACL set
         // explicitly is let through with one.
         let has_certificate = self.tls.as_ref().is_some_and(|t| t.cert.is_some());
-        if self.get_acl().needs_identity() && !self.has_credentials() && !has_certificate {
+        if self.acl().needs_identity() && !self.has_credentials() && !has_certificate {
             return Err(Error::InvalidArgument(format!(
                 "zookeeper ACL {:?} names the creator, but the session has no credentials \
                  (set digest or SASL credentials or a client certificate, or use ZkAcl::Open)",
-                self.get_acl()
+                self.acl()
             )));
         }
         Ok(())
@@ -300,8 +308,11 @@ impl ZkOptions {
 
 impl std::str::FromStr for ZkOptions {
     type Err = Error;
+    /// [`ZkOptions::new`], then [`ZkOptions::validate`].
     fn from_str(s: &str) -> Result<Self> {
-        ZkOptions::new(s)
+        let options = ZkOptions::new(s);
+        options.validate()?;
+        Ok(options)
     }
 }
 
@@ -311,19 +322,19 @@ mod tests {
 
     #[test]
     fn parses_hosts_and_chroot() {
-        let o = ZkOptions::new("h1:2181,h2:2182/app/x").expect("valid");
+        let o = ZkOptions::new("h1:2181,h2:2182/app/x");
         assert_eq!(o.hosts(), "h1:2181,h2:2182");
         assert_eq!(o.chroot(), Some("/app/x"));
-        let o = ZkOptions::new("127.0.0.1:2181").expect("valid");
+        let o = ZkOptions::new("127.0.0.1:2181");
         assert_eq!(o.hosts(), "127.0.0.1:2181");
         assert_eq!(o.chroot(), None);
-        let o = ZkOptions::new("h:1/").expect("valid");
+        let o = ZkOptions::new("h:1/");
         assert_eq!(o.chroot(), None);
     }
 
     #[test]
     fn refuses_durations_the_client_cannot_take() {
-        let base = ZkOptions::new("127.0.0.1:2181").expect("valid");
+        let base = ZkOptions::new("127.0.0.1:2181");
         assert!(base.validate().is_ok());
         // `--session-timeout 106751991167301d` once overflowed in the client.
         let huge = Duration::from_secs(106_751_991_167_301 * 24 * 3600);
@@ -333,12 +344,12 @@ mod tests {
             Duration::MAX,
             limits::MAX_SESSION_TIMEOUT + Duration::from_millis(1),
         ] {
-            let o = base.clone().session_timeout(bad);
+            let o = base.clone().with_session_timeout(bad);
             assert!(
                 matches!(o.validate(), Err(Error::InvalidArgument(_))),
                 "session timeout {bad:?}"
             );
-            let o = base.clone().connection_timeout(bad);
+            let o = base.clone().with_connection_timeout(bad);
             assert!(
                 matches!(o.validate(), Err(Error::InvalidArgument(_))),
                 "connection timeout {bad:?}"
@@ -346,8 +357,8 @@ mod tests {
         }
         let o = base
             .clone()
-            .session_timeout(limits::MAX_SESSION_TIMEOUT)
-            .connection_timeout(limits::MAX_SESSION_TIMEOUT);
+            .with_session_timeout(limits::MAX_SESSION_TIMEOUT)
+            .with_connection_timeout(limits::MAX_SESSION_TIMEOUT);
         assert!(o.validate().is_ok());
         // The largest accepted timeout fits the client's i32 milliseconds.
         assert!(i32::try_from(limits::MAX_SESSION_TIMEOUT.as_millis()).is_ok());
@@ -355,28 +366,28 @@ mod tests {
 
     #[test]
     fn credentials_and_acls() {
-        let base = ZkOptions::new("127.0.0.1:2181").expect("valid");
-        assert_eq!(base.get_acl(), ZkAcl::Open);
+        let base = ZkOptions::new("127.0.0.1:2181");
+        assert_eq!(base.acl(), ZkAcl::Open);
         assert!(!base.has_credentials());
         let digest = base.clone().digest("alice", "s3cret-pw");
-        assert_eq!(digest.get_acl(), ZkAcl::CreatorAllWorldRead);
+        assert_eq!(digest.acl(), ZkAcl::CreatorAllWorldRead);
         assert_eq!(digest.digest_user(), Some("alice"));
         assert!(digest.validate().is_ok());
         let sasl = base.clone().sasl_digest("bob", "s3cret-pw");
-        assert_eq!(sasl.get_acl(), ZkAcl::CreatorAllWorldRead);
+        assert_eq!(sasl.acl(), ZkAcl::CreatorAllWorldRead);
         assert_eq!(sasl.sasl_user(), Some("bob"));
         assert_eq!(
-            digest.clone().acl(ZkAcl::CreatorAll).get_acl(),
+            digest.clone().with_acl(ZkAcl::CreatorAll).acl(),
             ZkAcl::CreatorAll
         );
-        assert_eq!(digest.clone().acl(ZkAcl::Open).get_acl(), ZkAcl::Open);
+        assert_eq!(digest.clone().with_acl(ZkAcl::Open).acl(), ZkAcl::Open);
         for shown in [format!("{digest:?}"), format!("{sasl:?}")] {
             assert!(!shown.contains("s3cret-pw"), "{shown}");
         }
         // A creator ACL needs an identity; bad users are refused.
         for bad in [
-            base.clone().acl(ZkAcl::CreatorAll),
-            base.clone().acl(ZkAcl::CreatorAllWorldRead),
+            base.clone().with_acl(ZkAcl::CreatorAll),
+            base.clone().with_acl(ZkAcl::CreatorAllWorldRead),
             base.clone().digest("", "s3cret-pw"),
             base.clone().digest("a:b", "s3cret-pw"),
             base.clone().sasl_digest("", "s3cret-pw"),
@@ -390,28 +401,31 @@ mod tests {
         // let through, the default stays open.
         let cert = base
             .clone()
-            .tls(TlsOptions::new().with_identity("client.pem", "client-key.pem"));
-        assert_eq!(cert.get_acl(), ZkAcl::Open);
-        assert!(cert.acl(ZkAcl::CreatorAll).validate().is_ok());
+            .with_tls(TlsOptions::new().with_identity("client.pem", "client-key.pem"));
+        assert_eq!(cert.acl(), ZkAcl::Open);
+        assert!(cert.with_acl(ZkAcl::CreatorAll).validate().is_ok());
     }
 
     #[test]
     fn rejects_bad_strings() {
-        assert!(matches!(ZkOptions::new(""), Err(Error::InvalidArgument(_))));
         assert!(matches!(
-            ZkOptions::new("/app"),
+            ZkOptions::new("").validate(),
             Err(Error::InvalidArgument(_))
         ));
         assert!(matches!(
-            ZkOptions::new("h1:1,,h2:2"),
+            ZkOptions::new("/app").validate(),
             Err(Error::InvalidArgument(_))
         ));
         assert!(matches!(
-            ZkOptions::new("h:1/app/"),
+            ZkOptions::new("h1:1,,h2:2").validate(),
+            Err(Error::InvalidArgument(_))
+        ));
+        assert!(matches!(
+            ZkOptions::new("h:1/app/").validate(),
             Err(Error::InvalidPath { .. })
         ));
         assert!(matches!(
-            ZkOptions::new("h:1/a//b"),
+            ZkOptions::new("h:1/a//b").validate(),
             Err(Error::InvalidPath { .. })
         ));
     }

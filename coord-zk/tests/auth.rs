@@ -33,7 +33,7 @@ fn unique(prefix: &str) -> String {
 }
 
 async fn open(options: &ZkOptions) -> Session {
-    coord_zk::connect(options)
+    coord_zk::connect(options.clone())
         .await
         .unwrap_or_else(|e| panic!("cannot open a session on {}: {e}", options.hosts()))
 }
@@ -101,7 +101,7 @@ async fn a_foreign_identity_cannot_delete_a_lock_node() {
     let base = common::options_from_env();
     let alice = unique("alice");
     let a_opts = base.clone().digest(&alice, "pw-of-alice");
-    assert_eq!(a_opts.get_acl(), ZkAcl::CreatorAllWorldRead);
+    assert_eq!(a_opts.acl(), ZkAcl::CreatorAllWorldRead);
     let a = open(&a_opts).await;
     let lock_path = format!("/{}/lock", unique("coord-auth"));
     let lock = Lock::new(&a, &lock_path).expect("lock");
@@ -180,7 +180,7 @@ async fn open_acl_lets_anyone_delete() {
     let a_opts = base
         .clone()
         .digest(unique("alice"), "pw-of-alice")
-        .acl(ZkAcl::Open);
+        .with_acl(ZkAcl::Open);
     let a = open(&a_opts).await;
     let lock_path = format!("/{}/lock", unique("coord-auth"));
     let guard = Lock::new(&a, &lock_path)
@@ -221,7 +221,13 @@ async fn world_read_lets_others_read_but_creator_all_does_not() {
     let b = open_session_b(&base).await;
     let anonymous = open(&base).await;
     for acl in [ZkAcl::CreatorAllWorldRead, ZkAcl::CreatorAll] {
-        let a = open(&base.clone().digest(unique("alice"), "pw-of-alice").acl(acl)).await;
+        let a = open(
+            &base
+                .clone()
+                .digest(unique("alice"), "pw-of-alice")
+                .with_acl(acl),
+        )
+        .await;
         let dir = format!("/{}", unique("coord-auth"));
         let path = format!("{dir}/node");
         a.create(&path, b"hello", CreateMode::Ephemeral)
@@ -286,9 +292,8 @@ async fn every_node_coord_makes_carries_the_acl() {
         let options = base
             .clone()
             .with_chroot(&chroot)
-            .expect("chroot")
             .digest(&user, "pw-of-alice")
-            .acl(acl);
+            .with_acl(acl);
         let a = open(&options).await;
         let guard = Lock::new(&a, "/locks/job")
             .expect("lock")
@@ -347,7 +352,6 @@ async fn every_node_coord_makes_carries_the_acl() {
         let b_opts = base
             .clone()
             .with_chroot(&chroot)
-            .expect("chroot")
             .digest(unique("bob"), "pw-of-bob");
         let b = open(&b_opts).await;
         assert_denied(
@@ -382,9 +386,7 @@ async fn identity_survives_a_reconnection(
 ) {
     let proxy = FaultProxy::start(hosts).await;
     let options = with_credentials(
-        ZkOptions::new(&proxy.addr().to_string())
-            .expect("proxy")
-            .session_timeout(Duration::from_secs(10)),
+        ZkOptions::new(&proxy.addr().to_string()).with_session_timeout(Duration::from_secs(10)),
     );
     let dir = format!("/{}", unique("coord-auth"));
     let a = open(&options).await;
@@ -448,7 +450,10 @@ async fn digest_identity_survives_a_reconnection() {
 async fn sessions_of_one_identity_share_a_lock() {
     let base = common::options_from_env();
     for acl in [ZkAcl::CreatorAllWorldRead, ZkAcl::CreatorAll] {
-        let options = base.clone().digest(unique("svc"), "pw-of-svc").acl(acl);
+        let options = base
+            .clone()
+            .digest(unique("svc"), "pw-of-svc")
+            .with_acl(acl);
         let one = open(&options).await;
         let two = open(&options).await;
         let lock_path = format!("/{}/lock", unique("coord-auth"));
@@ -486,18 +491,19 @@ async fn sessions_of_one_identity_share_a_lock() {
 /// shows nowhere.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_credentials_are_refused_before_any_io() {
-    let base = ZkOptions::new("192.0.2.1:2181").expect("valid");
+    let base = ZkOptions::new("192.0.2.1:2181");
     for options in [
         base.clone().digest("", "secret-pw-1"),
         base.clone().digest("us:er", "secret-pw-1"),
         base.clone().sasl_digest("", "secret-pw-1"),
-        base.clone().acl(ZkAcl::CreatorAll),
-        base.clone().acl(ZkAcl::CreatorAllWorldRead),
+        base.clone().with_acl(ZkAcl::CreatorAll),
+        base.clone().with_acl(ZkAcl::CreatorAllWorldRead),
     ] {
         assert!(!format!("{options:?}").contains("secret-pw-1"));
-        let result = tokio::time::timeout(Duration::from_secs(1), coord_zk::connect(&options))
-            .await
-            .expect("refused at once, before any I/O");
+        let result =
+            tokio::time::timeout(Duration::from_secs(1), coord_zk::connect(options.clone()))
+                .await
+                .expect("refused at once, before any I/O");
         match result {
             Err(e @ Error::InvalidArgument(_)) => {
                 assert!(!format!("{e} {e:?}").contains("secret-pw-1"), "{e:?}")
@@ -519,8 +525,7 @@ async fn bad_credentials_are_refused_before_any_io() {
 async fn sasl_digest_md5_logins() {
     let server = TestServer::start(ZooKeeper::with_sasl(&[("coord", "sasl-right-pw")])).await;
     let base = ZkOptions::new(&server.address())
-        .expect("hosts")
-        .session_timeout(Duration::from_secs(10));
+        .with_session_timeout(Duration::from_secs(10));
 
     let good = base.clone().sasl_digest("coord", "sasl-right-pw");
     assert!(!format!("{good:?}").contains("sasl-right-pw"));
@@ -562,7 +567,7 @@ async fn sasl_digest_md5_logins() {
         ),
     ] {
         let started = Instant::now();
-        let result = coord_zk::connect(&options).await;
+        let result = coord_zk::connect(options.clone()).await;
         let took = started.elapsed();
         match result {
             Err(e @ Error::Unauthenticated { backend: "zk", .. }) => {

@@ -95,15 +95,15 @@ impl ClusterHarness for Zk3 {
     }
 
     async fn open(&self, session_timeout: Duration) -> Session {
-        let options = ZkOptions::new(&self.members.join(","))
-            .expect("the ensemble's connect string")
-            .session_timeout(session_timeout);
-        coord_zk::connect(&options).await.unwrap_or_else(|e| {
-            panic!(
-                "cannot open a session on the ZooKeeper ensemble {} (COORD_TEST_ZK3): {e}",
-                options.hosts()
-            )
-        })
+        let options = ZkOptions::new(&self.members.join(",")).with_session_timeout(session_timeout);
+        coord_zk::connect(options.clone())
+            .await
+            .unwrap_or_else(|e| {
+                panic!(
+                    "cannot open a session on the ZooKeeper ensemble {} (COORD_TEST_ZK3): {e}",
+                    options.hosts()
+                )
+            })
     }
 
     /// A write fails at once while the session is disconnected; a silent

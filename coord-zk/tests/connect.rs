@@ -19,12 +19,12 @@ fn unique(name: &str) -> String {
 async fn chroot_roots_every_path() {
     let direct = common::options_from_env();
     let chroot = format!("/coord-chroot/{}", unique("app"));
-    let rooted = ZkOptions::new(&format!("{}{chroot}", direct.hosts())).expect("connect string");
+    let rooted = ZkOptions::new(&format!("{}{chroot}", direct.hosts()));
     assert_eq!(rooted.chroot(), Some(chroot.as_str()));
-    let inside = coord_zk::connect(&rooted)
+    let inside = coord_zk::connect(rooted.clone())
         .await
         .expect("connect with a chroot");
-    let outside = coord_zk::connect(&direct).await.expect("connect");
+    let outside = coord_zk::connect(direct.clone()).await.expect("connect");
 
     let made = inside
         .create("/jobs/a", b"x", CreateMode::Persistent)
@@ -61,9 +61,8 @@ async fn several_hosts() {
     let direct = common::options_from_env();
     // Port 1 on loopback refuses connections.
     let options = ZkOptions::new(&format!("127.0.0.1:1,{},127.0.0.1:1", direct.hosts()))
-        .expect("connect string")
-        .session_timeout(Duration::from_secs(4));
-    let session = coord_zk::connect(&options)
+        .with_session_timeout(Duration::from_secs(4));
+    let session = coord_zk::connect(options.clone())
         .await
         .expect("connect through the live host");
     assert_eq!(session.state(), SessionState::Connected);
@@ -76,11 +75,9 @@ async fn several_hosts() {
 /// No live host: `ConnectionLost` after about the session timeout.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unreachable_ensemble() {
-    let options = ZkOptions::new("127.0.0.1:1")
-        .expect("connect string")
-        .session_timeout(Duration::from_secs(1));
+    let options = ZkOptions::new("127.0.0.1:1").with_session_timeout(Duration::from_secs(1));
     let started = std::time::Instant::now();
-    let result = tokio::time::timeout(Duration::from_secs(30), coord_zk::connect(&options))
+    let result = tokio::time::timeout(Duration::from_secs(30), coord_zk::connect(options.clone()))
         .await
         .expect("connect gives up");
     assert!(
@@ -94,7 +91,7 @@ async fn unreachable_ensemble() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dropping_the_session_closes_it() {
     let direct = common::options_from_env();
-    let watcher: Session = coord_zk::connect(&direct).await.expect("connect");
+    let watcher: Session = coord_zk::connect(direct.clone()).await.expect("connect");
     let owner = Session::new(Arc::new(common::connect(&direct).await));
     let path = format!("/coord-drop/{}", unique("eph"));
     owner

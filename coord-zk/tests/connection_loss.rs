@@ -18,9 +18,8 @@ use coord_zk::ZkSession;
 async fn open_faulty(session_timeout: Duration) -> (FaultProxy, Arc<ZkSession>, Session, String) {
     let direct = common::options_from_env();
     let proxy = FaultProxy::start(direct.hosts()).await;
-    let options = coord_zk::ZkOptions::new(&proxy.addr().to_string())
-        .expect("proxy connect string")
-        .session_timeout(session_timeout);
+    let options =
+        coord_zk::ZkOptions::new(&proxy.addr().to_string()).with_session_timeout(session_timeout);
     let zk = Arc::new(common::connect(&options).await);
     let session = Session::new(zk.clone());
     let id = uuid::Uuid::new_v4().simple().to_string();
@@ -163,7 +162,7 @@ async fn lost_ephemeral_create_is_claimed() {
 async fn expiry_while_cut_off_is_final() {
     let timeout = Duration::from_secs(2);
     let (proxy, zk, session, dir) = open_faulty(timeout).await;
-    let observer = coord_zk::connect(&common::options_from_env())
+    let observer = coord_zk::connect(common::options_from_env())
         .await
         .expect("connect");
     let path = format!("{dir}/eph");
@@ -215,7 +214,7 @@ async fn expiry_while_cut_off_is_final() {
 async fn abandoned_session_is_closed_on_the_server() {
     let timeout = Duration::from_secs(4);
     let (proxy, zk, session, dir) = open_faulty(timeout).await;
-    let observer = coord_zk::connect(&common::options_from_env())
+    let observer = coord_zk::connect(common::options_from_env())
         .await
         .expect("connect");
     let path = format!("{dir}/eph");

@@ -26,10 +26,9 @@ fn tls(ca: &str, identity: Option<(&str, &str)>) -> TlsOptions {
 
 fn secure(tls: Option<TlsOptions>) -> ZkOptions {
     let options = ZkOptions::new(&common::secure_addr_from_env())
-        .expect("a connect string")
-        .session_timeout(Duration::from_secs(10));
+        .with_session_timeout(Duration::from_secs(10));
     match tls {
-        Some(tls) => options.tls(tls),
+        Some(tls) => options.with_tls(tls),
         None => options,
     }
 }
@@ -37,7 +36,7 @@ fn secure(tls: Option<TlsOptions>) -> ZkOptions {
 /// Connect with `options`, expecting a failure within [`PROMPT`].
 async fn refused(options: &ZkOptions) -> Error {
     let started = Instant::now();
-    let result = tokio::time::timeout(Duration::from_secs(30), coord_zk::connect(options))
+    let result = tokio::time::timeout(Duration::from_secs(30), coord_zk::connect(options.clone()))
         .await
         .expect("connect returns");
     let err = match result {
@@ -133,9 +132,9 @@ async fn a_plaintext_session_at_the_tls_port_is_told_tls_may_be_required() {
 #[tokio::test]
 async fn a_tls_session_at_a_plaintext_port_is_told_it_may_not_have_tls() {
     let options = common::options_from_env()
-        .session_timeout(Duration::from_secs(2))
-        .tls(tls("ca.pem", Some(("client.pem", "client-key.pem"))));
-    let result = tokio::time::timeout(Duration::from_secs(30), coord_zk::connect(&options))
+        .with_session_timeout(Duration::from_secs(2))
+        .with_tls(tls("ca.pem", Some(("client.pem", "client-key.pem"))));
+    let result = tokio::time::timeout(Duration::from_secs(30), coord_zk::connect(options.clone()))
         .await
         .expect("connect returns");
     match result {
@@ -149,7 +148,7 @@ async fn a_tls_session_at_a_plaintext_port_is_told_it_may_not_have_tls() {
 /// attempt would hang.
 #[tokio::test]
 async fn bad_settings_are_refused_before_any_io() {
-    let base = ZkOptions::new("192.0.2.1:2281").expect("a connect string");
+    let base = ZkOptions::new("192.0.2.1:2281");
     let certs = common::certs_dir();
     let cases = [
         // ZooKeeper's client cannot check another name.
@@ -162,10 +161,11 @@ async fn bad_settings_are_refused_before_any_io() {
             .with_identity(certs.join("client.pem"), Path::new("/nonexistent/key.pem")),
     ];
     for tls in cases {
-        let options = base.clone().tls(tls.clone());
-        let result = tokio::time::timeout(Duration::from_secs(1), coord_zk::connect(&options))
-            .await
-            .unwrap_or_else(|_| panic!("{tls:?}: not refused at once"));
+        let options = base.clone().with_tls(tls.clone());
+        let result =
+            tokio::time::timeout(Duration::from_secs(1), coord_zk::connect(options.clone()))
+                .await
+                .unwrap_or_else(|_| panic!("{tls:?}: not refused at once"));
         match result {
             Err(Error::InvalidArgument(m)) => {
                 assert!(m.starts_with("tls:"), "{m}");
@@ -177,12 +177,12 @@ async fn bad_settings_are_refused_before_any_io() {
     }
     assert_eq!(
         base.clone()
-            .tls(tls("ca.pem", None))
-            .get_tls()
+            .with_tls(tls("ca.pem", None))
+            .tls()
             .and_then(|t| t.ca.as_deref()),
         Some(certs.join("ca.pem").as_path())
     );
-    assert!(base.get_tls().is_none());
+    assert!(base.tls().is_none());
 }
 
 /// The secured server takes SASL DIGEST-MD5 logins too (its JAAS `Server`

@@ -125,10 +125,10 @@ impl Connector {
             #[cfg(feature = "zk")]
             Target::Zk(o) => {
                 let o = match timeout {
-                    Some(t) => o.clone().session_timeout(t),
+                    Some(t) => o.clone().with_session_timeout(t),
                     None => o.clone(),
                 };
-                coord_zk::connect(&o).await
+                coord_zk::connect(o).await
             }
             #[cfg(feature = "etcd")]
             Target::Etcd(o) => {
@@ -141,7 +141,7 @@ impl Connector {
             #[cfg(feature = "redis")]
             Target::Redis(o) => {
                 let o = match timeout {
-                    Some(t) => o.clone().session_timeout(t),
+                    Some(t) => o.clone().with_session_timeout(t),
                     None => o.clone(),
                 };
                 coord_redis::connect(o).await

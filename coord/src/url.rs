@@ -326,43 +326,15 @@ pub(crate) fn check_session_timeout(backend: Backend, d: Duration) -> Result<(),
 /// `default_port` where a host has none.
 #[cfg(any(feature = "zk", test))]
 fn host_list(list: &str, default_port: u16) -> Result<String, String> {
-    if list.is_empty() {
-        return Err("no host".into());
-    }
-    let mut out = Vec::new();
-    for host in list.split(',') {
-        if host.is_empty() {
-            return Err("an empty host in the list".into());
-        }
-        let (name, port) = if let Some(v6) = host.strip_prefix('[') {
-            let (addr, after) = v6
-                .split_once(']')
-                .ok_or("an IPv6 host without its closing ']'")?;
-            (addr, after.strip_prefix(':'))
-        } else {
-            match host.split_once(':') {
-                Some((n, p)) => (n, Some(p)),
-                None => (host, None),
-            }
-        };
-        if name.is_empty() {
-            return Err(format!("host {host:?} has no name"));
-        }
-        match port {
-            None => out.push(format!("{host}:{default_port}")),
-            Some(p) if p.parse::<u16>().is_ok_and(|p| p > 0) => out.push(host.to_owned()),
-            Some(p) => return Err(format!("port {p:?} of host {name:?} is not a port number")),
-        }
-    }
-    Ok(out.join(","))
+    coord_core::backend_net::host::host_list(list, default_port).map(|hosts| hosts.join(","))
 }
 
 #[cfg(feature = "zk")]
 fn zk(p: &Pieces<'_>) -> Result<coord_zk::ZkOptions, String> {
     use coord_zk::ZkAcl;
     let hosts = host_list(p.authority, 2181)?;
-    let mut options = coord_zk::ZkOptions::new(&format!("{hosts}{}", p.path))
-        .map_err(|e| format!("chroot: {e}"))?;
+    let mut options = coord_zk::ZkOptions::new(&format!("{hosts}{}", p.path));
+    options.validate().map_err(|e| format!("chroot: {e}"))?;
     let param = |name: &str| p.params.iter().find(|(k, _)| *k == name).map(|(_, v)| *v);
     match &p.userinfo {
         Some(info) => {
@@ -399,10 +371,10 @@ fn zk(p: &Pieces<'_>) -> Result<coord_zk::ZkOptions, String> {
                     .into(),
             );
         }
-        options = options.acl(acl);
+        options = options.with_acl(acl);
     }
     if let Some(tls) = tls(p)? {
-        options = options.tls(tls);
+        options = options.with_tls(tls);
     }
     Ok(options)
 }
@@ -481,7 +453,7 @@ fn redis(p: &Pieces<'_>) -> Result<coord_redis::RedisOptions, String> {
                 "namespace {ns:?}: use 1 to 128 letters, digits, '_', '-' or '.'"
             ));
         }
-        options = options.namespace(*ns);
+        options = options.with_namespace(*ns);
     }
     if let Some((_, mode)) = p.params.iter().find(|(k, _)| *k == "keyspace_events") {
         use coord_redis::KeyspaceEvents;
@@ -497,7 +469,7 @@ fn redis(p: &Pieces<'_>) -> Result<coord_redis::RedisOptions, String> {
         });
     }
     if let Some(tls) = tls(p)? {
-        options = options.tls(tls);
+        options = options.with_tls(tls);
     }
     Ok(options)
 }
@@ -658,7 +630,7 @@ mod tests {
             let Target::Zk(o) = p.target else {
                 panic!("not zk")
             };
-            assert_eq!(o.get_acl(), want, "{url}");
+            assert_eq!(o.acl(), want, "{url}");
             assert!(!format!("{o:?}").contains("pw@") && !format!("{o:?}").contains("\"pw\""));
         }
         assert!(reason("zk://nopassword@h:1").contains("user:password"));
@@ -675,9 +647,9 @@ mod tests {
     fn tls_parameters() {
         fn tls_of(url: &str) -> Option<coord_core::TlsOptions> {
             match parse(url).unwrap_or_else(|e| panic!("{url}: {e}")).target {
-                Target::Zk(o) => o.get_tls().cloned(),
+                Target::Zk(o) => o.tls().cloned(),
                 Target::Etcd(o) => o.tls().cloned(),
-                Target::Redis(o) => o.get_tls().cloned(),
+                Target::Redis(o) => o.tls().cloned(),
                 Target::Mem => panic!("mem"),
             }
         }

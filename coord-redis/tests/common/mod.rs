@@ -87,12 +87,12 @@ pub async fn behind_proxy(options: &RedisOptions) -> (FaultProxy, RedisOptions) 
     let proxy = FaultProxy::start(&upstream).await;
     let (_, url) = via(options.url(), &proxy.addr().to_string());
     let mut proxied = RedisOptions::new(url)
-        .namespace(namespace_of(options))
-        .session_timeout(options.get_session_timeout())
-        .request_timeout(options.effective_request_timeout());
+        .with_namespace(namespace_of(options))
+        .with_session_timeout(options.session_timeout())
+        .with_request_timeout(options.request_timeout());
     // TLS passes through the proxy (the certificate names 127.0.0.1).
-    if let Some(tls) = options.get_tls() {
-        proxied = proxied.tls(tls.clone());
+    if let Some(tls) = options.tls() {
+        proxied = proxied.with_tls(tls.clone());
     }
     (proxy, proxied)
 }
@@ -125,7 +125,7 @@ impl RedisHarness {
     /// A harness on `COORD_TEST_REDIS`, with a namespace of its own.
     pub fn from_env() -> Self {
         RedisHarness {
-            options: RedisOptions::new(redis_url()).namespace(unique_namespace()),
+            options: RedisOptions::new(redis_url()).with_namespace(unique_namespace()),
             name: "redis",
         }
     }
@@ -144,8 +144,8 @@ impl RedisHarness {
         );
         RedisHarness {
             options: RedisOptions::new(url)
-                .tls(mutual_tls())
-                .namespace(unique_namespace()),
+                .with_tls(mutual_tls())
+                .with_namespace(unique_namespace()),
             name: "redis-secure",
         }
     }
@@ -181,7 +181,8 @@ impl coord_conformance::Harness for RedisHarness {
     /// A session whose command and pub/sub connections both go through a
     /// [`FaultProxy`] of its own, with `session_timeout` as its TTL.
     async fn open_faulty(&self, session_timeout: Duration) -> (Session, Box<dyn Fault>) {
-        let (proxy, options) = behind_proxy(&self.options().session_timeout(session_timeout)).await;
+        let (proxy, options) =
+            behind_proxy(&self.options().with_session_timeout(session_timeout)).await;
         match coord_redis::connect(options.clone()).await {
             Ok(session) => (session, Box::new(proxy)),
             Err(e) => {

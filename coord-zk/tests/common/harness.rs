@@ -60,7 +60,7 @@ impl coord_conformance::Harness for ZkHarness {
     /// (TLS passes through it); `expire` still reaches it directly.
     async fn open_faulty(&self, session_timeout: Duration) -> (Session, Box<dyn Fault>) {
         let proxy = FaultProxy::start(self.options.hosts()).await;
-        let options = (self.make)(&proxy.addr().to_string()).session_timeout(session_timeout);
+        let options = (self.make)(&proxy.addr().to_string()).with_session_timeout(session_timeout);
         let session = super::connect(&options).await;
         (self.register(session), Box::new(proxy))
     }

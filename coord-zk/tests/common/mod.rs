@@ -25,10 +25,9 @@ pub fn options_from_env() -> ZkOptions {
 /// Options for the plaintext server at `connect` (`host:port`).
 pub fn plain_options(connect: &str) -> ZkOptions {
     ZkOptions::new(connect)
-        .unwrap_or_else(|e| panic!("{connect:?} is not a zookeeper connect string: {e}"))
         // Short, so a test that waits out a session does not wait long; the
         // test server allows 1 s .. 10 s.
-        .session_timeout(Duration::from_secs(4))
+        .with_session_timeout(Duration::from_secs(4))
 }
 
 /// The variable `name`, or a panic saying how to get it: these tests never
@@ -63,7 +62,7 @@ pub fn secure_options(connect: &str) -> ZkOptions {
         .with_ca(certs.join("ca.pem"))
         .with_identity(certs.join("client.pem"), certs.join("client-key.pem"));
     plain_options(connect)
-        .tls(tls)
+        .with_tls(tls)
         .digest(
             secure_env("COORD_TEST_ZK_SECURE_USER"),
             secure_env("COORD_TEST_ZK_SECURE_PASSWORD"),
@@ -73,13 +72,13 @@ pub fn secure_options(connect: &str) -> ZkOptions {
         // JVM has taken longer than 1.6 s for a TLS handshake (2 of 12 runs
         // lost a test to it). Tests that wait out a session use
         // open_faulty's own timeout, or expire it through the hook.
-        .session_timeout(Duration::from_secs(8))
+        .with_session_timeout(Duration::from_secs(8))
 }
 
 /// Open a session, panicking with a clear message when the server cannot be
 /// reached.
 pub async fn connect(options: &ZkOptions) -> coord_zk::ZkSession {
-    coord_zk::ZkSession::connect(options)
+    coord_zk::ZkSession::connect(options.clone())
         .await
         .unwrap_or_else(|e| {
             panic!(

@@ -1,4 +1,5 @@
-//! The session's state, as coord sees it: ZooKeeper's states mapped to
+//! What a session, its keep-alive task and its watches share: the
+//! session's state, as coord sees it: ZooKeeper's states mapped to
 //! Connected / Suspended / Expired / Closed, kept by a task that follows the
 //! client's state watcher.
 

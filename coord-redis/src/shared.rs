@@ -1,5 +1,5 @@
-//! [`Core`]: what a session's handle and its background tasks share, and
-//! the one place scripts are run as the session.
+//! [`Shared`]: what a session's handle, its background tasks and its
+//! watches share, and the one place scripts are run as the session.
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use coord_core::backoff::Backoff;
-use coord_core::{Error, LeaseClock, Result, SessionState};
+use coord_core::{Child, Error, LeaseClock, Node, Result, SessionState};
 use redis::aio::ConnectionManager;
 use redis::{Script, Value};
 use tokio::sync::{watch, Notify};
@@ -16,10 +16,11 @@ use tokio::time::Instant;
 use crate::error;
 use crate::notices::Hub;
 use crate::options::{KeyspaceEvents, RedisOptions};
+use crate::reply::{decode_children, decode_node};
 use crate::scripts;
 
 /// What a session's handle and its background tasks share.
-pub(crate) struct Core {
+pub(crate) struct Shared {
     pub(crate) sid: String,
     pub(crate) prefix: String,
     pub(crate) ttl: Duration,
@@ -74,7 +75,7 @@ fn timed_out() -> redis::RedisError {
     ))
 }
 
-impl Core {
+impl Shared {
     /// The core of session `sid` on the server and namespace `options`
     /// name, whose key is being created by a request sent at `sent` (the
     /// lease counts from there).
@@ -86,11 +87,11 @@ impl Core {
         sent: Instant,
     ) -> Self {
         let ttl = options.session_timeout;
-        Core {
+        Shared {
             sid,
             prefix: options.key_prefix(),
             ttl,
-            request_timeout: options.effective_request_timeout(),
+            request_timeout: options.request_timeout(),
             conn,
             state: watch::Sender::new(SessionState::Connected),
             hub,
@@ -223,7 +224,24 @@ impl Core {
         }
     }
 
-    /// [`Core::call`] for a script that may run twice (a read: its only
+    /// The node at `path`, if any: the contract's `get`, also for watches,
+    /// which hold this rather than the session.
+    pub(crate) async fn read_node(&self, path: &str) -> Result<Option<Node>> {
+        let value = self
+            .call_idempotent(&scripts::GET, &[path.as_bytes()])
+            .await?;
+        decode_node(&value)
+    }
+
+    /// The children of `dir`: the contract's `children`.
+    pub(crate) async fn children(&self, dir: &str) -> Result<Vec<Child>> {
+        let value = self
+            .call_idempotent(&scripts::CHILDREN, &[dir.as_bytes()])
+            .await?;
+        decode_children(&value)
+    }
+
+    /// [`Shared::call`] for a script that may run twice (a read: its only
     /// writes are reaps, which are idempotent): after a transport error it
     /// is tried once more, on the connection the manager makes anew.
     pub(crate) async fn call_idempotent(&self, script: &Script, args: &[Arg<'_>]) -> Result<Value> {
