@@ -29,14 +29,10 @@
 //! | `recipes/` | one folder or file per family, its trait beside its recipes: `lock/`, `election/`, `queue/`, `cache/`, then group, partitioner, barrier, counter, periodic job (a family may use an earlier one: a semaphore or a periodic job holds a `Lock`) |
 //! | `inspect/` | what lives at a path ([`inspect`]), one file per family |
 //!
-//! `mod.rs` files only declare and re-export. `compat.rs` keeps the paths
-//! of before the layering compiling; nothing inside the crate uses it.
+//! `mod.rs` files only declare and re-export.
 #![warn(missing_docs)]
 
 pub mod backend;
-mod compat;
-#[doc(hidden)]
-pub mod backend_net;
 pub mod error;
 mod hold;
 pub mod inspect;
@@ -47,10 +43,6 @@ pub mod path;
 pub mod recipes;
 mod session;
 pub mod telemetry;
-
-// Old paths, until the compat module goes.
-#[doc(hidden)]
-pub use compat::root::*;
 
 /// The traits, for `use coord_core::prelude::*`: their methods then work on
 /// every recipe and every `dyn` of them.
