@@ -8,11 +8,11 @@ use coord_core::path::{name, parent};
 use coord_core::{CreateMode, Created, Error, Result};
 use zookeeper_client as zk;
 
+use crate::error::BACKEND;
 use crate::error::{is_connection_error, Target};
 use crate::handle::{Handle, MAX_PARENT_ROUNDS};
 use crate::names;
 use crate::stat::{created, session_owner};
-use crate::BACKEND;
 
 /// ZooKeeper's mode for `mode`, by what it promises (ephemeral,
 /// sequential): so a mode added to coord-core maps by its nature too.

@@ -4,7 +4,8 @@
 use coord_core::Error;
 use zookeeper_client as zk;
 
-use crate::BACKEND;
+/// The backend's short name (in errors, logs and metrics).
+pub const BACKEND: &str = "zk";
 
 /// What a failed request was about, so the mapped error can name it.
 #[derive(Debug, Clone, Copy)]

@@ -6,10 +6,10 @@ use coord_core::{Error, Fence, Op, OpResult, Result};
 use zookeeper_client as zk;
 
 use crate::create::{zk_options, zk_version, CreateTarget};
+use crate::error::BACKEND;
 use crate::error::{is_connection_error, Target};
 use crate::handle::{Handle, MAX_PARENT_ROUNDS};
 use crate::stat::{stamp_of, stat_of};
-use crate::BACKEND;
 
 /// How often a guarded write re-reads its fence when the fence node's data
 /// changed between the read and the multi.

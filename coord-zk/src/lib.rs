@@ -152,8 +152,6 @@ pub mod testing;
 
 pub use auth::ZkAcl;
 pub use connect::connect;
+pub use error::BACKEND;
 pub use options::{ZkOptions, DEFAULT_SESSION_TIMEOUT};
 pub use session::{SessionCredentials, ZkSession};
-
-/// The backend's short name.
-pub const BACKEND: &str = "zk";

@@ -15,10 +15,10 @@ use zookeeper_client as zk;
 
 use crate::create::zk_version;
 use crate::error::Target;
+use crate::error::BACKEND;
 use crate::handle::{after, Handle};
 use crate::names;
 use crate::stat::stat_of;
-use crate::BACKEND;
 
 /// How much longer than a session timeout [`ZkSession::abandon_session`]
 /// waits for the server before leaving the session to the server's own

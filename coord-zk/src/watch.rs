@@ -10,13 +10,13 @@ use coord_core::{Child, Error, Node, Result, SessionState, TreeChange, TreeWatch
 use tokio::sync::{broadcast, mpsc};
 use zookeeper_client as zk;
 
+use crate::error::BACKEND;
 use crate::error::{is_connection_error, map_error, Target};
 use crate::handle::{client_in, ClientSlot, Handle};
 use crate::names;
 use crate::paths::{DataGuard, DataWatch, TreeGuard};
 use crate::shared::Shared;
 use crate::stat::stat_of;
-use crate::BACKEND;
 
 /// Resolve a one-shot watch: `Ok` on any node event, the session's end
 /// otherwise.

@@ -40,7 +40,7 @@ pub enum PartitionState {
 /// The members' split of the items: kazoo's default. `items` and `members`
 /// need not be sorted; returns `member`'s share, sorted, or nothing if it
 /// is not among `members`.
-pub fn split(items: &[String], members: &[String], member: &str) -> Vec<String> {
+pub(crate) fn split(items: &[String], members: &[String], member: &str) -> Vec<String> {
     let items: BTreeSet<&String> = items.iter().collect();
     let members: BTreeSet<&str> = members.iter().map(String::as_str).collect();
     let Some(i) = members.iter().position(|m| *m == member) else {
