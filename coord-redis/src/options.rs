@@ -137,7 +137,7 @@ impl RedisOptions {
 
     /// What to do about `notify-keyspace-events` (default
     /// [`KeyspaceEvents::Enable`]).
-    pub fn keyspace_events(mut self, mode: KeyspaceEvents) -> Self {
+    pub fn with_keyspace_events(mut self, mode: KeyspaceEvents) -> Self {
         self.keyspace_events = mode;
         self
     }

@@ -148,7 +148,7 @@ async fn the_minimal_grant_suffices() {
     let options = RedisOptions::new(common::with_user(&url, &user, &password))
         .with_namespace(namespace.clone())
         .with_session_timeout(std::time::Duration::from_secs(1))
-        .keyspace_events(KeyspaceEvents::Require);
+        .with_keyspace_events(KeyspaceEvents::Require);
     let outcome = async {
         // Connecting subscribes the keyspace pattern and observes a notice.
         let (a, hooks) = coord_redis::testing::connect_with_hooks(options.clone()).await?;

@@ -436,7 +436,7 @@ async fn url_credentials_and_bad_options() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn keyspace_events_required_and_present() {
     let h = RedisHarness::from_env();
-    let s = coord_redis::connect(h.options().keyspace_events(KeyspaceEvents::Require))
+    let s = coord_redis::connect(h.options().with_keyspace_events(KeyspaceEvents::Require))
         .await
         .expect("notify-keyspace-events has K and x on the test server");
     s.close().await.expect("close");

@@ -45,7 +45,8 @@ async fn keyspace_events_required_or_enabled() {
     let before = notify_setting(&mut conn).await;
     set_notify(&mut conn, "E$").await;
 
-    let refused = coord_redis::connect(h.options().keyspace_events(KeyspaceEvents::Require)).await;
+    let refused =
+        coord_redis::connect(h.options().with_keyspace_events(KeyspaceEvents::Require)).await;
     let outcome = match &refused {
         Err(Error::Backend { source, .. }) => source
             .downcast_ref::<KeyspaceEventsError>()
@@ -105,7 +106,7 @@ async fn notices_off_without_config_rights_is_explained() {
     let before = notify_setting(&mut conn).await;
     set_notify(&mut conn, "").await;
     let refused = coord_redis::connect(options.clone()).await;
-    let assumed = coord_redis::connect(options.keyspace_events(KeyspaceEvents::Assume)).await;
+    let assumed = coord_redis::connect(options.with_keyspace_events(KeyspaceEvents::Assume)).await;
     set_notify(&mut conn, &before).await;
     if let Ok(s) = &assumed {
         s.close().await.expect("close");

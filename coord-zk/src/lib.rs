@@ -51,7 +51,7 @@
 //! use coord_zk::{ZkAcl, ZkOptions};
 //!
 //! let options = ZkOptions::new("zk1:2181/myapp")
-//!     .digest("billing", "secret")
+//!     .with_digest("billing", "secret")
 //!     .with_acl(ZkAcl::CreatorAll);
 //! let session = coord_zk::connect(options).await?;
 //! # drop(session); Ok(()) }

@@ -97,7 +97,7 @@ impl ZkOptions {
     /// Whether [`crate::connect`] makes a missing chroot node (persistent)
     /// before rooting the session there. Default `true`; with `false`, a
     /// missing chroot makes every operation fail with `NotFound`.
-    pub fn create_chroot(mut self, create: bool) -> Self {
+    pub fn with_create_chroot(mut self, create: bool) -> Self {
         self.create_chroot = create;
         self
     }
@@ -113,7 +113,7 @@ impl ZkOptions {
     /// ([`Error::PermissionDenied`]) by the nodes the right one created.
     /// An empty `user`, or one containing `:`, is refused by
     /// [`crate::connect`] with [`Error::InvalidArgument`] before any I/O.
-    pub fn digest(mut self, user: impl Into<String>, password: impl Into<String>) -> Self {
+    pub fn with_digest(mut self, user: impl Into<String>, password: impl Into<String>) -> Self {
         self.digest = Some(Credentials::new(user.into(), password.into()));
         self
     }
@@ -125,7 +125,11 @@ impl ZkOptions {
     /// makes [`crate::connect`] fail with [`Error::Unauthenticated`]; so does
     /// a server without SASL when it requires it. An empty `user` is
     /// refused with [`Error::InvalidArgument`] before any I/O.
-    pub fn sasl_digest(mut self, user: impl Into<String>, password: impl Into<String>) -> Self {
+    pub fn with_sasl_digest(
+        mut self,
+        user: impl Into<String>,
+        password: impl Into<String>,
+    ) -> Self {
         self.sasl = Some(Credentials::new(user.into(), password.into()));
         self
     }
@@ -369,11 +373,11 @@ mod tests {
         let base = ZkOptions::new("127.0.0.1:2181");
         assert_eq!(base.acl(), ZkAcl::Open);
         assert!(!base.has_credentials());
-        let digest = base.clone().digest("alice", "s3cret-pw");
+        let digest = base.clone().with_digest("alice", "s3cret-pw");
         assert_eq!(digest.acl(), ZkAcl::CreatorAllWorldRead);
         assert_eq!(digest.digest_user(), Some("alice"));
         assert!(digest.validate().is_ok());
-        let sasl = base.clone().sasl_digest("bob", "s3cret-pw");
+        let sasl = base.clone().with_sasl_digest("bob", "s3cret-pw");
         assert_eq!(sasl.acl(), ZkAcl::CreatorAllWorldRead);
         assert_eq!(sasl.sasl_user(), Some("bob"));
         assert_eq!(
@@ -388,9 +392,9 @@ mod tests {
         for bad in [
             base.clone().with_acl(ZkAcl::CreatorAll),
             base.clone().with_acl(ZkAcl::CreatorAllWorldRead),
-            base.clone().digest("", "s3cret-pw"),
-            base.clone().digest("a:b", "s3cret-pw"),
-            base.clone().sasl_digest("", "s3cret-pw"),
+            base.clone().with_digest("", "s3cret-pw"),
+            base.clone().with_digest("a:b", "s3cret-pw"),
+            base.clone().with_sasl_digest("", "s3cret-pw"),
         ] {
             match bad.validate() {
                 Err(Error::InvalidArgument(m)) => assert!(!m.contains("s3cret-pw"), "{m}"),

@@ -100,7 +100,7 @@ fn assert_denied_at<T: std::fmt::Debug>(
 async fn a_foreign_identity_cannot_delete_a_lock_node() {
     let base = common::options_from_env();
     let alice = unique("alice");
-    let a_opts = base.clone().digest(&alice, "pw-of-alice");
+    let a_opts = base.clone().with_digest(&alice, "pw-of-alice");
     assert_eq!(a_opts.acl(), ZkAcl::CreatorAllWorldRead);
     let a = open(&a_opts).await;
     let lock_path = format!("/{}/lock", unique("coord-auth"));
@@ -108,9 +108,9 @@ async fn a_foreign_identity_cannot_delete_a_lock_node() {
     let guard = lock.acquire().await.expect("A acquires");
     let node = guard.node_path().to_owned();
 
-    let b = open(&base.clone().digest(unique("bob"), "pw-of-bob")).await;
+    let b = open(&base.clone().with_digest(unique("bob"), "pw-of-bob")).await;
     let anonymous = open(&base).await;
-    let impostor = open(&base.clone().digest(&alice, "not-alices-password")).await;
+    let impostor = open(&base.clone().with_digest(&alice, "not-alices-password")).await;
     for (who, session) in [
         ("identity B", &b),
         ("an unauthenticated session", &anonymous),
@@ -179,7 +179,7 @@ async fn open_acl_lets_anyone_delete() {
     let base = common::options_from_env();
     let a_opts = base
         .clone()
-        .digest(unique("alice"), "pw-of-alice")
+        .with_digest(unique("alice"), "pw-of-alice")
         .with_acl(ZkAcl::Open);
     let a = open(&a_opts).await;
     let lock_path = format!("/{}/lock", unique("coord-auth"));
@@ -209,7 +209,7 @@ async fn open_acl_lets_anyone_delete() {
 }
 
 async fn open_session_b(base: &ZkOptions) -> Session {
-    open(&base.clone().digest(unique("bob"), "pw-of-bob")).await
+    open(&base.clone().with_digest(unique("bob"), "pw-of-bob")).await
 }
 
 /// (c) World-read: with `CreatorAllWorldRead` identity B (and a session
@@ -224,7 +224,7 @@ async fn world_read_lets_others_read_but_creator_all_does_not() {
         let a = open(
             &base
                 .clone()
-                .digest(unique("alice"), "pw-of-alice")
+                .with_digest(unique("alice"), "pw-of-alice")
                 .with_acl(acl),
         )
         .await;
@@ -292,7 +292,7 @@ async fn every_node_coord_makes_carries_the_acl() {
         let options = base
             .clone()
             .with_chroot(&chroot)
-            .digest(&user, "pw-of-alice")
+            .with_digest(&user, "pw-of-alice")
             .with_acl(acl);
         let a = open(&options).await;
         let guard = Lock::new(&a, "/locks/job")
@@ -352,7 +352,7 @@ async fn every_node_coord_makes_carries_the_acl() {
         let b_opts = base
             .clone()
             .with_chroot(&chroot)
-            .digest(unique("bob"), "pw-of-bob");
+            .with_digest(unique("bob"), "pw-of-bob");
         let b = open(&b_opts).await;
         assert_denied(
             b.create("/theirs", b"", CreateMode::Ephemeral).await,
@@ -437,7 +437,7 @@ async fn digest_identity_survives_a_reconnection() {
     let user = unique("alice");
     identity_survives_a_reconnection(
         base.hosts(),
-        |o| o.digest(&user, "pw-of-alice"),
+        |o| o.with_digest(&user, "pw-of-alice"),
         ("digest", &format!("{user}:")),
     )
     .await;
@@ -452,7 +452,7 @@ async fn sessions_of_one_identity_share_a_lock() {
     for acl in [ZkAcl::CreatorAllWorldRead, ZkAcl::CreatorAll] {
         let options = base
             .clone()
-            .digest(unique("svc"), "pw-of-svc")
+            .with_digest(unique("svc"), "pw-of-svc")
             .with_acl(acl);
         let one = open(&options).await;
         let two = open(&options).await;
@@ -493,9 +493,9 @@ async fn sessions_of_one_identity_share_a_lock() {
 async fn bad_credentials_are_refused_before_any_io() {
     let base = ZkOptions::new("192.0.2.1:2181");
     for options in [
-        base.clone().digest("", "secret-pw-1"),
-        base.clone().digest("us:er", "secret-pw-1"),
-        base.clone().sasl_digest("", "secret-pw-1"),
+        base.clone().with_digest("", "secret-pw-1"),
+        base.clone().with_digest("us:er", "secret-pw-1"),
+        base.clone().with_sasl_digest("", "secret-pw-1"),
         base.clone().with_acl(ZkAcl::CreatorAll),
         base.clone().with_acl(ZkAcl::CreatorAllWorldRead),
     ] {
@@ -526,7 +526,7 @@ async fn sasl_digest_md5_logins() {
     let server = TestServer::start(ZooKeeper::with_sasl(&[("coord", "sasl-right-pw")])).await;
     let base = ZkOptions::new(&server.address()).with_session_timeout(Duration::from_secs(10));
 
-    let good = base.clone().sasl_digest("coord", "sasl-right-pw");
+    let good = base.clone().with_sasl_digest("coord", "sasl-right-pw");
     assert!(!format!("{good:?}").contains("sasl-right-pw"));
     let a = open(&good).await;
     let lock_path = format!("/{}/lock", unique("coord-auth"));
@@ -547,7 +547,7 @@ async fn sasl_digest_md5_logins() {
             "{path}"
         );
     }
-    let b = open(&base.clone().digest("coord", "sasl-right-pw")).await;
+    let b = open(&base.clone().with_digest("coord", "sasl-right-pw")).await;
     assert_denied(
         b.delete(&node, None).await,
         &node,
@@ -558,11 +558,11 @@ async fn sasl_digest_md5_logins() {
     for (what, options) in [
         (
             "a wrong password",
-            base.clone().sasl_digest("coord", "sasl-wrong-pw"),
+            base.clone().with_sasl_digest("coord", "sasl-wrong-pw"),
         ),
         (
             "an unknown user",
-            base.clone().sasl_digest("nobody", "sasl-wrong-pw"),
+            base.clone().with_sasl_digest("nobody", "sasl-wrong-pw"),
         ),
     ] {
         let started = Instant::now();
@@ -588,7 +588,7 @@ async fn sasl_digest_md5_logins() {
     }
     identity_survives_a_reconnection(
         &server.address(),
-        |o| o.sasl_digest("coord", "sasl-right-pw"),
+        |o| o.with_sasl_digest("coord", "sasl-right-pw"),
         ("sasl", "coord"),
     )
     .await;

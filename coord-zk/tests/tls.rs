@@ -192,7 +192,8 @@ async fn sasl_digest_through_mutual_tls() {
     let user = common::secure_env("COORD_TEST_ZK_SECURE_USER");
     let password = common::secure_env("COORD_TEST_ZK_SECURE_PASSWORD");
     let with_tls = || secure(Some(tls("ca.pem", Some(("client.pem", "client-key.pem")))));
-    let session = common::connect(&with_tls().sasl_digest(user.clone(), password.clone())).await;
+    let session =
+        common::connect(&with_tls().with_sasl_digest(user.clone(), password.clone())).await;
     let session = coord_core::Session::new(std::sync::Arc::new(session));
     let dir = format!("/coord-tls-test/sasl-{}", uuid::Uuid::new_v4().simple());
     session
@@ -200,7 +201,7 @@ async fn sasl_digest_through_mutual_tls() {
         .await
         .expect("a write as the SASL user");
     session.close().await.expect("close");
-    let wrong = with_tls().sasl_digest(user, format!("{password}-wrong"));
+    let wrong = with_tls().with_sasl_digest(user, format!("{password}-wrong"));
     match refused(&wrong).await {
         Error::Unauthenticated {
             backend: "zk",

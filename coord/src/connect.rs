@@ -30,7 +30,7 @@ pub fn default_mem_store() -> &'static MemStore {
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), coord::ConnectError> {
 /// use std::time::Duration;
-/// let connector = coord::Connector::new("mem://")?.session_timeout(Duration::from_secs(5));
+/// let connector = coord::Connector::new("mem://")?.with_session_timeout(Duration::from_secs(5));
 /// let a = connector.connect().await?;
 /// let b = connector.connect().await?;
 /// assert_ne!(a.id(), b.id());
@@ -70,7 +70,7 @@ impl Connector {
     /// and anything over [`coord_core::limits::MAX_SESSION_TIMEOUT`] (a
     /// day): [`Connector::connect`] then fails with
     /// [`ConnectError::InvalidOption`], before any I/O.
-    pub fn session_timeout(mut self, timeout: Duration) -> Self {
+    pub fn with_session_timeout(mut self, timeout: Duration) -> Self {
         self.session_timeout = Some(timeout);
         self
     }
@@ -218,7 +218,7 @@ mod tests {
     #[tokio::test]
     async fn bad_options_fail_before_io() -> Result<(), ConnectError> {
         let r = Connector::new("mem://")?
-            .session_timeout(Duration::ZERO)
+            .with_session_timeout(Duration::ZERO)
             .connect()
             .await;
         assert!(matches!(r, Err(ConnectError::InvalidOption { .. })));
@@ -227,7 +227,7 @@ mod tests {
             coord_core::limits::MAX_SESSION_TIMEOUT + Duration::from_nanos(1),
         ] {
             let r = Connector::new("mem://")?
-                .session_timeout(too_long)
+                .with_session_timeout(too_long)
                 .connect()
                 .await;
             assert!(

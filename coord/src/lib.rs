@@ -55,7 +55,7 @@
 //!   session after its client stops answering — and with it the client's
 //!   lock holds, leadership and memberships. Default 10 s everywhere;
 //!   durations are written `500ms`, `10s`, `1m` ([`parse_duration`]).
-//!   [`Connector::session_timeout`] sets it in code (and wins over the URL).
+//!   [`Connector::with_session_timeout`] sets it in code (and wins over the URL).
 //!   It must be longer than zero and at most a day
 //!   ([`limits::MAX_SESSION_TIMEOUT`]), and on Redis at least 300 ms;
 //!   anything else is refused with [`ConnectError::InvalidUrl`] (or

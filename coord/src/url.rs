@@ -347,8 +347,8 @@ fn zk(p: &Pieces<'_>) -> Result<coord_zk::ZkOptions, String> {
                 return Err("the ZooKeeper user name is empty".into());
             }
             options = match param("auth").unwrap_or("digest") {
-                "digest" => options.digest(info.user, password),
-                "sasl" => options.sasl_digest(info.user, password),
+                "digest" => options.with_digest(info.user, password),
+                "sasl" => options.with_sasl_digest(info.user, password),
                 other => return Err(format!("auth {other:?}: use digest or sasl")),
             };
         }
@@ -457,7 +457,7 @@ fn redis(p: &Pieces<'_>) -> Result<coord_redis::RedisOptions, String> {
     }
     if let Some((_, mode)) = p.params.iter().find(|(k, _)| *k == "keyspace_events") {
         use coord_redis::KeyspaceEvents;
-        options = options.keyspace_events(match *mode {
+        options = options.with_keyspace_events(match *mode {
             "enable" => KeyspaceEvents::Enable,
             "require" => KeyspaceEvents::Require,
             "assume" => KeyspaceEvents::Assume,

@@ -70,7 +70,7 @@ async fn run(cli: Cli) -> u8 {
         Err(e) => return report(Failure::from(e)),
     };
     if let Some(t) = cli.session_timeout {
-        connector = connector.session_timeout(t);
+        connector = connector.with_session_timeout(t);
     }
     if connector.backend() == coord::Backend::Mem && cli.command.crosses_processes() {
         logging::say(format_args!(

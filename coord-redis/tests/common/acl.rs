@@ -54,7 +54,7 @@ pub async fn try_accounts(accounts: Accounts) -> Outcomes {
         accounts
             .restricted
             .clone()
-            .keyspace_events(KeyspaceEvents::Require),
+            .with_keyspace_events(KeyspaceEvents::Require),
     )
     .await;
     let wrong_password = coord_redis::connect(accounts.wrong_password).await;

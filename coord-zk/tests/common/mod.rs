@@ -63,7 +63,7 @@ pub fn secure_options(connect: &str) -> ZkOptions {
         .with_identity(certs.join("client.pem"), certs.join("client-key.pem"));
     plain_options(connect)
         .with_tls(tls)
-        .digest(
+        .with_digest(
             secure_env("COORD_TEST_ZK_SECURE_USER"),
             secure_env("COORD_TEST_ZK_SECURE_PASSWORD"),
         )
