@@ -52,14 +52,21 @@ pub const TEST_DEADLINE: Duration = Duration::from_secs(120);
 
 #[doc(hidden)]
 pub fn __run<F: Future<Output = ()>>(name: &str, fut: F) {
+    run_within(&format!("conformance test {name}"), TEST_DEADLINE, fut);
+}
+
+/// Run `fut` to its end on a fresh multi-threaded runtime of its own, and
+/// panic naming `what` when it takes longer than `deadline`: how every
+/// conformance and cluster test runs.
+pub(crate) fn run_within<F: Future<Output = ()>>(what: &str, deadline: Duration, fut: F) {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(4)
         .enable_all()
         .build()
         .expect("build a tokio runtime");
     rt.block_on(async {
-        if tokio::time::timeout(TEST_DEADLINE, fut).await.is_err() {
-            panic!("conformance test {name} did not finish within {TEST_DEADLINE:?}");
+        if tokio::time::timeout(deadline, fut).await.is_err() {
+            panic!("{what} did not finish within {deadline:?}");
         }
     });
 }

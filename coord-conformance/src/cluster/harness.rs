@@ -8,6 +8,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use coord_core::Session;
 
+use crate::harness::run_within;
+
 /// What the cluster tests need from a clustered backend.
 #[async_trait]
 pub trait ClusterHarness: Send + Sync {
@@ -134,17 +136,5 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 #[doc(hidden)]
 pub fn __run_cluster<F: Future<Output = ()>>(name: &str, fut: F) {
     let _one_at_a_time = serial();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(4)
-        .enable_all()
-        .build()
-        .expect("build a tokio runtime");
-    rt.block_on(async {
-        if tokio::time::timeout(CLUSTER_TEST_DEADLINE, fut)
-            .await
-            .is_err()
-        {
-            panic!("cluster test {name} did not finish within {CLUSTER_TEST_DEADLINE:?}");
-        }
-    });
+    run_within(&format!("cluster test {name}"), CLUSTER_TEST_DEADLINE, fut);
 }
