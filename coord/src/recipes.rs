@@ -221,19 +221,20 @@
 //! # [`Partitioner`]: members split a set of items
 //!
 //! kazoo's `SetPartitioner`: each item has one owner (a lock per item), and
-//! owners release before the set is split again.
+//! owners release before the set is split again. One way in:
+//! [`SetPartitioner::new`] (then `settle`, if wanted), then `join`.
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! use coord::{PartitionState, Partitioner};
+//! use coord::{PartitionState, SetPartitioner};
 //!
 //! let (a, b) = (coord::connect("mem://").await?, coord::connect("mem://").await?);
 //! let items = ["q0", "q1", "q2", "q3"];
-//! let one = Partitioner::join(&a, "/partitions/queues", "worker-1", items).await?;
+//! let one = SetPartitioner::new(&a, "/partitions/queues", "worker-1", items)?.join().await?;
 //! assert_eq!(one.wait_acquired().await?, items);
 //!
-//! let two = Partitioner::join(&b, "/partitions/queues", "worker-2", items).await?;
+//! let two = SetPartitioner::new(&b, "/partitions/queues", "worker-2", items)?.join().await?;
 //! let mut states = one.watch();
 //! while states.next().await != Some(PartitionState::Release) {}
 //! one.release().await?; // done with q0..q3: let them be split again
