@@ -43,12 +43,6 @@ pub(crate) fn lane_prefix(lane: u64) -> String {
 mod tests {
     use super::*;
 
-    fn names(n: usize) -> Vec<String> {
-        (0..n)
-            .map(|i| crate::layout::protected(crate::layout::ITEM) + &format!("{i:010}"))
-            .collect()
-    }
-
     /// Every process must put a name in the same lane: a name coord made
     /// by its uuid's first hex digit (so a lane is the names that begin
     /// with its prefix), any other by FNV-1a, pinned by its published test
@@ -58,7 +52,9 @@ mod tests {
         assert_eq!(lane_of("a", u64::MAX), 0xaf63_dc4c_8601_ec8c);
         assert_eq!(lane_of("_c_G-item-1", u64::MAX), lane_of_fnv("_c_G-item-1"));
         assert_eq!(lane_of("_c_A-item-1", u64::MAX), lane_of_fnv("_c_A-item-1"));
-        for name in names(200) {
+        for i in 0..200 {
+            // A name as coord makes it, with a fresh uuid.
+            let name = crate::layout::protected(crate::layout::ITEM) + &format!("{i:010}");
             let lane = lane_of(&name, LANES);
             assert!(
                 name.starts_with(&lane_prefix(lane)),
