@@ -23,7 +23,9 @@ pub async fn counter_fresh_reads_initial_value(h: &dyn Harness) {
         s.exists(c.path()).await.expect("exists"),
         "get made the node"
     );
-    let seeded = Counter::with_initial(&s, &join(&root, "seeded"), 7).expect("counter");
+    let seeded = Counter::new(&s, &join(&root, "seeded"))
+        .expect("counter")
+        .with_initial(7);
     assert_eq!(seeded.get().await.expect("get").0, 7);
     seeded.set(-42).await.expect("set");
     let raw = s.get(seeded.path()).await.expect("get").expect("node");
@@ -32,7 +34,7 @@ pub async fn counter_fresh_reads_initial_value(h: &dyn Harness) {
     s.create(&empty, b"", CreateMode::Persistent)
         .await
         .expect("create");
-    let c = Counter::with_initial(&s, &empty, 3).expect("counter");
+    let c = Counter::new(&s, &empty).expect("counter").with_initial(3);
     assert_eq!(c.get().await.expect("get").0, 3);
     assert_eq!(c.add(1).await.expect("add").post, 4);
     for bad in ["relative", "/", "/a//b", "/a/"] {

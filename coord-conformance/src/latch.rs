@@ -3,17 +3,22 @@
 
 use std::time::Duration;
 
-use coord_core::recipes::{LatchEvent, LeaderLatch};
+use coord_core::recipes::{Election, LatchEvent, LeaderLatch};
 use coord_core::Error;
 
 use crate::{close_all, eventually, open_n, within, Harness};
+
+/// Start a latch with id `id` in the election at `dir`.
+fn start(session: &coord_core::Session, dir: &str, id: &str) -> coord_core::Result<LeaderLatch> {
+    Election::new(session, dir)?.latch(id.as_bytes())
+}
 
 /// Start one latch per session at `dir`, ids `latch-0`, `latch-1`, ….
 fn start_all(sessions: &[coord_core::Session], dir: &str) -> Vec<LeaderLatch> {
     sessions
         .iter()
         .enumerate()
-        .map(|(i, s)| LeaderLatch::start(s, dir, &format!("latch-{i}")).expect("start"))
+        .map(|(i, s)| start(s, dir, &format!("latch-{i}")).expect("start"))
         .collect()
 }
 
@@ -159,11 +164,11 @@ pub async fn latch_session_expiry_moves_leadership(h: &dyn Harness) {
 pub async fn latch_await_timeout(h: &dyn Harness) {
     let dir = h.root("latch_await_timeout");
     let sessions = open_n(h, 2).await;
-    let leader = LeaderLatch::start(&sessions[0], &dir, "first").expect("start");
+    let leader = start(&sessions[0], &dir, "first").expect("start");
     let token = within("the first latch leads", leader.await_leadership())
         .await
         .expect("await");
-    let waiter = LeaderLatch::start(&sessions[1], &dir, "second").expect("start");
+    let waiter = start(&sessions[1], &dir, "second").expect("start");
     // The waiter's offer is made and queued behind the leader.
     eventually("the waiter's offer", || async {
         waiter.node_path().is_some()
@@ -182,11 +187,11 @@ pub async fn latch_await_timeout(h: &dyn Harness) {
         Err(Error::InvalidArgument(_))
     ));
     assert!(matches!(
-        LeaderLatch::start(&sessions[1], "no-slash", "x"),
+        start(&sessions[1], "no-slash", "x"),
         Err(Error::InvalidPath { .. })
     ));
     assert!(matches!(
-        LeaderLatch::start(&sessions[1], "/", "x"),
+        start(&sessions[1], "/", "x"),
         Err(Error::InvalidPath { .. })
     ));
     leader.close().await.expect("close");

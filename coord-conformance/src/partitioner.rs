@@ -11,12 +11,24 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use coord_core::recipes::{PartitionState, Partitioner};
+use coord_core::recipes::{PartitionState, Partitioner, SetPartitioner};
 use coord_core::{Error, Session};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 use crate::{close_all, eventually, within, Harness};
+
+/// Member `member` of the partitioner at `dir`, splitting `items`, joined.
+async fn join<I: IntoIterator<Item = S>, S: Into<String>>(
+    session: &Session,
+    dir: &str,
+    member: &str,
+    items: I,
+) -> coord_core::Result<Partitioner> {
+    SetPartitioner::new(session, dir, member, items)?
+        .join()
+        .await
+}
 
 /// Who believes it owns what, and every double ownership seen.
 #[derive(Debug, Default)]
@@ -131,7 +143,7 @@ pub(crate) async fn drive(
     items: &[String],
     rec: &Arc<OverlapRecorder>,
 ) -> Driven {
-    let p = Partitioner::join(session, dir, member, items.iter().cloned())
+    let p = join(session, dir, member, items.iter().cloned())
         .await
         .expect("join");
     let rec = rec.clone();
@@ -231,7 +243,7 @@ pub async fn partitioner_splits_items(h: &dyn Harness) {
     for (member, item) in [("", "a"), ("m/x", "a"), ("m", ""), ("m", "a/b")] {
         assert!(
             matches!(
-                Partitioner::join(&sessions[0], &dir, member, [item]).await,
+                join(&sessions[0], &dir, member, [item]).await,
                 Err(Error::InvalidPath { .. })
             ),
             "member {member:?} item {item:?} must be refused"
@@ -251,7 +263,7 @@ pub async fn partitioner_splits_items(h: &dyn Harness) {
     assert_eq!(rec.overlaps(), vec![], "items owned twice at once");
     // A second member with a live member's id is refused.
     assert!(matches!(
-        Partitioner::join(&sessions[0], &dir, "m-a", items.iter().cloned()).await,
+        join(&sessions[0], &dir, "m-a", items.iter().cloned()).await,
         Err(Error::AlreadyExists { .. })
     ));
     for m in members {

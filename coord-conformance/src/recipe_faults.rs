@@ -24,7 +24,8 @@ use std::time::Duration;
 use coord_core::path::join;
 use coord_core::prelude::WorkQueue;
 use coord_core::recipes::{
-    DelayQueue, Delivery, LatchEvent, LatchWatcher, LeaderLatch, PartitionState, PriorityQueue,
+    DelayQueue, Delivery, Election, LatchEvent, LatchWatcher, LeaderLatch, PartitionState,
+    PriorityQueue,
 };
 use coord_core::{CreateMode, Error, Op, Session, SessionState};
 
@@ -65,7 +66,9 @@ async fn joined<T>(what: &str, task: JoinHandle<T>) -> T {
 /// Start a latch through `session` and wait until it leads; returns it and
 /// its token.
 async fn leading_latch(session: &Session, dir: &str, id: &str) -> (LeaderLatch, u64) {
-    let latch = LeaderLatch::start(session, dir, id).expect("start the latch");
+    let latch = Election::new(session, dir)
+        .and_then(|e| e.latch(id.as_bytes()))
+        .expect("start the latch");
     let token = within("the first latch leads", latch.await_leadership())
         .await
         .expect("the first latch of an empty election leads");
@@ -75,7 +78,9 @@ async fn leading_latch(session: &Session, dir: &str, id: &str) -> (LeaderLatch, 
 /// Start a latch through `session` that queues behind a leader; returns
 /// once its offer is made.
 async fn queued_latch(session: &Session, dir: &str, id: &str) -> LeaderLatch {
-    let latch = LeaderLatch::start(session, dir, id).expect("start the latch");
+    let latch = Election::new(session, dir)
+        .and_then(|e| e.latch(id.as_bytes()))
+        .expect("start the latch");
     eventually("the second latch's offer is made", || async {
         latch.node_path().is_some()
     })

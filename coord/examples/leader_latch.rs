@@ -1,5 +1,6 @@
-//! [`coord::LeaderLatch`]: Curator's `LeaderLatch`. Three latches, one
-//! leads; when it closes another does, with a larger fencing token.
+//! [`coord::LeaderLatch`]: Curator's `LeaderLatch`, entered as every
+//! election is, by [`coord::Election::new`], then `latch`. Three latches,
+//! one leads; when it closes another does, with a larger fencing token.
 //!
 //! `cargo run -p coord --example leader_latch [-- --url URL]`
 
@@ -7,18 +8,21 @@ mod common;
 
 use std::time::Duration;
 
-use coord::{Error, LatchEvent, LeaderLatch};
+use coord::{Election, Error, LatchEvent, LeaderLatch};
 
 #[tokio::main]
 async fn main() -> common::Result {
     let path = format!("{}/scheduler", common::root("leader_latch"));
-    let a = LeaderLatch::start(&common::session().await?, &path, "host-a")?;
+    let latch = |session: coord::Session, id: &str| -> coord::Result<LeaderLatch> {
+        Election::new(&session, &path)?.latch(id.as_bytes())
+    };
+    let a = latch(common::session().await?, "host-a")?;
     let token = a.await_leadership().await?;
     println!("host-a leads with fencing token {token}");
 
     // Two more latches wait in line behind it.
-    let b = LeaderLatch::start(&common::session().await?, &path, "host-b")?;
-    let c = LeaderLatch::start(&common::session().await?, &path, "host-c")?;
+    let b = latch(common::session().await?, "host-b")?;
+    let c = latch(common::session().await?, "host-c")?;
     for follower in [&b, &c] {
         assert!(!follower.has_leadership());
         assert!(matches!(

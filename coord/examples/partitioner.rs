@@ -1,4 +1,5 @@
-//! [`coord::Partitioner`]: kazoo's `SetPartitioner`. Workers split ten
+//! [`coord::Partitioner`]: kazoo's `SetPartitioner`, joined by
+//! [`coord::SetPartitioner::new`] then `join`. Workers split ten
 //! queues so that each queue has exactly one owner; a worker that joins
 //! makes the others release, then all split again.
 //!
@@ -8,7 +9,7 @@ mod common;
 
 use std::collections::BTreeSet;
 
-use coord::{PartitionState, Partitioner};
+use coord::{PartitionState, Partitioner, SetPartitioner};
 
 /// Wait for `Release`, stop working on the items, acknowledge it.
 async fn release_when_told(p: &Partitioner) -> coord::Result<()> {
@@ -23,14 +24,17 @@ async fn main() -> common::Result {
     let items: Vec<String> = (0..10).map(|i| format!("queue-{i}")).collect();
     let mut workers = Vec::new();
     let session = common::session().await?;
-    let first = Partitioner::join(&session, &path, "worker-a", items.iter().cloned()).await?;
+    let first = SetPartitioner::new(&session, &path, "worker-a", items.iter().cloned())?
+        .join()
+        .await?;
     // Alone, it owns every queue (items come back sorted; these are).
     assert_eq!(first.wait_acquired().await?, items);
     workers.push(first);
     // A second worker joins: the first, which owned everything, lets go
     // when told, then both split the queues.
     let session = common::session().await?;
-    workers.push(Partitioner::join(&session, &path, "worker-b", items.iter().cloned()).await?);
+    let second = SetPartitioner::new(&session, &path, "worker-b", items.iter().cloned())?;
+    workers.push(second.join().await?);
     release_when_told(&workers[0]).await?;
     let mut all = BTreeSet::new();
     for w in &workers {
@@ -45,7 +49,9 @@ async fn main() -> common::Result {
 
     // A third worker joins: both owners release, then all three split.
     let session = common::session().await?;
-    let third = Partitioner::join(&session, &path, "worker-c", items.iter().cloned()).await?;
+    let third = SetPartitioner::new(&session, &path, "worker-c", items.iter().cloned())?
+        .join()
+        .await?;
     release_when_told(&workers[0]).await?;
     release_when_told(&workers[1]).await?;
     workers.push(third);

@@ -76,6 +76,12 @@
 //!
 //! # [`Election`]: one leader, everyone can see who
 //!
+//! One way in, [`Election::new`]; then take part by
+//! [`campaign`](Election::campaign) (wait, lead, resign: below),
+//! `lead` (a scoped campaign, under "Any lock" below),
+//! [`participate`](Election::participate) (a task and its events) or
+//! [`latch`](Election::latch) (Curator's [`LeaderLatch`]).
+//!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -184,19 +190,20 @@
 //!
 //! # [`LeaderLatch`]: Curator's latch over the election
 //!
-//! Joins at once, stays until closed; `has_leadership`, `await_leadership`
-//! and a watcher of `IsLeader` / `NotLeader`.
+//! [`Election::latch`] joins at once and stays until closed;
+//! `has_leadership`, `await_leadership` and a watcher of `IsLeader` /
+//! `NotLeader`.
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! use std::time::Duration;
-//! use coord::{Error, LatchEvent, LeaderLatch};
+//! use coord::{Election, Error, LatchEvent};
 //!
 //! let (a, b) = (coord::connect("mem://").await?, coord::connect("mem://").await?);
-//! let first = LeaderLatch::start(&a, "/latches/scheduler", "host-a")?;
+//! let first = Election::new(&a, "/latches/scheduler")?.latch(b"host-a")?;
 //! let token = first.await_leadership().await?;
-//! let second = LeaderLatch::start(&b, "/latches/scheduler", "host-b")?;
+//! let second = Election::new(&b, "/latches/scheduler")?.latch(b"host-b")?;
 //! assert!(matches!(
 //!     second.await_leadership_timeout(Duration::from_millis(50)).await,
 //!     Err(Error::Timeout(_))
@@ -214,19 +221,20 @@
 //! # [`Partitioner`]: members split a set of items
 //!
 //! kazoo's `SetPartitioner`: each item has one owner (a lock per item), and
-//! owners release before the set is split again.
+//! owners release before the set is split again. One way in:
+//! [`SetPartitioner::new`] (then `settle`, if wanted), then `join`.
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! use coord::{PartitionState, Partitioner};
+//! use coord::{PartitionState, SetPartitioner};
 //!
 //! let (a, b) = (coord::connect("mem://").await?, coord::connect("mem://").await?);
 //! let items = ["q0", "q1", "q2", "q3"];
-//! let one = Partitioner::join(&a, "/partitions/queues", "worker-1", items).await?;
+//! let one = SetPartitioner::new(&a, "/partitions/queues", "worker-1", items)?.join().await?;
 //! assert_eq!(one.wait_acquired().await?, items);
 //!
-//! let two = Partitioner::join(&b, "/partitions/queues", "worker-2", items).await?;
+//! let two = SetPartitioner::new(&b, "/partitions/queues", "worker-2", items)?.join().await?;
 //! let mut states = one.watch();
 //! while states.next().await != Some(PartitionState::Release) {}
 //! one.release().await?; // done with q0..q3: let them be split again

@@ -1,19 +1,5 @@
-//! Barriers (the ZooKeeper paper; Curator `DistributedBarrier` and
-//! `DistributedDoubleBarrier`).
-//!
-//! - [`Barrier`]: one node blocks everyone who waits on it until it is
-//!   removed. The node is persistent: it outlives its setter, as in
-//!   Curator — remove it explicitly.
-//! - [`DoubleBarrier`]: `enter` waits until N participants are in, `leave`
-//!   until all are out. Participants are ephemeral nodes, so a participant
-//!   whose session dies counts as gone:
-//!   - before N are in, it no longer counts toward N: the others keep
-//!     waiting for another participant (until their timeout);
-//!   - after the barrier opened, it counts as having left: the others'
-//!     `leave` is not held up by it.
-//!
-//!   A double barrier's directory serves one round: use a fresh path (say,
-//!   with the round number) for the next.
+//! Barriers (Curator `DistributedBarrier` and `DistributedDoubleBarrier`):
+//! [`Barrier`] holds waiters back, [`DoubleBarrier`] lets N in and out together.
 
 use std::time::Duration;
 
@@ -28,7 +14,26 @@ use crate::machinery::retry::{backoff, list_watch_retrying};
 use crate::path;
 use crate::session::Session;
 
-/// A barrier node: while it exists, [`Barrier::wait`] blocks.
+/// A barrier (the ZooKeeper paper's; Curator's `DistributedBarrier`), made
+/// by [`Barrier::new`]`(session, path)`: while its node exists,
+/// [`Barrier::wait`] blocks; [`Barrier::set`] raises it,
+/// [`Barrier::remove`] lets every waiter through.
+///
+/// The node, at `path` itself, is persistent: it outlives the session that
+/// set it, as in Curator, so remove it explicitly. Waiters watch the node,
+/// no polling. For N participants that must start and finish together, see
+/// [`DoubleBarrier`].
+///
+/// ```
+/// # async fn demo(session: coord_core::Session) -> coord_core::Result<()> {
+/// use coord_core::recipes::Barrier;
+/// let barrier = Barrier::new(&session, "/barriers/deploy")?;
+/// barrier.set().await?;
+/// // ... elsewhere, `barrier.wait().await?` blocks until:
+/// barrier.remove().await?;
+/// barrier.wait().await?; // not raised: at once
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone)]
 pub struct Barrier {
     session: Session,
@@ -118,8 +123,24 @@ impl Barrier {
     }
 }
 
-/// A double barrier for `n` participants at a directory path; see the
-/// module docs for what a participant's death does.
+/// A double barrier for `n` participants at a directory path (the
+/// ZooKeeper recipes'; Curator's `DistributedDoubleBarrier`), made by
+/// [`DoubleBarrier::new`]`(session, path, n)`: [`DoubleBarrier::enter`]
+/// waits until `n` participants are in, then [`Inside::leave`] until all
+/// are out.
+///
+/// On the server each participant is an ephemeral-sequential node
+/// `_c_<uuid>-member-<seq>` under the directory, and the first to see `n`
+/// in creates the persistent node `ready`, which opens the barrier for
+/// everyone (late arrivals enter at once). A participant whose session dies
+/// counts as gone:
+/// - before `n` are in, it no longer counts toward `n`: the others keep
+///   waiting for another participant (until their timeout);
+/// - after the barrier opened, it counts as having left: the others'
+///   `leave` is not held up by it.
+///
+/// A double barrier's directory serves one round: use a fresh path (say,
+/// with the round number) for the next.
 ///
 /// ```
 /// # async fn demo(session: coord_core::Session) -> coord_core::Result<()> {

@@ -9,7 +9,12 @@ use crate::path;
 use crate::session::Session;
 
 /// A shared counter: one `i64` many sessions read, set and add to (kazoo
-/// `Counter`; Curator `SharedCount` and `DistributedAtomicLong`).
+/// `Counter`; Curator `SharedCount` and `DistributedAtomicLong`), made by
+/// [`Counter::new`]`(session, path)` ([`Counter::with_initial`] for an
+/// initial value other than 0). Read it with [`Counter::get`], add with
+/// [`Counter::add`], set it with [`Counter::set`] or
+/// [`Counter::compare_and_set`], follow it with
+/// [`Counter::watch`].
 ///
 /// The value lives in one persistent node, as ASCII decimal text (`-42`,
 /// `0`, `1234`), with no sign for positive values, no padding and no
@@ -100,29 +105,26 @@ fn encode(value: i64) -> Vec<u8> {
 
 impl Counter {
     /// A counter at `path` whose initial value (before any write, and for
-    /// a node with no data) is 0.
+    /// a node with no data) is 0; [`Counter::with_initial`] sets another.
     ///
     /// # Errors
     /// [`Error::InvalidPath`] for a bad path or `/`.
     pub fn new(session: &Session, path: &str) -> Result<Self> {
-        Counter::with_initial(session, path, 0)
-    }
-
-    /// A counter at `path` whose initial value is `initial`: what it reads
-    /// as before anyone wrote it, and while its node has no data. The first
-    /// read or write makes the node (holding `initial`, for a read); every
-    /// session must agree on `initial` (kazoo's `default`, Curator's
-    /// `seedValue`).
-    ///
-    /// # Errors
-    /// [`Error::InvalidPath`] for a bad path or `/`.
-    pub fn with_initial(session: &Session, path: &str, initial: i64) -> Result<Self> {
         path::validate_non_root(path)?;
         Ok(Counter {
             session: session.clone(),
             node: path.to_owned(),
-            initial,
+            initial: 0,
         })
+    }
+
+    /// Make `initial` the counter's initial value: what it reads as before
+    /// anyone wrote it, and while its node has no data. The first read or
+    /// write makes the node (holding `initial`, for a read); every session
+    /// must agree on `initial` (kazoo's `default`, Curator's `seedValue`).
+    pub fn with_initial(mut self, initial: i64) -> Self {
+        self.initial = initial;
+        self
     }
 
     /// The counter's node.

@@ -1,7 +1,4 @@
-//! Group membership (the ZooKeeper paper §2.4): each member is an ephemeral
-//! child of the group's directory, so a member whose process dies (its
-//! session ends) leaves the group by itself, and everyone watching sees it
-//! go.
+//! Group membership: [`Group`], its members and its watcher.
 
 use std::collections::BTreeMap;
 
@@ -18,7 +15,18 @@ use crate::path;
 use crate::session::Session;
 use crate::telemetry::{self, Recipe};
 
-/// A process group at a directory path.
+/// A process group at a directory path (the ZooKeeper paper's group
+/// membership, §2.4), made by [`Group::new`]`(session, path)`. Join it with
+/// [`Group::join`] (a generated name) or [`Group::join_as`] (your own), and
+/// leave by [`Membership::leave`]; read the members with
+/// [`Group::members`], and follow who joins and leaves with
+/// [`Group::watch`].
+///
+/// Each member is an ephemeral child of the group's directory, the member's
+/// data as its data (`_c_<uuid>-member-<seq>` for a generated name), so a
+/// member whose process dies (its session ends) leaves the group by itself,
+/// and everyone watching sees it go. Anyone may read or watch the group
+/// without joining it.
 ///
 /// ```
 /// # async fn demo(session: coord_core::Session) -> coord_core::Result<()> {

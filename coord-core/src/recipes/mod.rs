@@ -2,10 +2,14 @@
 //! every backend. Every type is here, flat: [`Lock`], [`RwLock`] (with
 //! its [`ReadLock`] and [`WriteLock`] halves), [`Semaphore`] and
 //! [`SemaphoreMutex`], [`SimpleLock`], [`MultiLock`], [`ReentrantLock`],
-//! [`Barrier`] and [`DoubleBarrier`], [`Election`], [`Group`], [`Queue`],
-//! [`PeriodicJob`], [`Counter`], [`LeaderLatch`], [`Partitioner`], the
-//! caches; [`Contender`] says who holds and who waits, [`revocation`] asks
-//! a holder to let go. They implement the traits of [`crate::prelude`]:
+//! [`Barrier`] and [`DoubleBarrier`], [`Election`] (and its
+//! [`LeaderLatch`]), [`Group`], [`Queue`] and the other queues,
+//! [`PeriodicJob`], [`Counter`], [`Partitioner`], the caches;
+//! [`Contender`] says who holds and who waits, [`revocation`] asks a holder
+//! to let go. Each recipe has one way in, its constructor, and its type's
+//! doc says what it writes on the server, what it guarantees and which
+//! other clients share it: [`Election::new`] for every way of taking part
+//! in an election, [`SetPartitioner::new`] for a partitioner. They implement the traits of [`crate::prelude`]:
 //! every lock is [`Lockable`](crate::prelude::Lockable), every guard a
 //! [`Hold`](crate::prelude::Hold). The names they write on the server are
 //! [`crate::layout`]'s.

@@ -50,8 +50,9 @@ pub(crate) fn split(items: &[String], members: &[String], member: &str) -> Vec<S
     items.into_iter().skip(i).step_by(n).cloned().collect()
 }
 
-/// A partitioner's settings, checked before any I/O; [`SetPartitioner::join`]
-/// starts one.
+/// The way into a set partition: a member's settings, checked before any
+/// I/O ([`SetPartitioner::new`], then [`SetPartitioner::settle`] if
+/// wanted); [`SetPartitioner::join`] starts the member, a [`Partitioner`].
 #[derive(Debug, Clone)]
 pub struct SetPartitioner {
     session: Session,
@@ -177,8 +178,8 @@ enum Command {
 }
 
 /// One member of a set partition, running kazoo's `SetPartitioner` state
-/// machine in a task; made by [`Partitioner::join`] or
-/// [`SetPartitioner::join`].
+/// machine in a task; made by [`SetPartitioner::new`]`(session, path,
+/// member_id, items)?.`[`join`](SetPartitioner::join)`()`.
 ///
 /// A set partitioner (kazoo's `SetPartitioner`, tooz's partitioner): the
 /// members of a group split a set of work items so that each item has one
@@ -229,10 +230,12 @@ enum Command {
 /// # async fn main() -> coord_core::Result<()> {
 /// # let store = coord_mem::MemStore::new();
 /// # let session = store.open();
-/// use coord_core::recipes::{PartitionState, Partitioner};
+/// use coord_core::recipes::SetPartitioner;
 ///
 /// let items = ["q1", "q2", "q3"];
-/// let worker = Partitioner::join(&session, "/partitions/queues", "worker-1", items).await?;
+/// let worker = SetPartitioner::new(&session, "/partitions/queues", "worker-1", items)?
+///     .join()
+///     .await?;
 /// let mine = worker.wait_acquired().await?; // alone: all three
 /// assert_eq!(mine, ["q1", "q2", "q3"]);
 /// assert_eq!(worker.owned(), mine);
@@ -251,29 +254,6 @@ pub struct Partitioner {
 }
 
 impl Partitioner {
-    /// [`SetPartitioner::new`] then [`SetPartitioner::join`].
-    ///
-    /// # Errors
-    /// As [`SetPartitioner::new`] (before any I/O) and
-    /// [`SetPartitioner::join`].
-    ///
-    /// # Cancel safety
-    /// Cancel safe, as [`SetPartitioner::join`].
-    pub async fn join<I, S>(
-        session: &Session,
-        path: &str,
-        member_id: &str,
-        items: I,
-    ) -> Result<Partitioner>
-    where
-        I: IntoIterator<Item = S>,
-        S: Into<String>,
-    {
-        SetPartitioner::new(session, path, member_id, items)?
-            .join()
-            .await
-    }
-
     /// This member's id.
     pub fn member_id(&self) -> &str {
         &self.member

@@ -1,29 +1,10 @@
-//! Run a job at most once per period across many instances — the
-//! 9-pods/6-hourly-SQL-job problem ("9 pods, one SQL query every 6 hours"),
-//! done right.
-//!
-//! The usual fix keeps a persistent `0/1` "locked" flag: when the pod
-//! holding it dies, the flag stays `1` and the job never runs again. Here:
-//! - the run is guarded by a [`Lock`] (ephemeral nodes): a runner that dies
-//!   takes its hold with it, so nothing is ever blocked by a crash;
-//! - the last *successful* period is recorded in `<path>/last` with a
-//!   compare-and-set made only while the runner's lock still holds (a
-//!   guarded write under its fence), so two runners can never both record
-//!   a period, and a runner that lost its lock records nothing;
-//! - periods are numbered by the caller ([`PeriodicJob::run`]) or from the
-//!   wall clock ([`period_index`]); the record only moves forward.
-//!
-//! What happens when a runner dies mid-run is chosen by [`OnCrash`]:
-//! [`OnCrash::Retry`] (the default) lets the next instance waiting for the
-//! period run it again; [`OnCrash::Skip`] marks the period started (in
-//! `<path>/started`, also a fenced compare-and-set) before running, so it
-//! is never started twice and a crashed period is skipped.
-//!
-//! Runs never overlap while the runners' sessions are live: a runner whose
-//! lock is lost (its session expired) has its job future dropped at its next
-//! await. A runner cut off from the server may not learn of that at once,
-//! so a job that writes elsewhere should pass [`RunContext::fencing_token`]
-//! along and have the resource refuse older tokens.
+//! A job run at most once per period across many instances: [`PeriodicJob`],
+//! its outcomes and [`period_index`].
+
+// The problem it solves ("9 pods, one SQL query every 6 hours"): the usual
+// fix keeps a persistent `0/1` "locked" flag, and when the pod holding it
+// dies the flag stays `1` and the job never runs again. Here the run is
+// guarded by an ephemeral lock instead, and only success is recorded.
 
 use std::future::Future;
 use std::time::{Duration, SystemTime};
@@ -115,7 +96,34 @@ impl RunContext {
     }
 }
 
-/// A job run at most once per period by whichever instance gets to it.
+/// A job run at most once per period by whichever instance gets to it,
+/// made by [`PeriodicJob::new`]`(session, path)`. Every instance calls
+/// [`PeriodicJob::run`] (or [`PeriodicJob::try_run`], which does not wait
+/// for a running instance) with the period's number, its own or from the
+/// wall clock ([`period_index`]); one runs the job, the others find it done
+/// ([`RunOutcome`]).
+///
+/// On the server, under `path`:
+/// - `lock/`: a [`Lock`] guards the run. Its nodes are ephemeral, so a
+///   runner that dies takes its hold with it: a crash never blocks the job;
+/// - `last`: the last *successful* period, recorded with a compare-and-set
+///   made only while the runner's lock still holds (a guarded write under
+///   its fence), so two runners never both record a period and a runner
+///   that lost its lock records nothing. The record only moves forward.
+/// - `started`: with [`OnCrash::Skip`], the last period started, also a
+///   fenced compare-and-set, written before running.
+///
+/// What happens when a runner dies mid-run is chosen by [`OnCrash`]
+/// ([`PeriodicJob::on_crash`]):
+/// [`OnCrash::Retry`] (the default) lets the next instance waiting for the
+/// period run it again; [`OnCrash::Skip`] marks the period started before
+/// running, so it is never started twice and a crashed period is skipped.
+///
+/// Runs never overlap while the runners' sessions are live: a runner whose
+/// lock is lost (its session expired) has its job future dropped at its next
+/// await. A runner cut off from the server may not learn of that at once,
+/// so a job that writes elsewhere should pass [`RunContext::fencing_token`]
+/// along and have the resource refuse older tokens.
 ///
 /// ```
 /// # async fn demo(session: coord_core::Session) -> coord_core::Result<()> {

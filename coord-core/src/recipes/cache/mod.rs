@@ -1,8 +1,5 @@
-//! Local, always-converging views of a node, a directory or a subtree, with
-//! an event stream (Curator's `CuratorCache` / `NodeCache` /
-//! `PathChildrenCache` / `TreeCache`; kazoo's `DataWatch`, `ChildrenWatch`,
-//! `TreeCache`).
-//! See [`TreeCache`] for how they work.
+//! The caches: local, always-converging views of a node, a directory or a
+//! subtree, with an event stream ([`TreeCache`] says how they work).
 
 mod event;
 mod mirror;

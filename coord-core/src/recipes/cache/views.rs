@@ -105,14 +105,18 @@ impl ChildrenCache {
 }
 cache_api!(ChildrenCache);
 
-/// A node and its descendants down to `max_depth` levels below it.
+/// A node and its descendants down to `max_depth` levels below it, made by
+/// [`TreeCache::start`]`(session, root, max_depth)`.
 ///
-/// How the three caches work:
+/// How the three caches work (Curator's `CuratorCache`, `NodeCache`,
+/// `PathChildrenCache`, `TreeCache`; kazoo's `DataWatch`, `ChildrenWatch`,
+/// `TreeCache`), each started by its `start`:
 ///
-/// * [`NodeCache`] — one node's data and version.
+/// * [`NodeCache`] — one node's data and version
+///   ([`NodeCache::start`]`(session, node)`).
 /// * [`ChildrenCache`] — the children of a directory, with their data
 ///   (`PathChildrenCache` with `cacheData`); the directory itself is not
-///   reported.
+///   reported ([`ChildrenCache::start`]`(session, dir)`).
 /// * [`TreeCache`] — a node and its descendants down to `max_depth` levels
 ///   below it.
 ///

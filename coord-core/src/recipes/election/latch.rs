@@ -1,6 +1,5 @@
-//! Curator's `LeaderLatch` over an [`Election`](super::Election)'s
-//! [`Participant`]: start, `await`, `hasLeadership`, a listener of
-//! `isLeader` / `notLeader`, close.
+//! Curator's `LeaderLatch` over an election's participant:
+//! [`LeaderLatch`], made by [`Election::latch`].
 
 use std::time::Duration;
 
@@ -11,7 +10,6 @@ use crate::error::{Error, Result};
 use crate::recipes::election::events::ElectionState;
 use crate::recipes::election::leader::Election;
 use crate::recipes::election::participant::{Participant, ParticipantStatus};
-use crate::session::Session;
 
 /// What a [`LeaderLatch`] is now, as its [`LatchWatcher`] reports it
 /// (Curator's `LeaderLatchListener.isLeader` / `notLeader`).
@@ -28,8 +26,11 @@ pub enum LatchEvent {
     NotLeader,
 }
 
-/// A leader latch (Curator's `LeaderLatch`): it joins the election at once
-/// and stays in it until closed; [`LeaderLatch::has_leadership`] says
+/// A leader latch (Curator's `LeaderLatch`), made by
+/// [`Election::new`]`(session, path)?.`[`latch`](Election::latch)`(id)`
+/// (the id is the offer's data, which [`Election::leader`] reads back;
+/// Curator's latch id). It joins the election at once and stays in it
+/// until closed; [`LeaderLatch::has_leadership`] says
 /// whether it leads now, [`LeaderLatch::await_leadership`] waits until it
 /// does, [`LeaderLatch::watch`] follows `IsLeader` / `NotLeader`.
 ///
@@ -50,9 +51,9 @@ pub enum LatchEvent {
 /// # async fn main() -> coord_core::Result<()> {
 /// # let store = coord_mem::MemStore::new();
 /// # let session = store.open();
-/// use coord_core::recipes::{LatchEvent, LeaderLatch};
+/// use coord_core::recipes::{Election, LatchEvent};
 ///
-/// let latch = LeaderLatch::start(&session, "/latches/scheduler", "host-a")?;
+/// let latch = Election::new(&session, "/latches/scheduler")?.latch(b"host-a")?;
 /// let token = latch.await_leadership().await?;
 /// assert!(latch.has_leadership());
 /// assert_eq!(latch.watch().next().await, Some(LatchEvent::IsLeader { token }));
@@ -81,22 +82,6 @@ fn is_over(s: &ParticipantStatus) -> bool {
 }
 
 impl LeaderLatch {
-    /// Start a latch in the election at `path` with id `id` (the offer's
-    /// data, which [`Election::leader`] reads back; Curator's latch id).
-    /// Needs a tokio runtime.
-    ///
-    /// # Errors
-    /// [`Error::InvalidPath`] for a bad path or `/`;
-    /// [`Error::InvalidArgument`] for an id over the data limit. Errors met
-    /// later end the latch: it reports [`LatchEvent::NotLeader`] and
-    /// [`LeaderLatch::close`] returns the error.
-    ///
-    /// # Panics
-    /// Outside a tokio runtime (the latch's participant is a task).
-    pub fn start(session: &Session, path: &str, id: &str) -> Result<Self> {
-        Election::new(session, path)?.latch(id.as_bytes())
-    }
-
     /// A latch over `participant`, offering `id`.
     pub(crate) fn over(participant: Participant, id: Vec<u8>) -> Self {
         let status = participant.status_receiver();
@@ -257,11 +242,14 @@ impl LatchWatcher {
 }
 
 impl Election {
-    /// Start a [`LeaderLatch`] (Curator's `LeaderLatch`) offering `value`:
-    /// a [`Participant`] seen as leading or not. Needs a tokio runtime.
+    /// Start a [`LeaderLatch`] (Curator's `LeaderLatch`) offering `value`
+    /// (its id, Curator's latch id): a [`Participant`] seen as leading or
+    /// not. Needs a tokio runtime.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for a value over the data limit.
+    /// [`Error::InvalidArgument`] for a value over the data limit. Errors
+    /// met later end the latch: it reports [`LatchEvent::NotLeader`] and
+    /// [`LeaderLatch::close`] returns the error.
     ///
     /// # Panics
     /// Outside a tokio runtime (the latch's participant is a task).

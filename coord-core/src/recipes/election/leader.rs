@@ -14,7 +14,57 @@ use crate::recipes::election::leadership::Leadership;
 use crate::recipes::election::participant::Participant;
 use crate::session::Session;
 
-/// A leader election at a directory path.
+/// A leader election at a directory path (etcd's `Election`, the ZooKeeper
+/// recipes' `LeaderElectionSupport`, Curator's `LeaderLatch`).
+///
+/// One way in, [`Election::new`]`(session, path)`, then one of four ways to
+/// take part, each offering a value (a host name, say) that anyone can read
+/// back as the leader's:
+/// - [`campaign`](Election::campaign) waits until elected and returns a
+///   [`Leadership`] guard (fencing token, guarded writes, `lost()`,
+///   `resign()`), as etcd's `Campaign`: for code that leads for a while,
+///   then resigns;
+/// - `lead` ([`LeaderElectionExt::lead`](crate::prelude::LeaderElectionExt::lead),
+///   with `use coord_core::prelude::*`) campaigns, runs a body as leader and
+///   resigns, dropping the body if leadership is lost: for leader work that
+///   is one async block;
+/// - [`participate`](Election::participate) starts a [`Participant`], a task
+///   running `LeaderElectionSupport`'s state machine that stays in the
+///   election and delivers its events (`START`, `OFFER_*`, `DETERMINE_*`,
+///   `READY_*`, `ELECTED_*`, `FAILED`, `STOP_*`) in order: to react to each
+///   step without blocking on the election;
+/// - [`latch`](Election::latch) starts a [`LeaderLatch`](crate::recipes::LeaderLatch), Curator's latch
+///   over a participant (`has_leadership`, `await_leadership`, `IsLeader` /
+///   `NotLeader`): to ask "do I lead now?" from anywhere.
+///
+/// Anyone, taking part or not, reads the leader ([`Election::leader`]),
+/// lists the candidates ([`Election::participants`]) and follows leader
+/// changes ([`Election::observe`]).
+///
+/// # On the server
+/// Each offer is an ephemeral-sequential node `_c_<uuid>-latch-<seq>` under
+/// the election's directory, the offered value as its data. The live offer
+/// with the lowest sequence leads; every other waits on its immediate
+/// predecessor only, so a leader's departure wakes one participant. An offer
+/// dies with its session, so a leader whose process dies is replaced.
+///
+/// # Guarantees
+/// Every leader's fencing token (its offer's stamp) is strictly larger than
+/// every earlier leader's of the election: pass it to the resources the
+/// leader writes, or write through its fence, so a stale leader (one cut
+/// off from the server that has not yet learned its session ended) is
+/// refused. A campaign dropped before it wins withdraws its offer; a
+/// dropped guard, participant or latch withdraws it in the background (the
+/// session's end is the backstop).
+///
+/// # Sharing the election
+/// Any child with a sequence counts as an offer, whatever its name. The
+/// default names are Curator `LeaderLatch`'s, so Curator latches and kazoo's
+/// `Election` (with `extra_lock_patterns=("-latch-",)`) share the election
+/// on ZooKeeper; [`Election::with_layout`] takes `LeaderSelector`'s names
+/// instead ([`ElectionLayout`]). On etcd every key under the directory is
+/// ordered by create revision, its value the proposal, so `etcdctl elect`
+/// processes take part too.
 ///
 /// ```
 /// # async fn demo(session: coord_core::Session) -> coord_core::Result<()> {

@@ -1,5 +1,5 @@
-//! The exclusive lock without herd effect (the ZooKeeper recipes'
-//! `WriteLock`, Curator's `InterProcessMutex`, the ZooKeeper paper §2.4).
+//! [`Lock`], the exclusive lock without herd effect (the ZooKeeper paper
+//! §2.4).
 
 use std::time::Duration;
 
@@ -19,7 +19,22 @@ use crate::recipes::lock::lockable::Lockable;
 use crate::session::Session;
 use crate::telemetry::{self, Recipe};
 
-/// A distributed exclusive lock at a directory path.
+/// A distributed exclusive lock at a directory path (the ZooKeeper
+/// recipes' `WriteLock`, Curator's `InterProcessMutex`), made by
+/// [`Lock::new`]`(session, path)` ([`Lock::with_data`] to store, say, the
+/// host in each contender's node). Take it with [`Lock::acquire`],
+/// [`Lock::try_acquire`] or [`Lock::acquire_timeout`], or scoped with `run`
+/// ([`LockableExt::run`](crate::prelude::LockableExt::run), with
+/// `use coord_core::prelude::*`); each hold is a [`LockGuard`], released by
+/// [`LockGuard::release`] or, in the background, on drop.
+///
+/// The other locks, each with one constructor: [`RwLock`](crate::recipes::RwLock)
+/// (readers share), [`Semaphore`](crate::recipes::Semaphore) (N leases) and
+/// [`SemaphoreMutex`](crate::recipes::SemaphoreMutex),
+/// [`ReentrantLock`](crate::recipes::ReentrantLock) (wraps any lock),
+/// [`MultiLock`](crate::recipes::MultiLock) (several, all or nothing), and
+/// [`SimpleLock`](crate::recipes::SimpleLock) (the herd-effect baseline);
+/// code that takes any lock takes a `&dyn` [`Lockable`].
 ///
 /// Contenders queue as ephemeral-sequential children of the directory,
 /// named `_c_<uuid>-lock-<seq>` as Curator's `InterProcessMutex` names them;
@@ -29,8 +44,14 @@ use crate::telemetry::{self, Recipe};
 /// sequence; a waiter watches only its immediate predecessor, so one release
 /// wakes one waiter. Not reentrant: a second acquire through the same
 /// session waits like any other contender (wrap it in a
-/// [`ReentrantLock`](crate::recipes::ReentrantLock) to re-enter). A
-/// [`Lockable`]: code taking `&dyn Lockable` takes it.
+/// [`ReentrantLock`](crate::recipes::ReentrantLock) to re-enter).
+///
+/// Each holder's fencing token (its node's stamp) is strictly larger than
+/// every earlier holder's, and the hold lasts while its node does: the
+/// session's end (or someone deleting the node) loses it, which the guard's
+/// `lost()` reports. Pass the token to what the holder writes, or write
+/// through the guard's fence, so that a holder cut off from the server is
+/// refused.
 ///
 /// ```
 /// # async fn demo(session: coord_core::Session) -> coord_core::Result<()> {

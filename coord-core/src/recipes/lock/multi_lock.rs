@@ -12,7 +12,10 @@ use crate::error::{Error, Result};
 use crate::recipes::lock::guard::LockGuard;
 use crate::recipes::lock::lockable::Lockable;
 
-/// Several locks taken as one: all of them, or none.
+/// Several locks taken as one: all of them, or none (Curator's
+/// `InterProcessMultiLock`), made by [`MultiLock::new`] over any
+/// [`Lockable`]s; [`MultiLock::acquire`] (`try_acquire`, `acquire_timeout`)
+/// returns a [`MultiLockGuard`] holding one guard per lock.
 ///
 /// The locks may be of any kind and on any paths (or sessions). They are
 /// always taken in one global order — by path — whatever order they were

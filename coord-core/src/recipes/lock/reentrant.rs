@@ -16,7 +16,8 @@ use crate::recipes::lock::lockable::Lockable;
 use crate::session::Session;
 use crate::telemetry::{self, Recipe};
 
-/// Any [`Lockable`], made reentrant for one **owner**: while the owner
+/// Any [`Lockable`], made reentrant for one **owner** by
+/// [`ReentrantLock::new`]`(lock)`: while the owner
 /// holds the lock, its further acquires succeed at once and count; the
 /// lock is released when the owner's last hold is released.
 ///

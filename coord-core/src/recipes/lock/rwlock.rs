@@ -1,5 +1,5 @@
-//! The read/write lock of the ZooKeeper paper (Curator
-//! `InterProcessReadWriteLock`).
+//! [`RwLock`], the read/write lock of the ZooKeeper paper, and its two
+//! halves.
 
 use std::time::Duration;
 
@@ -18,7 +18,13 @@ use crate::recipes::lock::lockable::Lockable;
 use crate::session::Session;
 use crate::telemetry::{self, Recipe};
 
-/// A distributed read/write lock at a directory path.
+/// A distributed read/write lock at a directory path (the ZooKeeper
+/// paper's; Curator's `InterProcessReadWriteLock`), made by
+/// [`RwLock::new`]`(session, path)`. Take a read hold with
+/// [`RwLock::read`] (`try_read`, `read_timeout`) and a write hold with
+/// [`RwLock::write`] (`try_write`, `write_timeout`); or take each half as a
+/// lock of its own, a [`Lockable`] for code that takes any lock:
+/// [`RwLock::read_lock`], [`RwLock::write_lock`].
 ///
 /// Readers share it; a writer holds it alone. Both queue as
 /// ephemeral-sequential children (`_c_<uuid>-__READ__<seq>` and

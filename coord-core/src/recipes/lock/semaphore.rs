@@ -1,6 +1,5 @@
-//! A counting semaphore with N leases (Curator's
-//! `InterProcessSemaphoreV2`) and the non-reentrant mutex on top of it
-//! (Curator's `InterProcessSemaphoreMutex`).
+//! [`Semaphore`], N leases, and [`SemaphoreMutex`], the non-reentrant mutex
+//! on top of it.
 
 use std::time::Duration;
 
@@ -21,23 +20,30 @@ use crate::recipes::lock::lockable::Lockable;
 use crate::session::Session;
 use crate::telemetry::{self, Recipe};
 
-/// A distributed semaphore: at most `max_leases` leases are held at once,
-/// across every process.
+/// A distributed semaphore (Curator's `InterProcessSemaphoreV2`): at most
+/// `max_leases` leases are held at once, across every process. Made by
+/// [`Semaphore::new`]`(session, path, max_leases)` (every process must
+/// agree on `max_leases`); take leases with [`Semaphore::acquire`]
+/// (`try_acquire`, `acquire_timeout`), each a [`Lease`], and give them back
+/// with [`Lease::release`] or [`Semaphore::return_all`]. For a one-lease
+/// lock that is a [`Lockable`], see [`SemaphoreMutex`].
 ///
-/// Layout as Curator's: `<path>/locks` is an internal [`Lock`] that queues
-/// the acquirers who must wait, and `<path>/leases` holds one
-/// ephemeral-sequential node per lease (`_c_<uuid>-lease-<seq>`). A lease
-/// is first tried without the internal lock: create the lease node, list
-/// the leases; at most `max_leases`, it is kept (two round trips, one on
-/// ZooKeeper, whose FIFO connection lets the listing follow the create
-/// unanswered; one more to return it). Otherwise the node is deleted and
-/// the lease is taken as Curator takes every lease: holding the internal
-/// lock, create the lease node, count the leases, keep it at most
-/// `max_leases`, else wait for the lease directory to change, then let go
-/// of the lock. A holder's leases die with its session.
+/// Layout as Curator's, so Curator processes share the semaphore:
+/// `<path>/locks` is an internal [`Lock`] that queues the acquirers who
+/// must wait, and `<path>/leases` holds one ephemeral-sequential node per
+/// lease (`_c_<uuid>-lease-<seq>`). A holder's leases die with its session.
 ///
 /// `acquire(qty, ..)` is all or nothing: on timeout, error or cancel, the
 /// leases taken so far are returned.
+// How a lease is taken: first without the internal lock: create the lease
+// node, list the leases; at most `max_leases`, it is kept (two round trips,
+// one on ZooKeeper, whose FIFO connection lets the listing follow the
+// create unanswered; one more to return it). Otherwise the node is deleted
+// and the lease is taken as Curator takes every lease: holding the internal
+// lock, create the lease node, count the leases, keep it at most
+// `max_leases`, else wait for the lease directory to change, then let go of
+// the lock.
+//
 // Why the fast path never grants more than `max_leases`: every acquirer,
 // fast, locked or Curator's, decides on a listing made after its own node
 // exists (one that shows its node), and keeps it only if that listing
@@ -466,8 +472,10 @@ impl Semaphore {
 }
 
 /// A non-reentrant mutex built on a one-lease [`Semaphore`] (Curator
-/// `InterProcessSemaphoreMutex`): unlike [`Lock`], even the same handle
-/// cannot take it twice.
+/// `InterProcessSemaphoreMutex`, same layout), made by
+/// [`SemaphoreMutex::new`]`(session, path)`: a [`Lockable`] whose holds are
+/// [`LockGuard`]s. Unlike [`Lock`], even the same handle cannot take it
+/// twice.
 #[derive(Debug, Clone)]
 pub struct SemaphoreMutex {
     sem: Semaphore,

@@ -20,7 +20,8 @@ use crate::recipes::lock::lockable::Lockable;
 use crate::session::Session;
 use crate::telemetry::{self, Recipe};
 
-/// The paper's simple lock: whoever creates the ephemeral node
+/// The ZooKeeper paper's simple lock, made by
+/// [`SimpleLock::new`]`(session, path)`: whoever creates the ephemeral node
 /// `<path>/lock` holds the lock; everyone else waits for that node to go
 /// and then races to create it again.
 ///

@@ -21,6 +21,16 @@ use crate::recipes::queue::reliable::ReliableQueue;
 /// with a reliable mode where a taken item is leased to its consumer until
 /// acknowledged.
 ///
+/// Made by [`Queue::new`]`(session, path)`, or [`Queue::reliable`]`(session,
+/// path)` for the reliable mode (a [`ReliableQueue`], whose takes return a
+/// [`Delivery`](crate::recipes::Delivery) to acknowledge). Offer with
+/// [`Queue::offer`], take with [`Queue::take`] (waits) or [`Queue::poll`]
+/// (does not); code that takes any queue takes a `&dyn`
+/// [`WorkQueue`](crate::prelude::WorkQueue). Ordered by a key instead:
+/// [`PriorityQueue`](crate::recipes::PriorityQueue) and
+/// [`DelayQueue`](crate::recipes::DelayQueue), each with its own `new` and
+/// `reliable`.
+///
 /// Layout under the queue's directory:
 /// - `items/_c_<uuid>-item-<seq>`: one persistent-sequential node per item,
 ///   the item as its data; FIFO by sequence;

@@ -1,18 +1,18 @@
 //! The ordering keys a priority or delay queue writes into its item names,
 //! in Curator's layouts, and the order the engine takes items in.
-//!
-//! - Priority (`DistributedPriorityQueue.priorityToString`): after the
-//!   item marker, `1` for a priority ≥ 0 or `0` for a negative one, then
-//!   the priority's 32 bits as 8 upper-case hex digits, then the backend's
-//!   sequence suffix: `_c_<uuid>-item-1000000050000000012` is priority 5.
-//!   The 9 characters sort as the numbers do.
-//! - Delay (`DistributedDelayQueue.epochToString`): after the item marker,
-//!   `|<due time>|`, the due time in milliseconds since the Unix epoch as
-//!   (at least 8) upper-case hex digits, then the suffix:
-//!   `_c_<uuid>-item-|18BF3A2C4D0|0000000012`.
-//!
-//! A name that does not carry a key reads as Curator reads it: priority 0,
-//! due at once.
+
+// - Priority (`DistributedPriorityQueue.priorityToString`): after the
+//   item marker, `1` for a priority ≥ 0 or `0` for a negative one, then
+//   the priority's 32 bits as 8 upper-case hex digits, then the backend's
+//   sequence suffix: `_c_<uuid>-item-1000000050000000012` is priority 5.
+//   The 9 characters sort as the numbers do.
+// - Delay (`DistributedDelayQueue.epochToString`): after the item marker,
+//   `|<due time>|`, the due time in milliseconds since the Unix epoch as
+//   (at least 8) upper-case hex digits, then the suffix:
+//   `_c_<uuid>-item-|18BF3A2C4D0|0000000012`.
+//
+// A name that does not carry a key reads as Curator reads it: priority 0,
+// due at once.
 
 use std::collections::HashSet;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};

@@ -7,6 +7,7 @@ pub(crate) mod claim;
 pub(crate) mod engine;
 pub(crate) mod fifo;
 pub(crate) mod keys;
+pub(crate) mod lanes;
 pub(crate) mod ordered;
 pub(crate) mod reliable;
 pub(crate) mod work_queue;

@@ -1,7 +1,5 @@
-//! The priority queue and the delay queue (Curator's
-//! `DistributedPriorityQueue` and `DistributedDelayQueue`): the queue's
-//! engine with an ordering key in each item's name (see
-//! [`keys`](super::keys)), plain or reliable as [`Queue`](super::Queue) is.
+//! [`PriorityQueue`] and [`DelayQueue`], plain or reliable: the queue's
+//! engine with an ordering key in each item's name.
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
