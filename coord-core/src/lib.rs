@@ -13,6 +13,27 @@
 //! them in. Every argument is checked before any I/O ([`path`]); every
 //! error is one [`Error`].
 //!
+//! # Event streams
+//! Everything that reports a sequence of events — the caches, the
+//! watchers, [`LeaderObserver`](recipes::LeaderObserver),
+//! [`Participant`](recipes::Participant), [`TreeWatch`] — is a
+//! [`Stream`](futures_core::Stream), with an inherent `next()` that
+//! behaves exactly as `StreamExt::next` (and needs no import). Each type's
+//! doc says which of two kinds it is:
+//!
+//! * `Item = Result<T>` where reading can fail. An error that ends the
+//!   stream (the session's end, a closed cache, a watch that is over) is
+//!   yielded once as `Some(Err(e))`; then the stream ends (`None`) — for
+//!   a cache, until `restart`. An error that leaves the stream usable (a
+//!   counter holding a value that is not a number) is `Some(Err(e))` and
+//!   the stream goes on.
+//! * `Item = T` where a task reports its own failures as events (an
+//!   election's `Failed`, a latch's `NotLeader`, a partitioner's
+//!   `Failed`); the stream ends when the task is over.
+//!
+//! Every `next()` is cancel safe: dropped before it resolves, it loses
+//! nothing, and the next call goes on from where it was.
+//!
 //! # Map
 //! Layers, bottom first. A file imports only from its own layer's files
 //! below it and from lower layers, never upward, and no two files import
@@ -34,9 +55,9 @@
 #![warn(missing_docs)]
 
 pub mod backend;
-mod compat;
 #[doc(hidden)]
 pub mod backend_net;
+mod compat;
 pub mod error;
 mod hold;
 pub mod inspect;
