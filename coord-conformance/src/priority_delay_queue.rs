@@ -251,7 +251,7 @@ pub async fn delay_queue_bad_input(h: &dyn Harness) {
     let s = h.open().await;
     let q = DelayQueue::new(&s, &root).expect("queue");
     let r = DelayQueue::reliable(&s, &root).expect("queue");
-    let too_long = coord_core::recipes::queue::MAX_DELAY + Duration::from_secs(1);
+    let too_long = coord_core::limits::MAX_DELAY + Duration::from_secs(1);
     assert!(matches!(
         q.offer(b"x", too_long).await,
         Err(Error::InvalidArgument(_))

@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use coord_core::path::join;
 use coord_core::prelude::*;
+use coord_core::recipes::HoldContext;
 use coord_core::recipes::{Election, Stats};
-use coord_core::traits::HoldContext;
 use coord_core::{CreateMode, Error, Op, Session};
 use tokio::sync::oneshot;
 

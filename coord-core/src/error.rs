@@ -202,7 +202,7 @@ impl Error {
     /// and whose node is not there when looked for: it may never have been
     /// made, or been made and already removed by another session (a queue
     /// item taken), so it is not made again (see
-    /// [`PrimitiveSession::create`](crate::PrimitiveSession::create)).
+    /// [`PrimitiveSession::create`](crate::backend::PrimitiveSession::create)).
     /// `prefix` is the path asked for.
     pub fn lost_sequential_create(prefix: &str) -> Self {
         Error::OutcomeUnknown {

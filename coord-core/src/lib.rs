@@ -45,19 +45,15 @@
 //! | `backend/` | what only backend authors need ([`backend`]): the primitive contract and its node types (public at the root), the lease clock, backoff, redaction, TLS material |
 //! | `telemetry/` | spans, events and metrics ([`telemetry`]); told the backend and session id, it knows nothing of the layers above |
 //! | `session.rs` | [`Session`], the checked handle every recipe holds |
-//! | `machinery/` | crate-private helpers: cancel-safe creates and deletes, retried reads, waits, counters |
+//! | `machinery/` | crate-private helpers: cancel-safe creates and deletes, retried reads, waits, counters, event streams that a dropped `next()` leaves intact |
 //! | `hold/` | what every guard is made of: the `Hold` trait and [`while_held`](recipes::while_held), the held node, contenders and queueing, revocation |
 //! | `recipes/` | one folder or file per family, its trait beside its recipes: `lock/`, `election/`, `queue/`, `cache/`, then group, partitioner, barrier, counter, periodic job (a family may use an earlier one: a semaphore or a periodic job holds a `Lock`) |
 //! | `inspect/` | what lives at a path ([`inspect`]), one file per family |
 //!
-//! `mod.rs` files only declare and re-export. `compat.rs` keeps the paths
-//! of before the layering compiling; nothing inside the crate uses it.
+//! `mod.rs` files only declare and re-export.
 #![warn(missing_docs)]
 
 pub mod backend;
-#[doc(hidden)]
-pub mod backend_net;
-mod compat;
 pub mod error;
 mod hold;
 pub mod inspect;
@@ -68,10 +64,6 @@ pub mod path;
 pub mod recipes;
 mod session;
 pub mod telemetry;
-
-// Old paths, until the compat module goes.
-#[doc(hidden)]
-pub use compat::root::*;
 
 /// The traits, for `use coord_core::prelude::*`: their methods then work on
 /// every recipe and every `dyn` of them.

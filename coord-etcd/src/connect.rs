@@ -5,8 +5,9 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use coord_core::backoff::Backoff;
-use coord_core::{LeaseClock, Result, Session, SessionState};
+use coord_core::backend::lease::LeaseClock;
+use coord_core::backend::Backoff;
+use coord_core::{Result, Session, SessionState};
 use etcd_client::Client;
 use tokio::sync::watch;
 

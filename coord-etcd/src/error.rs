@@ -69,7 +69,7 @@ pub(crate) fn map(e: etcd_client::Error) -> Error {
 pub(crate) async fn map_connect(
     e: etcd_client::Error,
     endpoints: &[String],
-    tls: Option<&coord_core::TlsMaterial>,
+    tls: Option<&coord_core::backend::TlsMaterial>,
     timeout: Duration,
 ) -> Error {
     if let Some(typed) = tls_error(&e, tls.is_some()) {

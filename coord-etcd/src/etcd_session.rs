@@ -19,7 +19,7 @@ use crate::shared::Shared;
 use crate::slots::Slots;
 use crate::txn;
 
-/// One session on etcd: the [`coord_core::PrimitiveSession`] that
+/// One session on etcd: the [`coord_core::backend::PrimitiveSession`] that
 /// [`crate::connect`](fn@crate::connect) opens.
 pub(crate) struct EtcdSession {
     pub(crate) shared: Arc<Shared>,
@@ -30,7 +30,7 @@ pub(crate) struct EtcdSession {
     /// Contender creates in flight, whose Txn also lists the siblings: a
     /// `children` of the same directory issued meanwhile takes that listing
     /// instead of a round trip of its own (see [`EtcdSession`]'s
-    /// [`create`](coord_core::PrimitiveSession::create)).
+    /// [`create`](coord_core::backend::PrimitiveSession::create)).
     pub(crate) in_flight: Mutex<Vec<InFlight>>,
     pub(crate) in_flight_ids: AtomicU64,
     /// Names of deleted contender nodes, lent to the next create at the

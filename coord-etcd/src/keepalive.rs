@@ -3,7 +3,7 @@
 //! state (`Suspended`, back to `Connected`, `Expired`).
 //!
 //! The task never decides on its own that the session is lost: that is the
-//! lease deadline's job (`coord_core::lease`), which `coord_core::Session`
+//! lease deadline's job (`coord_core::backend::lease`), which `coord_core::Session`
 //! watches and which ends the session through `abandon` (see
 //! `crate::session`). The task keeps beating, however long beats fail,
 //! until the server says the lease is gone or it is stopped: an etcd that

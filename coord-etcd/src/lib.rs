@@ -81,7 +81,7 @@
 //! one succeeds, and `Expired` when the server says the lease is gone (TTL 0,
 //! revoked) or when no keep-alive was answered before the lease deadline
 //! (90 % of the TTL after the send time of the last answered one; see
-//! [`coord_core::lease`]): then the client gives the session up before the
+//! [`coord_core::backend::lease`]): then the client gives the session up before the
 //! server can, and revokes the lease as soon as it reaches a member, so its
 //! nodes stop blocking others. Closing revokes the lease: its ephemeral
 //! nodes go at once.

@@ -120,7 +120,7 @@ impl EtcdOptions {
                 "credentials in the URL are not supported; use EtcdOptions::with_user",
             ));
         }
-        let endpoints = coord_core::backend_net::host::host_list(hosts, 2379)
+        let endpoints = coord_core::backend::host::host_list(hosts, 2379)
             .map_err(|why| bad(&why))?
             .into_iter()
             .map(|host| format!("http://{host}"));
@@ -142,7 +142,7 @@ impl EtcdOptions {
     /// crashed client by at most this long. A session whose keep-alives go
     /// unanswered for 90 % of it (from the send time of the last answered
     /// one) counts as lost on the client, before the server can drop the
-    /// lease (see [`coord_core::lease`]). Zero or over
+    /// lease (see [`coord_core::backend::lease`]). Zero or over
     /// [`coord_core::limits::MAX_SESSION_TIMEOUT`] is refused by
     /// [`crate::connect`](fn@crate::connect) with [`Error::InvalidArgument`] before any I/O.
     pub fn with_session_timeout(mut self, timeout: Duration) -> Self {
@@ -293,7 +293,7 @@ impl EtcdOptions {
     /// [`TlsOptions::load`] (`None`: plaintext).
     pub(crate) fn client_options(
         &self,
-        tls: Option<&coord_core::TlsMaterial>,
+        tls: Option<&coord_core::backend::TlsMaterial>,
     ) -> Result<etcd_client::ConnectOptions> {
         let mut o = etcd_client::ConnectOptions::new()
             .with_connect_timeout(self.connect_timeout)
@@ -315,7 +315,7 @@ impl EtcdOptions {
     }
 
     /// Refuse options that cannot work, before any I/O: bad TLS settings
-    /// ([`TlsOptions::check`]), no endpoint, a
+    /// ([`TlsOptions::validate`]), no endpoint, a
     /// session timeout of zero or over [`MAX_SESSION_TIMEOUT`], a request or connect
     /// timeout of zero or over [`MAX_REQUEST_TIMEOUT`]. Within these bounds
     /// no arithmetic on them can overflow.
@@ -342,7 +342,7 @@ impl EtcdOptions {
         bounded("request timeout", self.request_timeout, MAX_REQUEST_TIMEOUT)?;
         bounded("connect timeout", self.connect_timeout, MAX_REQUEST_TIMEOUT)?;
         if let Some(tls) = &self.tls {
-            tls.check()?;
+            tls.validate()?;
         }
         Ok(())
     }
@@ -352,7 +352,7 @@ impl EtcdOptions {
 #[cfg(feature = "tls")]
 fn with_tls(
     options: etcd_client::ConnectOptions,
-    material: &coord_core::TlsMaterial,
+    material: &coord_core::backend::TlsMaterial,
     handshake_timeout: Duration,
 ) -> Result<etcd_client::ConnectOptions> {
     use etcd_client::{Certificate, Identity, TlsOptions as ClientTls};
@@ -376,7 +376,7 @@ fn with_tls(
 #[cfg(not(feature = "tls"))]
 fn with_tls(
     _: etcd_client::ConnectOptions,
-    _: &coord_core::TlsMaterial,
+    _: &coord_core::backend::TlsMaterial,
     _: Duration,
 ) -> Result<etcd_client::ConnectOptions> {
     Err(Error::InvalidArgument(

@@ -12,8 +12,8 @@
 
 use std::time::Duration;
 
-use coord_core::backend_net::tls_probe;
-use coord_core::TlsMaterial;
+use coord_core::backend::tls_probe;
+use coord_core::backend::TlsMaterial;
 
 /// What tonic offers in the handshake: gRPC runs on HTTP/2.
 const ALPN: &[&[u8]] = &[b"h2"];

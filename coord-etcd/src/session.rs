@@ -6,10 +6,11 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use coord_core::backoff::Backoff;
+use coord_core::backend::Backoff;
+use coord_core::backend::{lease::LeaseClock, PrimitiveSession};
 use coord_core::{
-    Child, CreateMode, Created, Error, Fence, LeaseClock, Node, Op, OpResult, PrimitiveSession,
-    Result, SessionId, SessionState, Stat, TreeWatch, Watch,
+    Child, CreateMode, Created, Error, Fence, Node, Op, OpResult, Result, SessionId, SessionState,
+    Stat, TreeWatch, Watch,
 };
 use etcd_client::GetOptions;
 use tokio::sync::watch;
@@ -135,7 +136,7 @@ impl PrimitiveSession for EtcdSession {
             // This session's own contender node, whose name it lends again
             // (a plain delete would not free it), or a session that has
             // no revision to read at yet: read, then delete.
-            return coord_core::primitive::read_then_delete(self, path).await;
+            return coord_core::backend::read_then_delete(self, path).await;
         }
         let key = shared.keys.key(path);
         let backoff = Backoff::RECIPES;

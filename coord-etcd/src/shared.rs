@@ -6,7 +6,8 @@ use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use coord_core::{Error, LeaseClock, Result, SessionState};
+use coord_core::backend::lease::LeaseClock;
+use coord_core::{Error, Result, SessionState};
 use etcd_client::{Client, GetOptions, Txn};
 use tokio::sync::{watch, Notify};
 
@@ -20,7 +21,7 @@ pub(crate) struct Shared {
     pub(crate) lease: i64,
     /// The TTL the server granted.
     pub(crate) ttl: Duration,
-    /// The lease deadline on the client (see `coord_core::lease`): renewed
+    /// The lease deadline on the client (see `coord_core::backend::lease`): renewed
     /// by every keep-alive the server answers with the lease alive, and by
     /// nothing else (a Put does not renew a lease).
     pub(crate) clock: LeaseClock,
@@ -37,7 +38,7 @@ pub(crate) struct Shared {
     /// was just answered, so the connection is back.
     pub(crate) beat_now: Notify,
     /// Unary requests this session sent (see
-    /// [`coord_core::PrimitiveSession::requests_sent`]).
+    /// [`coord_core::backend::PrimitiveSession::requests_sent`]).
     pub(crate) requests: AtomicU64,
     /// The session authenticates with a user and password (so a token the
     /// server dropped can be had again; see [`Shared::refresh_token`]).

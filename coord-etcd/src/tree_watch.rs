@@ -12,7 +12,7 @@ use crate::shared::Shared;
 use crate::watch::{backoff, denied, session_end};
 
 /// A tree watch on the node at `path` and every node under it (see
-/// [`coord_core::PrimitiveSession::watch_tree`]): one watch over the key
+/// [`coord_core::backend::PrimitiveSession::watch_tree`]): one watch over the key
 /// range of the subtree, starting right after the revision read here, so a
 /// change applied after the call is reported. A broken stream is opened
 /// again from the revision after the last event delivered (nothing missed,

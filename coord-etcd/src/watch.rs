@@ -189,10 +189,10 @@ async fn until_end(
 }
 
 /// Pause before opening a broken watch again: 50 ms, doubling to 1 s, with
-/// jitter (coord's one [`Backoff`](coord_core::backoff::Backoff)).
+/// jitter (coord's one [`Backoff`](coord_core::backend::Backoff)).
 pub(crate) async fn backoff(attempt: &mut u32) {
-    const WATCH: coord_core::backoff::Backoff =
-        coord_core::backoff::Backoff::new(Duration::from_millis(50), Duration::from_secs(1));
+    const WATCH: coord_core::backend::Backoff =
+        coord_core::backend::Backoff::new(Duration::from_millis(50), Duration::from_secs(1));
     WATCH.sleep(attempt).await;
 }
 

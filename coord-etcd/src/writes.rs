@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use coord_core::backoff::Backoff;
+use coord_core::backend::Backoff;
 use coord_core::{CreateMode, Created, Error, OpResult, Result};
 use etcd_client::GetOptions;
 
@@ -44,7 +44,7 @@ impl EtcdSession {
         }
     }
 
-    /// Send one create (see [`PrimitiveSession::create`](coord_core::PrimitiveSession::create) for
+    /// Send one create (see [`PrimitiveSession::create`](coord_core::backend::PrimitiveSession::create) for
     /// [`EtcdSession`]): a contender's also lists its siblings.
     pub(crate) async fn create_once(
         &self,
@@ -206,7 +206,7 @@ impl EtcdSession {
 
     /// The data of the node at `path` (`key`) at `revision`, for a take
     /// whose delete's answer was lost and which then found the key gone
-    /// (see [`PrimitiveSession::take_leaf`](coord_core::PrimitiveSession::take_leaf)).
+    /// (see [`PrimitiveSession::take_leaf`](coord_core::backend::PrimitiveSession::take_leaf)).
     pub(crate) async fn data_before(
         &self,
         path: &str,

@@ -10,8 +10,8 @@
 
 use std::collections::HashSet;
 
+use coord_core::prelude::Lockable;
 use coord_core::recipes::{Lock, RwLock, Semaphore};
-use coord_core::traits::Lockable;
 use coord_core::{CreateMode, Error};
 use coord_etcd::EtcdOptions;
 use etcd_client::{EventType, GetOptions, WatchOptions};

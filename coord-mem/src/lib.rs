@@ -2,7 +2,7 @@
 //!
 //! The in-process coord backend: many sessions over one shared tree in
 //! memory. It implements the primitive contract of
-//! [`coord_core::PrimitiveSession`] exactly and is the reference semantics
+//! [`coord_core::backend::PrimitiveSession`] exactly and is the reference semantics
 //! every other backend is checked against (it runs the whole
 //! `coord-conformance` suite), and it has the fault hooks tests need: expire
 //! a session, suspend and resume it, or stop its heartbeat and let its TTL

@@ -7,9 +7,10 @@ use std::sync::{Arc, MutexGuard};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use coord_core::backend::{lease::LeaseClock, PrimitiveSession};
 use coord_core::{
-    path, Child, CreateMode, Created, Error, Fence, LeaseClock, Node, Op, OpResult,
-    PrimitiveSession, Result, SessionId, SessionState, Stat, TreeChange, TreeWatch, Watch,
+    path, Child, CreateMode, Created, Error, Fence, Node, Op, OpResult, Result, SessionId,
+    SessionState, Stat, TreeChange, TreeWatch, Watch,
 };
 use tokio::sync::{mpsc, oneshot, watch};
 

@@ -57,7 +57,7 @@ pub(crate) struct SessionEntry {
     /// session's heartbeats, but the client hears no answers.
     pub(crate) silenced: bool,
     /// The client gave the session up
-    /// ([`coord_core::PrimitiveSession::abandon`]): no more heartbeats;
+    /// ([`coord_core::backend::PrimitiveSession::abandon`]): no more heartbeats;
     /// ended as soon as the client reaches the store.
     pub(crate) abandoned: bool,
     /// Test hook: the next create's answer is lost after it was applied.

@@ -21,7 +21,7 @@ const MIN_TTL: Duration = Duration::from_millis(1);
 /// An in-process store: one tree of nodes shared by every session opened on
 /// it. Cheap to clone (an `Arc`); clones are the same store.
 ///
-/// It implements the primitive contract of [`coord_core::PrimitiveSession`]
+/// It implements the primitive contract of [`coord_core::backend::PrimitiveSession`]
 /// exactly (it is the reference the other backends are checked against),
 /// plus hooks a test uses to inject the faults a real server would:
 /// [`MemStore::expire`], [`MemStore::suspend`] / [`MemStore::resume`] and

@@ -15,7 +15,7 @@ pub(crate) const BACKEND: &str = "mem";
 /// A session's key inside one store.
 pub(crate) type SessionKey = u64;
 
-/// A session's id as [`coord_core::PrimitiveSession::id`] shows it (and
+/// A session's id as [`coord_core::backend::PrimitiveSession::id`] shows it (and
 /// [`Stat::owner`] names an ephemeral node's session).
 pub(crate) fn session_id(key: SessionKey) -> coord_core::SessionId {
     coord_core::SessionId(format!("mem-{key}"))

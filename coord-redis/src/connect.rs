@@ -158,7 +158,7 @@ pub(crate) fn client(options: &RedisOptions) -> Result<redis::Client> {
     }
     let tls = options.tls.clone().unwrap_or_default();
     if let Some(name) = &tls.server_name {
-        let bare = coord_core::backend_net::host::host_of(&host);
+        let bare = coord_core::backend::host::host_of(&host);
         if !name.eq_ignore_ascii_case(bare) {
             return Err(Error::InvalidArgument(format!(
                 "tls: server_name {name:?} is not supported on Redis (the redis client checks \

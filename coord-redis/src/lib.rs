@@ -2,7 +2,7 @@
 //!
 //! The Redis backend of coord: every recipe of `coord_core::recipes` (locks,
 //! elections, queues, …) on a Redis 7 server, through
-//! [`coord_core::PrimitiveSession`].
+//! [`coord_core::backend::PrimitiveSession`].
 //!
 //! ```no_run
 //! # async fn demo() -> coord_core::Result<()> {
@@ -26,7 +26,7 @@
 //!   deletes it. Each session has its own command connection (multiplexed,
 //!   reconnecting) and its own pub/sub connection.
 //! - **Lease**: the client keeps its own deadline (see
-//!   [`coord_core::lease`]): each `PEXPIRE` the server answers with 1 (and
+//!   [`coord_core::backend::lease`]): each `PEXPIRE` the server answers with 1 (and
 //!   the request that created the key) moves it to that request's *send*
 //!   time plus 90 % of the TTL, a moment before the key can expire on the
 //!   server. When it passes without a newer answer (a partition, a dead

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use coord_core::backoff::Backoff;
+use coord_core::backend::Backoff;
 use coord_core::{Error, Result};
 use redis::aio::{PubSubSink, PubSubStream};
 use tokio::sync::oneshot;

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use coord_core::redact_url as redact;
+use coord_core::backend::redact_url as redact;
 use coord_core::{limits, Error, Result, TlsOptions};
 
 /// The key namespace used when none is given.
@@ -118,7 +118,7 @@ impl RedisOptions {
     /// [`Error::InvalidArgument`] before any I/O.
     ///
     /// The client counts the session as lost a tenth of the timeout before
-    /// the server can (see `coord_core::lease`): when no heartbeat has been
+    /// the server can (see `coord_core::backend::lease`): when no heartbeat has been
     /// answered for 90 % of it.
     pub fn with_session_timeout(mut self, timeout: Duration) -> Self {
         self.session_timeout = timeout;
@@ -219,7 +219,7 @@ impl RedisOptions {
     /// letters, digits, `_`, `-` or `.`; a session timeout out of
     /// [`MIN_SESSION_TIMEOUT`]..=[`MAX_SESSION_TIMEOUT`]; a request timeout
     /// of zero or over [`coord_core::limits::MAX_TIMEOUT`]; TLS settings
-    /// that cannot work ([`TlsOptions::check`]).
+    /// that cannot work ([`TlsOptions::validate`]).
     pub fn validate(&self) -> Result<()> {
         let ns_ok = !self.namespace.is_empty()
             && self.namespace.len() <= 128
@@ -249,7 +249,7 @@ impl RedisOptions {
             limits::check("a redis request timeout", timeout, limits::MAX_TIMEOUT)?;
         }
         if let Some(tls) = &self.tls {
-            tls.check()?;
+            tls.validate()?;
         }
         Ok(())
     }

@@ -5,10 +5,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use coord_core::backoff::Backoff;
+use coord_core::backend::Backoff;
+use coord_core::backend::{lease::LeaseClock, PrimitiveSession};
 use coord_core::{
-    path, Child, CreateMode, Created, Error, Fence, LeaseClock, Node, Op, OpResult,
-    PrimitiveSession, Result, SessionId, SessionState, Stat, Watch,
+    path, Child, CreateMode, Created, Error, Fence, Node, Op, OpResult, Result, SessionId,
+    SessionState, Stat, Watch,
 };
 use tokio::sync::watch as state_watch;
 use tokio::task::JoinHandle;

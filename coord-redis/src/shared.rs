@@ -6,8 +6,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use coord_core::backoff::Backoff;
-use coord_core::{Child, Error, LeaseClock, Node, Result, SessionState};
+use coord_core::backend::lease::LeaseClock;
+use coord_core::backend::Backoff;
+use coord_core::{Child, Error, Node, Result, SessionState};
 use redis::aio::ConnectionManager;
 use redis::{Script, Value};
 use tokio::sync::{watch, Notify};
@@ -30,7 +31,7 @@ pub(crate) struct Shared {
     pub(crate) state: watch::Sender<SessionState>,
     pub(crate) hub: Arc<Hub>,
     /// The client's lease deadline: renewed by the heartbeat's answered
-    /// `PEXPIRE`s (see `coord_core::lease`).
+    /// `PEXPIRE`s (see `coord_core::backend::lease`).
     pub(crate) lease: LeaseClock,
     /// `close` has begun: the end notice that follows is ours, not an expiry.
     pub(crate) closing: AtomicBool,
@@ -47,7 +48,7 @@ pub(crate) struct Shared {
     /// the session is `Expired` at once, not a beat later).
     pub(crate) beat_now: Notify,
     /// Scripts this session ran on the server, one round trip each (see
-    /// [`coord_core::PrimitiveSession::requests_sent`]).
+    /// [`coord_core::backend::PrimitiveSession::requests_sent`]).
     pub(crate) requests: AtomicU64,
     /// What `connect` did about `notify-keyspace-events`; done again when
     /// the server may have restarted (a `CONFIG SET` does not survive one).

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use coord_core::backoff::Backoff;
+use coord_core::backend::Backoff;
 use coord_core::{Child, Error, Node, Result, SessionState, Watch};
 use futures_util::StreamExt;
 use redis::aio::PubSubStream;

@@ -16,8 +16,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use coord_core::backend_net::tls_probe;
-use coord_core::{Error, LeaseClock, Result, TlsMaterial};
+use coord_core::backend::tls_probe;
+use coord_core::backend::{lease::LeaseClock, TlsMaterial};
+use coord_core::{Error, Result};
 use tokio::time::Instant;
 use zookeeper_client as zk;
 

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use coord_core::backoff::Backoff;
+use coord_core::backend::Backoff;
 use coord_core::{Created, Error, Result, SessionId};
 use tokio::time::Instant;
 use zookeeper_client as zk;

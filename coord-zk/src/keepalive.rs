@@ -4,7 +4,7 @@
 use std::sync::{Arc, RwLock, Weak};
 use std::time::Duration;
 
-use coord_core::LeaseClock;
+use coord_core::backend::lease::LeaseClock;
 use tokio::time::Instant;
 use zookeeper_client as zk;
 

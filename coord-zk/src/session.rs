@@ -5,9 +5,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use coord_core::backend::{lease::LeaseClock, PrimitiveSession};
 use coord_core::{
-    Child, CreateMode, Created, Error, Fence, LeaseClock, Node, Op, OpResult, PrimitiveSession,
-    Result, SessionId, SessionState, Stat, TreeWatch, Watch,
+    Child, CreateMode, Created, Error, Fence, Node, Op, OpResult, Result, SessionId, SessionState,
+    Stat, TreeWatch, Watch,
 };
 use tokio::sync::watch;
 use zookeeper_client as zk;
@@ -24,7 +25,7 @@ use crate::BACKEND;
 /// timeout.
 const ABANDON_GRACE: Duration = Duration::from_secs(1);
 
-/// One ZooKeeper session: coord's [`coord_core::PrimitiveSession`] on
+/// One ZooKeeper session: coord's [`coord_core::backend::PrimitiveSession`] on
 /// ZooKeeper. Usually held as a [`coord_core::Session`] (see
 /// [`crate::connect`]).
 ///
@@ -120,7 +121,7 @@ impl ZkSession {
     }
 
     /// The client gave the session up: its lease deadline passed with no
-    /// newer answer (see [`coord_core::lease`]). The state becomes
+    /// newer answer (see [`coord_core::backend::lease`]). The state becomes
     /// `Expired` at once and stays so; the client is taken out of its slot
     /// (every later request fails as on an ended session) and, once the
     /// ZooKeeper client is connected again, dropped: the last handle gone,

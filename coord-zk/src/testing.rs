@@ -33,7 +33,7 @@ pub async fn expire(options: &ZkOptions, credentials: &SessionCredentials) -> Re
     let mut last = String::from("never tried");
     // A fixed step (first = cap), jittered.
     let retry =
-        coord_core::backoff::Backoff::new(Duration::from_millis(50), Duration::from_millis(50));
+        coord_core::backend::Backoff::new(Duration::from_millis(50), Duration::from_millis(50));
     let mut attempt = 0;
     while tokio::time::Instant::now() < deadline {
         let connector = options

@@ -16,9 +16,10 @@
 //! application installed one first, which is then used). Why a handshake
 //! failed is asked of the server by [`crate::connect`].
 
-use coord_core::backend_net::host::host_of;
-use coord_core::backend_net::tls_probe;
-use coord_core::{Error, Result, TlsMaterial, TlsOptions};
+use coord_core::backend::host::host_of;
+use coord_core::backend::tls_probe;
+use coord_core::backend::TlsMaterial;
+use coord_core::{Error, Result, TlsOptions};
 use zookeeper_client as zk;
 
 /// Why `server_name` cannot be set on ZooKeeper.
@@ -43,11 +44,11 @@ impl std::fmt::Debug for LoadedTls {
 }
 
 /// Check TLS settings against the connect string's hosts, without I/O:
-/// [`TlsOptions::check`], no `server_name` (see the module doc), and every
+/// [`TlsOptions::validate`], no `server_name` (see the module doc), and every
 /// host a DNS name or an IP address (the name the certificate is checked
 /// against).
 pub(crate) fn check(tls: &TlsOptions, hosts: &str) -> Result<()> {
-    tls.check()?;
+    tls.validate()?;
     if tls.server_name.is_some() {
         return Err(Error::InvalidArgument(SERVER_NAME_UNSUPPORTED.into()));
     }

@@ -16,7 +16,7 @@ mod common;
 use std::time::Duration;
 
 use coord_conformance::fault::{Fault, FaultProxy};
-use coord_core::recipes::lock::Lock;
+use coord_core::recipes::Lock;
 use coord_core::{CreateMode, Error, Op, Session, SessionState};
 use coord_zk::{ZkAcl, ZkOptions};
 use tokio::time::Instant;
@@ -524,8 +524,7 @@ async fn bad_credentials_are_refused_before_any_io() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sasl_digest_md5_logins() {
     let server = TestServer::start(ZooKeeper::with_sasl(&[("coord", "sasl-right-pw")])).await;
-    let base = ZkOptions::new(&server.address())
-        .with_session_timeout(Duration::from_secs(10));
+    let base = ZkOptions::new(&server.address()).with_session_timeout(Duration::from_secs(10));
 
     let good = base.clone().sasl_digest("coord", "sasl-right-pw");
     assert!(!format!("{good:?}").contains("sasl-right-pw"));

@@ -11,7 +11,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use coord_conformance::fault::{Fault, FaultProxy};
-use coord_core::{CreateMode, Error, PrimitiveSession, Session, SessionState};
+use coord_core::backend::PrimitiveSession;
+use coord_core::{CreateMode, Error, Session, SessionState};
 use coord_zk::ZkSession;
 
 /// A session behind its own proxy, with a fresh directory to work in.

@@ -21,8 +21,7 @@ impl StandaloneServer for Zk {
     }
     async fn open(&self, session_timeout: Duration) -> Session {
         let hosts = self.0.address();
-        let options = coord_zk::ZkOptions::new(&hosts)
-            .with_session_timeout(session_timeout);
+        let options = coord_zk::ZkOptions::new(&hosts).with_session_timeout(session_timeout);
         coord_zk::connect(options.clone())
             .await
             .unwrap_or_else(|e| panic!("cannot open a session on {hosts}: {e}"))

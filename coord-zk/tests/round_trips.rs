@@ -22,7 +22,7 @@ async fn children_pipelined_behind_create_see_it() {
     session.ensure_dir(&dir).await.expect("dir");
     for _ in 0..20 {
         let before = zk.requests_sent();
-        let prefix = format!("{dir}/{}", coord_core::recipes::names::protected("lock-"));
+        let prefix = format!("{dir}/{}", coord_core::layout::protected("lock-"));
         let (created, children) = tokio::join!(
             session.create(&prefix, b"", CreateMode::EphemeralSequential),
             session.children(&dir),

@@ -13,8 +13,8 @@ use coord_core::{CreateMode, Error};
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ttl_create_on_a_server_without_ttl_nodes_is_not_supported() {
     let server = TestServer::start(ZooKeeper::new()).await;
-    let options = coord_zk::ZkOptions::new(&server.address())
-        .with_session_timeout(Duration::from_secs(4));
+    let options =
+        coord_zk::ZkOptions::new(&server.address()).with_session_timeout(Duration::from_secs(4));
     let s = coord_zk::connect(options.clone())
         .await
         .unwrap_or_else(|e| panic!("cannot open a session on {}: {e}", server.address()));

@@ -126,40 +126,39 @@ pub use duration::{
 };
 pub use error::ConnectError;
 
-/// The traits every recipe implements ([`Lockable`], [`Hold`],
-/// [`LeaderElection`], [`WorkQueue`]) and the scoped helpers.
-pub use coord_core::traits;
-pub use coord_core::traits::{
-    while_held, Hold, HoldContext, LeaderElection, LeaderElectionExt, Lockable, LockableExt,
-    WorkQueue,
+pub use coord_core::recipes::{
+    period_index, revocation, while_held, AddOutcome, Barrier, Contender, ContenderState, Counter,
+    CounterWatcher, Delivery, DoubleBarrier, Election, ElectionEvent, ElectionLayout,
+    ElectionState, Group, GroupChange, GroupWatcher, HoldContext, Inside, Leader, LeaderObserver,
+    Leadership, Lease, Lock, LockGuard, Member, Membership, MultiLock, MultiLockGuard, OnCrash,
+    Participant, PeriodicJob, Queue, ReadLock, ReentrantLock, ReliableQueue, RunContext,
+    RunOutcome, RwLock, Semaphore, SemaphoreMutex, SimpleLock, WriteLock,
+};
+pub use coord_core::recipes::{CacheEvent, ChildrenCache, NodeCache, TreeCache};
+pub use coord_core::recipes::{
+    DelayQueue, PriorityQueue, ReliableDelayQueue, ReliablePriorityQueue,
+};
+pub use coord_core::recipes::{
+    LatchEvent, LatchWatcher, LeaderLatch, PartitionState, PartitionWatcher, Partitioner,
+    SetPartitioner,
 };
 pub use coord_core::{
     limits, path, Child, CreateMode, Created, Error, Fence, Node, Op, OpResult, Result, Session,
     SessionId, SessionState, Stat, TlsOptions, MAX_NODE_TTL, MIN_NODE_TTL,
 };
-pub use recipes::{
-    period_index, revocation, AddOutcome, Barrier, Contender, ContenderState, Counter,
-    CounterWatcher, Delivery, DoubleBarrier, Election, ElectionEvent, ElectionLayout,
-    ElectionState, Group, GroupChange, GroupWatcher, Inside, Leader, LeaderObserver, Leadership,
-    Lease, Lock, LockGuard, Member, Membership, MultiLock, MultiLockGuard, OnCrash, Participant,
-    PeriodicJob, Queue, ReadLock, ReentrantLock, ReliableQueue, RunContext, RunOutcome, RwLock,
-    Semaphore, SemaphoreMutex, SimpleLock, WriteLock,
-};
-pub use recipes::{CacheEvent, ChildrenCache, NodeCache, TreeCache};
-pub use recipes::{DelayQueue, PriorityQueue, ReliableDelayQueue, ReliablePriorityQueue};
-pub use recipes::{
-    LatchEvent, LatchWatcher, LeaderLatch, PartitionState, PartitionWatcher, Partitioner,
-    SetPartitioner,
-};
 
-/// `use coord::prelude::*`: the traits, so their methods (`run`, `lead`,
-/// `participants`, …) work on every recipe and on `dyn` ones.
+/// `use coord::prelude::*`: the traits every recipe implements
+/// ([`Lockable`](prelude::Lockable), [`Hold`](prelude::Hold),
+/// [`LeaderElection`](prelude::LeaderElection),
+/// [`WorkQueue`](prelude::WorkQueue)) and their scoped helpers
+/// ([`LockableExt::run`](prelude::LockableExt::run),
+/// [`LeaderElectionExt::lead`](prelude::LeaderElectionExt::lead)): the one
+/// path to each trait, so their methods work on every recipe and on `dyn`
+/// ones.
 pub mod prelude {
     pub use coord_core::prelude::*;
 }
 
-/// The recipes' foundation: the primitive contract a backend implements.
-pub use coord_core as core;
 /// What lives at a path: [`inspect::inspect`] (holders, waiters, leader,
 /// members, queue length and head, a job's last run).
 pub use coord_core::inspect;

@@ -344,13 +344,13 @@
 //! # Ok(()) }
 //! ```
 //!
-//! # Any lock: [`Lockable`](crate::Lockable), and scoped holds
+//! # Any lock: [`Lockable`](crate::prelude::Lockable), and scoped holds
 //!
 //! Every lock — [`Lock`], [`SimpleLock`], [`SemaphoreMutex`], the
 //! [`ReadLock`] and [`WriteLock`] halves of a [`RwLock`], a
-//! [`ReentrantLock`] — is a [`Lockable`](crate::Lockable) returning a
+//! [`ReentrantLock`] — is a [`Lockable`](crate::prelude::Lockable) returning a
 //! [`LockGuard`]; every guard (leadership, lease, membership, delivery too)
-//! is a [`Hold`](crate::Hold). `run` and `lead` acquire, run a body and
+//! is a [`Hold`](crate::prelude::Hold). `run` and `lead` acquire, run a body and
 //! release; if the hold is lost meanwhile, the body is dropped and the loss
 //! returned.
 //!
@@ -505,4 +505,6 @@
 //! # Ok(()) }
 //! ```
 
-pub use coord_core::recipes::*;
+// In scope for the links above; the types' one public path is `coord::…`.
+#[allow(unused_imports)]
+use crate::*;

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use coord_core::redact_url as redact;
+use coord_core::backend::redact_url as redact;
 
 use crate::backend::Backend;
 use crate::duration::{human, parse_duration};
@@ -290,7 +290,7 @@ fn tls(p: &Pieces<'_>) -> Result<Option<coord_core::TlsOptions>, String> {
     options.cert = cert.map(Into::into);
     options.key = key.map(Into::into);
     options.server_name = server_name;
-    options.check().map_err(|e| match e {
+    options.validate().map_err(|e| match e {
         coord_core::Error::InvalidArgument(m) => m,
         e => e.to_string(),
     })?;
@@ -326,7 +326,7 @@ pub(crate) fn check_session_timeout(backend: Backend, d: Duration) -> Result<(),
 /// `default_port` where a host has none.
 #[cfg(any(feature = "zk", test))]
 fn host_list(list: &str, default_port: u16) -> Result<String, String> {
-    coord_core::backend_net::host::host_list(list, default_port).map(|hosts| hosts.join(","))
+    coord_core::backend::host::host_list(list, default_port).map(|hosts| hosts.join(","))
 }
 
 #[cfg(feature = "zk")]

@@ -51,12 +51,11 @@ fn recipes_guards_and_sessions_are_send_and_sync() {
     send_sync::<Membership>();
     send_sync::<Delivery>();
     send_sync::<Inside>();
-    send_sync::<coord::recipes::HeldNode>();
     // Read through `&mut self` only: `Send` is what they need (each holds
     // a pending watch, a `Send` future).
     send_only::<LeaderObserver>();
     send_only::<GroupWatcher>();
-    send_only::<coord::core::Watch>();
+    send_only::<coord_core::Watch>();
 }
 
 #[tokio::test]

@@ -6,8 +6,8 @@
 
 use std::time::Instant;
 
-use coord::core::recipes::{Lock, Queue, Semaphore};
 use coord::Session;
+use coord::{Lock, Queue, Semaphore};
 
 use crate::context::{timed, Ctx};
 use crate::error::BenchResult;

@@ -5,7 +5,7 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
-use coord_core::traits::Hold;
+use coord_core::prelude::Hold;
 use coord_core::{CreateMode, Error, Op, Session, SessionState};
 use tokio::time::Instant;
 

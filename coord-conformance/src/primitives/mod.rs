@@ -1,4 +1,4 @@
-//! Conformance of the primitive contract ([`coord_core::PrimitiveSession`]
+//! Conformance of the primitive contract ([`coord_core::backend::PrimitiveSession`]
 //! through [`coord_core::Session`]), one file per contract area.
 //!
 //! Each test asserts only what the contract promises, so it holds on every

@@ -2,7 +2,8 @@
 //! contract a backend implements ([`PrimitiveSession`]), the lease clock a
 //! backend keeps ([`lease`]), the retry pacing ([`Backoff`]), URL
 //! redaction for logs ([`redact_url`]) and loaded TLS material
-//! ([`TlsMaterial`]).
+//! ([`TlsMaterial`]), one host parser ([`host`]) and, behind the `tls-probe`
+//! feature, one TLS handshake probe (`tls_probe`) for every backend.
 //!
 //! The node types of the contract ([`Stat`](crate::Stat),
 //! [`CreateMode`](crate::CreateMode), [`Op`](crate::Op), …) are the users'
@@ -10,11 +11,14 @@
 
 pub(crate) mod backoff;
 pub(crate) mod delete;
+pub mod host;
 pub mod lease;
 pub(crate) mod node;
 pub(crate) mod primitive;
 pub(crate) mod redact;
 pub(crate) mod tls;
+#[cfg(feature = "tls-probe")]
+pub mod tls_probe;
 pub(crate) mod watch;
 
 pub use backoff::Backoff;

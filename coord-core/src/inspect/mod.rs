@@ -49,10 +49,6 @@ mod queue;
 mod reader;
 mod report;
 
-// Old paths, until the compat module goes.
-#[doc(hidden)]
-pub use crate::compat::inspect::*;
-
 pub use dispatch::{inspect, inspect_with};
 pub use report::{
     Entry, InspectOptions, Inspection, JobState, Kind, MaxLeases, QueueState, Role, Side,

@@ -1,33 +1,4 @@
-//! A shared counter: one `i64` many sessions read, set and add to (kazoo
-//! `Counter`; Curator `SharedCount` and `DistributedAtomicLong`).
-//!
-//! The value lives in one persistent node, as ASCII decimal text (`-42`,
-//! `0`, `1234`), with no sign for positive values, no padding and no
-//! newline — what kazoo's `Counter` writes (`repr(int)`) and reads, so a
-//! kazoo client and coord share a counter node on ZooKeeper. A node with
-//! no data (made by someone else, or empty) reads as the counter's initial
-//! value, as in kazoo. Curator's counters are **not** compatible: its
-//! `SharedCount` stores a 4-byte and its `DistributedAtomicLong` an 8-byte
-//! big-endian binary integer; coord refuses those bytes with
-//! [`Error::InvalidArgument`] (they are not decimal text — unless they
-//! happen to be ASCII digits, when coord misreads them), and Curator
-//! misreads coord's text. Do not share a counter node with Curator.
-//!
-//! Every change is a compare-and-set on the node's version: [`Counter::add`]
-//! reads, computes, and writes only if nobody wrote meanwhile, and on a
-//! version conflict reads again (with [`Backoff::RECIPES`]), so concurrent
-//! adds from any number of sessions never lose an update. There is no
-//! "promoted to a lock" fallback as in Curator's `DistributedAtomicLong`:
-//! the retry loop with backoff is the whole mechanism.
-//!
-//! A write whose answer is lost to a dropped connection may or may not
-//! have landed. `add` then reads the node again: if it is still at the
-//! version the write expected, the write did not land and the add goes on
-//! (retrying); if it moved, nobody can tell (another session may have
-//! written the same bytes), so `add` never writes again (which could count
-//! twice) and fails with [`Error::OutcomeUnknown`]
-//! (see [`Counter::add`]). kazoo and Curator retry such writes blindly and
-//! can count twice.
+//! A shared counter (`Counter`, `CounterWatcher`): one `i64` many sessions read, set and add to.
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -43,7 +14,36 @@ use crate::machinery::stream::{Advance, Resumable};
 use crate::path;
 use crate::session::Session;
 
-/// A shared `i64` at one node; see the [module docs](self).
+/// A shared counter: one `i64` many sessions read, set and add to (kazoo
+/// `Counter`; Curator `SharedCount` and `DistributedAtomicLong`).
+///
+/// The value lives in one persistent node, as ASCII decimal text (`-42`,
+/// `0`, `1234`), with no sign for positive values, no padding and no
+/// newline — what kazoo's `Counter` writes (`repr(int)`) and reads, so a
+/// kazoo client and coord share a counter node on ZooKeeper. A node with
+/// no data (made by someone else, or empty) reads as the counter's initial
+/// value, as in kazoo. Curator's counters are **not** compatible: its
+/// `SharedCount` stores a 4-byte and its `DistributedAtomicLong` an 8-byte
+/// big-endian binary integer; coord refuses those bytes with
+/// [`Error::InvalidArgument`] (they are not decimal text — unless they
+/// happen to be ASCII digits, when coord misreads them), and Curator
+/// misreads coord's text. Do not share a counter node with Curator.
+///
+/// Every change is a compare-and-set on the node's version: [`Counter::add`]
+/// reads, computes, and writes only if nobody wrote meanwhile, and on a
+/// version conflict reads again (with [`Backoff::RECIPES`]), so concurrent
+/// adds from any number of sessions never lose an update. There is no
+/// "promoted to a lock" fallback as in Curator's `DistributedAtomicLong`:
+/// the retry loop with backoff is the whole mechanism.
+///
+/// A write whose answer is lost to a dropped connection may or may not
+/// have landed. `add` then reads the node again: if it is still at the
+/// version the write expected, the write did not land and the add goes on
+/// (retrying); if it moved, nobody can tell (another session may have
+/// written the same bytes), so `add` never writes again (which could count
+/// twice) and fails with [`Error::OutcomeUnknown`]
+/// (see [`Counter::add`]). kazoo and Curator retry such writes blindly and
+/// can count twice.
 ///
 /// ```
 /// # async fn demo(session: coord_core::Session) -> coord_core::Result<()> {

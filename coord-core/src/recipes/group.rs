@@ -22,10 +22,6 @@ use crate::path;
 use crate::session::Session;
 use crate::telemetry::{self, Recipe};
 
-// Old paths, until the compat module goes.
-#[doc(hidden)]
-pub use crate::compat::group::*;
-
 /// A process group at a directory path.
 ///
 /// ```

@@ -17,31 +17,16 @@
 //! the hold is gone. Every acquire is cancel-safe: dropping its future at any
 //! await point leaves no node behind.
 
-// The families. Public only for the old paths (`recipes::lock::Lock`, …)
-// until the compat module goes; then private: every type is re-exported
-// flat below.
-#[doc(hidden)]
-pub mod barrier;
-#[doc(hidden)]
-pub mod cache;
-#[doc(hidden)]
-pub mod counter;
-#[doc(hidden)]
-pub mod election;
-#[doc(hidden)]
-pub mod group;
-#[doc(hidden)]
-pub mod lock;
-#[doc(hidden)]
-pub mod partitioner;
-#[doc(hidden)]
-pub mod periodic_job;
-#[doc(hidden)]
-pub mod queue;
-
-// Old paths, until the compat module goes.
-#[doc(hidden)]
-pub use crate::compat::recipes::*;
+// The families, private: every type is re-exported flat below.
+pub(crate) mod barrier;
+pub(crate) mod cache;
+pub(crate) mod counter;
+pub(crate) mod election;
+pub(crate) mod group;
+pub(crate) mod lock;
+pub(crate) mod partitioner;
+pub(crate) mod periodic_job;
+pub(crate) mod queue;
 
 pub use crate::hold::revocation;
 pub use crate::hold::{while_held, Contender, ContenderState, HoldContext};

@@ -1,46 +1,4 @@
-//! A set partitioner (kazoo's `SetPartitioner`, tooz's partitioner): the
-//! members of a group split a set of work items so that each item has one
-//! owner, and re-split it when members come and go.
-//!
-//! Layout under the partitioner's directory `<path>`:
-//! - `<path>/party/<member id>`: each member's ephemeral node (a
-//!   [`Group`] joined by name), so a member whose session ends leaves;
-//! - `<path>/locks/<item>`: one exclusive [`Lock`] per item (kazoo's
-//!   layout too, though kazoo's party nodes are named differently, so the
-//!   two do not share a partition).
-//!
-//! # The guarantee: no item has two owners at once
-//!
-//! A member *owns* an item only while it holds that item's lock: it takes
-//! every lock of its share before it reports [`PartitionState::Acquired`],
-//! and gives them up only after the user has acknowledged
-//! [`PartitionState::Release`] with [`Partitioner::release`] (or closed
-//! it). The lock is exclusive, so two members of live sessions never hold
-//! one item's lock at once, whatever their views of the membership; views
-//! that disagree (one member has seen a join, another not yet) only make a
-//! member wait for a lock, never share one. While it takes its locks, a
-//! member watches the membership: a change makes it drop what it took and
-//! split again, so members with crossed views cannot deadlock.
-//!
-//! A member whose session ends loses its locks with it; it reports
-//! [`PartitionState::Failed`] once its client learns of it, no later than
-//! the session's lease deadline, which is before the server can end the
-//! session in the normal course. An operator (or a test) that ends a session
-//! on the server directly skips that margin: fence your writes with the
-//! item's token ([`Partitioner::fencing_token`]) when that matters.
-//!
-//! # The split
-//!
-//! kazoo's default: items sorted, members sorted by id, member `i` of `n`
-//! takes items `i, i + n, i + 2n, …`. Every member computes it from the same
-//! sorted lists, so once the membership is stable all agree.
-//!
-//! # States (kazoo's `PartitionState`)
-//!
-//! `Allocating` → `Acquired(items)` → (membership changes) `Release` → the
-//! user calls [`Partitioner::release`] → `Allocating` → …; `Failed` is
-//! final (the session ended, or a lock was deleted under the member):
-//! start a new partitioner on a new session; so is `Closed`.
+//! A set partitioner (`Partitioner`, `SetPartitioner`, `PartitionWatcher`): group members split a set of work items, one owner each.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
@@ -60,10 +18,6 @@ use crate::recipes::group::{Group, GroupWatcher, Membership};
 use crate::recipes::lock::exclusive::Lock;
 use crate::recipes::lock::guard::LockGuard;
 use crate::session::Session;
-
-// Old paths, until the compat module goes.
-#[doc(hidden)]
-pub use crate::compat::partitioner::*;
 
 /// The state of a [`Partitioner`] (kazoo's `PartitionState`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -226,7 +180,51 @@ enum Command {
 
 /// One member of a set partition, running kazoo's `SetPartitioner` state
 /// machine in a task; made by [`Partitioner::join`] or
-/// [`SetPartitioner::join`]. See the [module docs](self) for the guarantee.
+/// [`SetPartitioner::join`].
+///
+/// A set partitioner (kazoo's `SetPartitioner`, tooz's partitioner): the
+/// members of a group split a set of work items so that each item has one
+/// owner, and re-split it when members come and go.
+///
+/// Layout under the partitioner's directory `<path>`:
+/// - `<path>/party/<member id>`: each member's ephemeral node (a
+///   [`Group`] joined by name), so a member whose session ends leaves;
+/// - `<path>/locks/<item>`: one exclusive [`Lock`] per item (kazoo's
+///   layout too, though kazoo's party nodes are named differently, so the
+///   two do not share a partition).
+///
+/// # The guarantee: no item has two owners at once
+///
+/// A member *owns* an item only while it holds that item's lock: it takes
+/// every lock of its share before it reports [`PartitionState::Acquired`],
+/// and gives them up only after the user has acknowledged
+/// [`PartitionState::Release`] with [`Partitioner::release`] (or closed
+/// it). The lock is exclusive, so two members of live sessions never hold
+/// one item's lock at once, whatever their views of the membership; views
+/// that disagree (one member has seen a join, another not yet) only make a
+/// member wait for a lock, never share one. While it takes its locks, a
+/// member watches the membership: a change makes it drop what it took and
+/// split again, so members with crossed views cannot deadlock.
+///
+/// A member whose session ends loses its locks with it; it reports
+/// [`PartitionState::Failed`] once its client learns of it, no later than
+/// the session's lease deadline, which is before the server can end the
+/// session in the normal course. An operator (or a test) that ends a session
+/// on the server directly skips that margin: fence your writes with the
+/// item's token ([`Partitioner::fencing_token`]) when that matters.
+///
+/// # The split
+///
+/// kazoo's default: items sorted, members sorted by id, member `i` of `n`
+/// takes items `i, i + n, i + 2n, …`. Every member computes it from the same
+/// sorted lists, so once the membership is stable all agree.
+///
+/// # States (kazoo's `PartitionState`)
+///
+/// `Allocating` → `Acquired(items)` → (membership changes) `Release` → the
+/// user calls [`Partitioner::release`] → `Allocating` → …; `Failed` is
+/// final (the session ended, or a lock was deleted under the member):
+/// start a new partitioner on a new session; so is `Closed`.
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]

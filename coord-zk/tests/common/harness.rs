@@ -7,7 +7,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use coord_conformance::fault::{Fault, FaultProxy};
-use coord_core::{PrimitiveSession, Session, SessionId};
+use coord_core::backend::PrimitiveSession;
+use coord_core::{Session, SessionId};
 use coord_zk::{SessionCredentials, ZkOptions, ZkSession};
 
 /// A conformance harness over the ZooKeeper that `make` builds options for

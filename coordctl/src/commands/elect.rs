@@ -94,6 +94,6 @@ async fn watch_leader(
 /// Wait before reading again after a connection error: the library's
 /// backoff for recipes (20 ms doubling to 1 s, with jitter).
 async fn retry_pause(attempt: &mut u32) {
-    let pause = coord::core::backoff::Backoff::RECIPES.next(attempt);
+    let pause = coord_core::backend::Backoff::RECIPES.next(attempt);
     tokio::time::sleep(pause).await;
 }

@@ -147,7 +147,7 @@ pub async fn run_once(ctx: &Ctx, a: RunOnceArgs) -> Result<u8, Failure> {
 /// minute, with jitter (so instances that failed together do not retry
 /// together).
 fn retry_pause(n: u32) -> Duration {
-    coord::core::backoff::Backoff::new(Duration::from_secs(1), Duration::from_secs(60))
+    coord_core::backend::Backoff::new(Duration::from_secs(1), Duration::from_secs(60))
         .delay(n.saturating_sub(1))
 }
 

@@ -15,7 +15,7 @@ use crate::recipes::election::leadership::Leadership;
 /// A leader election (etcd's `Election`, Curator's `LeaderLatch`),
 /// implemented by [`Election`](crate::recipes::Election). Campaign for
 /// leadership, read or follow the leader, list the candidates; leadership
-/// is a [`Hold`](crate::traits::Hold), given up by resigning (its
+/// is a [`Hold`](crate::prelude::Hold), given up by resigning (its
 /// `release`).
 ///
 /// ```
@@ -85,7 +85,7 @@ pub trait LeaderElection: Send + Sync + std::fmt::Debug {
 pub trait LeaderElectionExt: LeaderElection {
     /// Campaign with `value`, run `body` as leader, resign. If leadership
     /// is lost while `body` runs, `body` is dropped and the reason
-    /// returned; see [`while_held`](crate::traits::while_held).
+    /// returned; see [`while_held`](crate::recipes::while_held).
     ///
     /// ```
     /// # async fn demo(session: coord_core::Session) -> coord_core::Result<()> {

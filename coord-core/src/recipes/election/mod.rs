@@ -34,10 +34,6 @@ pub(crate) mod leader_election;
 pub(crate) mod leadership;
 pub(crate) mod participant;
 
-// Old paths, until the compat module goes.
-#[doc(hidden)]
-pub use crate::compat::election::*;
-
 pub use campaign::ElectionLayout;
 pub use events::{ElectionEvent, ElectionState};
 pub use latch::{LatchEvent, LatchWatcher, LeaderLatch};

@@ -124,7 +124,7 @@ pub trait LockableExt: Lockable {
     /// Acquire the lock, run `body` while holding it, release it (kazoo's
     /// `with lock:`). If the lock is lost while `body` runs, `body` is
     /// dropped and the reason returned; see
-    /// [`while_held`](crate::traits::while_held).
+    /// [`while_held`](crate::recipes::while_held).
     ///
     /// ```
     /// # async fn demo(session: coord_core::Session) -> coord_core::Result<()> {

@@ -93,7 +93,7 @@ impl Lease {
         self.0.path()
     }
 
-    /// The lease node's stamp (see [`HeldNode::fencing_token`]).
+    /// The lease node's stamp: its fencing token.
     pub fn fencing_token(&self) -> u64 {
         self.0.fencing_token()
     }
@@ -114,7 +114,7 @@ impl Lease {
         }
     }
 
-    /// Resolve when the lease is lost; see [`HeldNode::lost`].
+    /// Resolve when the lease is lost (the session ended, or the node was deleted), with the reason.
     ///
     /// # Errors
     /// None: it resolves *to* the reason the hold was lost.

@@ -117,7 +117,7 @@ impl Queue {
     }
 
     /// Take items strictly in order (see [the queue's
-    /// order](crate::recipes::queue#order)): every consumer races for each
+    /// order](Queue#order)): every consumer races for each
     /// next item, so with several consumers an item costs up to one delete
     /// per consumer. Applies to this handle and its clones; every consumer
     /// of the queue must use it for the order to hold.

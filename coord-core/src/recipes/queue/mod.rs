@@ -11,10 +11,6 @@ pub(crate) mod ordered;
 pub(crate) mod reliable;
 pub(crate) mod work_queue;
 
-// Old paths, until the compat module goes.
-#[doc(hidden)]
-pub use crate::compat::queue::*;
-
 pub use fifo::Queue;
 pub use ordered::{DelayQueue, PriorityQueue, ReliableDelayQueue, ReliablePriorityQueue};
 pub use reliable::{Delivery, ReliableQueue};

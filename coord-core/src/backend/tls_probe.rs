@@ -18,7 +18,7 @@ use tokio_rustls::rustls::{self, ClientConfig, RootCertStore};
 use tokio_rustls::TlsConnector;
 
 use super::host::host_of;
-use crate::TlsMaterial;
+use super::tls::TlsMaterial;
 
 /// Make ring the process's rustls provider, once: clients that build their
 /// rustls config from the process default need one, and a rustls with more
