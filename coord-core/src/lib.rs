@@ -25,8 +25,8 @@
 //!   stream (the session's end, a closed cache, a watch that is over) is
 //!   yielded once as `Some(Err(e))`; then the stream ends (`None`) — for
 //!   a cache, until `restart`. An error that leaves the stream usable (a
-//!   counter holding a value that is not a number) is `Some(Err(e))` and
-//!   the stream goes on.
+//!   lost connection the watcher will ride out, a counter holding a value
+//!   that is not a number) is `Some(Err(e))` and the stream goes on.
 //! * `Item = T` where a task reports its own failures as events (an
 //!   election's `Failed`, a latch's `NotLeader`, a partitioner's
 //!   `Failed`); the stream ends when the task is over.

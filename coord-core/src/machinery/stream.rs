@@ -23,9 +23,10 @@ pub(crate) trait Advance: Send + Sized + 'static {
     fn advance(&mut self) -> impl Future<Output = Result<Self::Item>> + Send;
 
     /// Whether the stream goes on after yielding `e` (an error that leaves
-    /// the state usable); by default no error does.
-    fn goes_on(_e: &Error) -> bool {
-        false
+    /// the state usable); by default only a retryable one (a lost
+    /// connection: the next step tries again) does.
+    fn goes_on(e: &Error) -> bool {
+        e.is_retryable()
     }
 }
 

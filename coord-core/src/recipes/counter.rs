@@ -408,8 +408,8 @@ impl Counter {
 /// was (a `set` of the same number) is not reported.
 ///
 /// An [event stream](crate#event-streams) of `Result<i64>`: an
-/// [`Error::InvalidArgument`] (a value that is not decimal text) leaves it
-/// going; any other error is its last item.
+/// [`Error::InvalidArgument`] (a value that is not decimal text) or a lost
+/// connection leaves it going; any other error is its last item.
 #[derive(Debug)]
 pub struct CounterWatcher(Resumable<Follow>);
 
@@ -426,7 +426,7 @@ struct Follow {
 impl CounterWatcher {
     /// The next value: the current one on the first call, then the first
     /// value different from the last one returned; `None` after an error
-    /// other than `InvalidArgument`. The same as
+    /// other than `InvalidArgument` or `ConnectionLost`. The same as
     /// [`StreamExt::next`](https://docs.rs/futures/latest/futures/stream/trait.StreamExt.html#method.next).
     ///
     /// # Errors
@@ -491,7 +491,7 @@ impl Advance for Follow {
     /// A value that is not decimal text: the watch is armed, so the next
     /// step waits for the next change.
     fn goes_on(e: &Error) -> bool {
-        matches!(e, Error::InvalidArgument(_))
+        e.is_retryable() || matches!(e, Error::InvalidArgument(_))
     }
 }
 

@@ -210,7 +210,7 @@ impl Group {
 /// — though a member that joins and leaves between two reads is not seen.
 ///
 /// An [event stream](crate#event-streams) of `Result<GroupChange>`: an
-/// error (the session's end, a backend error) is its last item.
+/// error other than a lost connection is its last item.
 #[derive(Debug)]
 pub struct GroupWatcher(Resumable<Follow>);
 
@@ -223,7 +223,8 @@ struct Follow {
 }
 
 impl GroupWatcher {
-    /// The next change of the set of members; `None` after an error.
+    /// The next change of the set of members; `None` after an error other
+    /// than `ConnectionLost`.
     /// The same as [`StreamExt::next`](https://docs.rs/futures/latest/futures/stream/trait.StreamExt.html#method.next).
     ///
     /// # Errors

@@ -229,7 +229,7 @@ impl Election {
 /// the observer has looked is seen, and none is reported twice in a row.
 ///
 /// An [event stream](crate#event-streams) of `Result<Leader>`: an error
-/// (the session's end, a backend error) is its last item.
+/// other than a lost connection is its last item.
 #[derive(Debug)]
 pub struct LeaderObserver(Resumable<Follow>);
 
@@ -244,12 +244,13 @@ struct Follow {
 impl LeaderObserver {
     /// Wait for the next leader other than the last one returned (the
     /// first call returns the current leader, once there is one); `None`
-    /// after an error. The same as
+    /// after an error other than `ConnectionLost`. The same as
     /// [`StreamExt::next`](https://docs.rs/futures/latest/futures/stream/trait.StreamExt.html#method.next).
     ///
     /// # Errors
     /// `Some(Err)`: the session's end and backend errors; connection drops
-    /// are retried.
+    /// are retried while listing, and a `ConnectionLost` from reading the
+    /// leader's node leaves the observer usable.
     ///
     /// # Cancel safety
     /// Cancel safe: dropped, nothing is consumed; the next call goes on
