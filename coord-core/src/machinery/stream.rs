@@ -91,6 +91,32 @@ impl<S: Advance + fmt::Debug> fmt::Debug for Resumable<S> {
     }
 }
 
+/// For a newtype `$t(Resumable<_>)` of items `Result<$item>`: the inherent
+/// `next` (documented by the attributes given) and `Stream`, both the
+/// resumable's `poll_next`, so the two never disagree.
+macro_rules! resumable_stream {
+    ($t:ident, $item:ty, $(#[$doc:meta])*) => {
+        impl $t {
+            $(#[$doc])*
+            pub async fn next(&mut self) -> Option<$crate::error::Result<$item>> {
+                std::future::poll_fn(|cx| self.0.poll_next(cx)).await
+            }
+        }
+
+        impl futures_core::Stream for $t {
+            type Item = $crate::error::Result<$item>;
+
+            fn poll_next(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<Option<Self::Item>> {
+                self.get_mut().0.poll_next(cx)
+            }
+        }
+    };
+}
+pub(crate) use resumable_stream;
+
 /// A wait for the next value of a `watch` channel, kept across polls: the
 /// wait owns a clone of the receiver (seeing what it has seen when the wait
 /// began), so the receiver itself stays free to read, and a dropped

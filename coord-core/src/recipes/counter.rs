@@ -1,16 +1,11 @@
 //! A shared counter (`Counter`, `CounterWatcher`): one `i64` many sessions read, set and add to.
 
-use std::pin::Pin;
-use std::task::{Context, Poll};
-
-use futures_core::Stream;
-
 use crate::backend::backoff::Backoff;
 use crate::backend::node::{CreateMode, Node};
 use crate::backend::watch::Watch;
 use crate::error::{Error, Result};
 use crate::machinery::retry::{backoff, pause};
-use crate::machinery::stream::{Advance, Resumable};
+use crate::machinery::stream::{resumable_stream, Advance, Resumable};
 use crate::path;
 use crate::session::Session;
 
@@ -423,7 +418,9 @@ struct Follow {
     watch: Option<Watch>,
 }
 
-impl CounterWatcher {
+resumable_stream!(
+    CounterWatcher,
+    i64,
     /// The next value: the current one on the first call, then the first
     /// value different from the last one returned; `None` after an error
     /// other than `InvalidArgument` or `ConnectionLost`. The same as
@@ -438,18 +435,7 @@ impl CounterWatcher {
     /// # Cancel safety
     /// Cancel safe: dropped while waiting, no change is consumed; the next
     /// call goes on from where this one was.
-    pub async fn next(&mut self) -> Option<Result<i64>> {
-        std::future::poll_fn(|cx| self.0.poll_next(cx)).await
-    }
-}
-
-impl Stream for CounterWatcher {
-    type Item = Result<i64>;
-
-    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        self.get_mut().0.poll_next(cx)
-    }
-}
+);
 
 impl Advance for Follow {
     type Item = i64;

@@ -4,10 +4,7 @@
 //! go.
 
 use std::collections::BTreeMap;
-use std::pin::Pin;
-use std::task::{Context, Poll};
 
-use futures_core::Stream;
 use tokio::task::JoinSet;
 
 use crate::backend::node::CreateMode;
@@ -17,7 +14,7 @@ use crate::hold::held::HeldNode;
 use crate::layout;
 use crate::machinery::pending::PendingNode;
 use crate::machinery::retry::{backoff, list_retrying, list_watch_retrying, settle_watch};
-use crate::machinery::stream::{Advance, Resumable};
+use crate::machinery::stream::{resumable_stream, Advance, Resumable};
 use crate::path;
 use crate::session::Session;
 use crate::telemetry::{self, Recipe};
@@ -222,7 +219,9 @@ struct Follow {
     watch: Option<Watch>,
 }
 
-impl GroupWatcher {
+resumable_stream!(
+    GroupWatcher,
+    GroupChange,
     /// The next change of the set of members; `None` after an error other
     /// than `ConnectionLost`.
     /// The same as [`StreamExt::next`](https://docs.rs/futures/latest/futures/stream/trait.StreamExt.html#method.next).
@@ -234,18 +233,7 @@ impl GroupWatcher {
     /// # Cancel safety
     /// Cancel safe: dropped, nothing is lost; the next call goes on from
     /// where this one was.
-    pub async fn next(&mut self) -> Option<Result<GroupChange>> {
-        std::future::poll_fn(|cx| self.0.poll_next(cx)).await
-    }
-}
-
-impl Stream for GroupWatcher {
-    type Item = Result<GroupChange>;
-
-    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        self.get_mut().0.poll_next(cx)
-    }
-}
+);
 
 impl Advance for Follow {
     type Item = GroupChange;

@@ -1,18 +1,14 @@
 //! [`Election`]: campaigning, reading the leader, and following it.
 
-use std::pin::Pin;
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
 use std::time::Duration;
-
-use futures_core::Stream;
 
 use crate::backend::watch::Watch;
 use crate::error::{Error, Result};
 use crate::hold::contenders::{self, Contender};
 use crate::machinery::retry::{list_retrying, list_watch_retrying, settle_watch};
 use crate::machinery::stats::Stats;
-use crate::machinery::stream::{Advance, Resumable};
+use crate::machinery::stream::{resumable_stream, Advance, Resumable};
 use crate::path;
 use crate::recipes::election::campaign::{Candidate, ElectionLayout};
 use crate::recipes::election::leadership::Leadership;
@@ -241,7 +237,9 @@ struct Follow {
     watch: Option<Watch>,
 }
 
-impl LeaderObserver {
+resumable_stream!(
+    LeaderObserver,
+    Leader,
     /// Wait for the next leader other than the last one returned (the
     /// first call returns the current leader, once there is one); `None`
     /// after an error other than `ConnectionLost`. The same as
@@ -255,18 +253,7 @@ impl LeaderObserver {
     /// # Cancel safety
     /// Cancel safe: dropped, nothing is consumed; the next call goes on
     /// from where this one was.
-    pub async fn next(&mut self) -> Option<Result<Leader>> {
-        std::future::poll_fn(|cx| self.0.poll_next(cx)).await
-    }
-}
-
-impl Stream for LeaderObserver {
-    type Item = Result<Leader>;
-
-    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        self.get_mut().0.poll_next(cx)
-    }
-}
+);
 
 impl Advance for Follow {
     type Item = Leader;
