@@ -14,10 +14,19 @@ use crate::{await_state, Harness};
 const EVENT_WAIT: Duration = Duration::from_secs(30);
 
 async fn next(c: &mut TreeCache) -> CacheEvent {
-    tokio::time::timeout(EVENT_WAIT, c.next_event())
-        .await
-        .expect("an event within 30 s")
-        .expect("the cache is running")
+    running(
+        tokio::time::timeout(EVENT_WAIT, c.next())
+            .await
+            .expect("an event within 30 s"),
+    )
+}
+
+/// The event of a cache that is running (not ended, no error).
+fn running(item: Option<coord_core::Result<CacheEvent>>) -> CacheEvent {
+    match item {
+        Some(Ok(e)) => e,
+        other => panic!("the cache is running, but next gave {other:?}"),
+    }
 }
 
 /// Events up to and including `Initialized`.
@@ -57,9 +66,9 @@ pub(crate) fn view(c: &TreeCache) -> BTreeMap<String, Vec<u8>> {
 /// step waits for the next event).
 async fn converge(c: &mut TreeCache, want: &BTreeMap<String, Vec<u8>>) {
     while view(c) != *want {
-        let e = tokio::time::timeout(EVENT_WAIT, c.next_event()).await;
+        let e = tokio::time::timeout(EVENT_WAIT, c.next()).await;
         match e {
-            Ok(Ok(_)) => {}
+            Ok(Some(Ok(_))) => {}
             other => panic!(
                 "cache never converged: {other:?}\n view {:?}\n want {want:?}",
                 view(c)
@@ -98,10 +107,11 @@ pub async fn cache_initial_load_then_initialized(h: &dyn Harness) {
 
     let mut kids = ChildrenCache::start(&s, &root).expect("children");
     loop {
-        let e = tokio::time::timeout(EVENT_WAIT, kids.next_event())
-            .await
-            .expect("event")
-            .expect("running");
+        let e = running(
+            tokio::time::timeout(EVENT_WAIT, kids.next())
+                .await
+                .expect("event"),
+        );
         if e == CacheEvent::Initialized {
             break;
         }
@@ -112,10 +122,11 @@ pub async fn cache_initial_load_then_initialized(h: &dyn Harness) {
 
     let mut node = NodeCache::start(&s, &join(&root, "a/x")).expect("node");
     loop {
-        let e = tokio::time::timeout(EVENT_WAIT, node.next_event())
-            .await
-            .expect("event")
-            .expect("running");
+        let e = running(
+            tokio::time::timeout(EVENT_WAIT, node.next())
+                .await
+                .expect("event"),
+        );
         if e == CacheEvent::Initialized {
             break;
         }
@@ -124,10 +135,11 @@ pub async fn cache_initial_load_then_initialized(h: &dyn Harness) {
     let missing = join(&root, "later/deep");
     let mut absent = NodeCache::start(&s, &missing).expect("node");
     loop {
-        let e = tokio::time::timeout(EVENT_WAIT, absent.next_event())
-            .await
-            .expect("event")
-            .expect("running");
+        let e = running(
+            tokio::time::timeout(EVENT_WAIT, absent.next())
+                .await
+                .expect("event"),
+        );
         if e == CacheEvent::Initialized {
             break;
         }
@@ -136,10 +148,11 @@ pub async fn cache_initial_load_then_initialized(h: &dyn Harness) {
     s.create(&missing, b"now", CreateMode::Persistent)
         .await
         .expect("create");
-    let e = tokio::time::timeout(EVENT_WAIT, absent.next_event())
-        .await
-        .expect("the creation of a missing node is seen")
-        .expect("running");
+    let e = running(
+        tokio::time::timeout(EVENT_WAIT, absent.next())
+            .await
+            .expect("the creation of a missing node is seen"),
+    );
     assert_eq!(
         e,
         CacheEvent::Added {
@@ -148,7 +161,8 @@ pub async fn cache_initial_load_then_initialized(h: &dyn Harness) {
         }
     );
     tree.close();
-    assert!(tree.next_event().await.is_err(), "closed");
+    assert!(matches!(tree.next().await, Some(Err(_))), "closed");
+    assert!(tree.next().await.is_none(), "a closed cache ends");
     for bad in ["relative", "/a//b", "/a/"] {
         assert!(matches!(
             TreeCache::start(&s, bad, 1),
@@ -280,10 +294,14 @@ pub async fn cache_session_end_then_restart(h: &dyn Harness) {
     until_initialized(&mut tree).await;
     h.expire(&s).await;
     await_state(&s, SessionState::Expired).await;
-    let ended = tokio::time::timeout(EVENT_WAIT, tree.next_event())
+    let ended = tokio::time::timeout(EVENT_WAIT, tree.next())
         .await
         .expect("the end is reported");
-    assert!(ended.is_err(), "expected the session's end, got {ended:?}");
+    assert!(
+        matches!(ended, Some(Err(_))),
+        "expected the session's end, got {ended:?}"
+    );
+    assert!(tree.next().await.is_none(), "an ended cache ends");
     w.set(&join(&root, "change"), b"1", None)
         .await
         .expect("set");

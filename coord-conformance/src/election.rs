@@ -16,7 +16,7 @@ use ElectionEvent::*;
 async fn events(p: &mut coord_core::recipes::Participant, n: usize) -> Vec<ElectionEvent> {
     let mut v = Vec::new();
     while v.len() < n {
-        match within("next election event", p.next_event()).await {
+        match within("next election event", p.next()).await {
             Some(e) => v.push(e),
             None => break,
         }
@@ -300,7 +300,7 @@ pub async fn elect_failover_on_expiry(h: &dyn Harness) {
         .expect("c leads");
     h.expire(&s3).await;
     let mut rest = Vec::new();
-    while let Some(ev) = within("c's events", c.next_event()).await {
+    while let Some(ev) = within("c's events", c.next()).await {
         rest.push(ev);
         if ev == Failed {
             break;
@@ -347,6 +347,7 @@ pub async fn elect_observers_see_every_leader(h: &dyn Harness) {
         for o in observers.iter_mut() {
             let seen = within("observer sees the leader", o.next())
                 .await
+                .expect("not ended")
                 .expect("observe");
             assert_eq!(seen.value, format!("leader-{i}").into_bytes());
             assert_eq!(seen.token, l.fencing_token());

@@ -57,20 +57,32 @@ pub async fn group_watch_sees_joins_and_leaves(h: &dyn Harness) {
     let group = Group::new(&s1, &root).expect("group");
     let first = group.join_as("first", b"1").await.expect("join");
     let mut w = Group::new(&s2, &root).expect("group").watch();
-    let c = within("initial view", w.next()).await.expect("watch");
+    let c = within("initial view", w.next())
+        .await
+        .expect("not ended")
+        .expect("watch");
     assert_eq!(c.joined, vec!["first".to_owned()]);
     assert!(c.left.is_empty());
     let second = group.join_as("second", b"2").await.expect("join");
-    let c = within("join seen", w.next()).await.expect("watch");
+    let c = within("join seen", w.next())
+        .await
+        .expect("not ended")
+        .expect("watch");
     assert_eq!(c.joined, vec!["second".to_owned()]);
     assert_eq!(c.members.len(), 2);
     first.leave().await.expect("leave");
-    let c = within("leave seen", w.next()).await.expect("watch");
+    let c = within("leave seen", w.next())
+        .await
+        .expect("not ended")
+        .expect("watch");
     assert_eq!(c.left, vec!["first".to_owned()]);
     assert_eq!(c.members.len(), 1);
     assert_eq!(c.members[0].name, "second");
     drop(second);
-    let c = within("drop seen", w.next()).await.expect("watch");
+    let c = within("drop seen", w.next())
+        .await
+        .expect("not ended")
+        .expect("watch");
     assert_eq!(c.left, vec!["second".to_owned()]);
     assert!(c.members.is_empty());
 }
@@ -95,7 +107,10 @@ pub async fn group_expired_member_disappears(h: &dyn Harness) {
     for _ in 0..2 {
         let s = h.open().await;
         let mut w = Group::new(&s, &root).expect("group").watch();
-        let c = within("initial view", w.next()).await.expect("watch");
+        let c = within("initial view", w.next())
+            .await
+            .expect("not ended")
+            .expect("watch");
         assert_eq!(c.members.len(), 2);
         watchers.push((s, w));
     }
@@ -105,7 +120,10 @@ pub async fn group_expired_member_disappears(h: &dyn Harness) {
         Error::SessionExpired | Error::LockLost { .. }
     ));
     for (_, w) in watchers.iter_mut() {
-        let c = within("expiry seen", w.next()).await.expect("watch");
+        let c = within("expiry seen", w.next())
+            .await
+            .expect("not ended")
+            .expect("watch");
         assert_eq!(c.left, vec![m.name().to_owned()]);
         assert_eq!(c.members.len(), 1);
         assert_eq!(c.members[0].name, "stays");

@@ -20,6 +20,7 @@ use crate::{await_state, within, Harness};
 async fn next_change(w: &mut TreeWatch) -> TreeChange {
     within("the next tree change", w.next())
         .await
+        .expect("the tree watch has not ended")
         .expect("the tree watch is running")
 }
 
@@ -108,9 +109,10 @@ pub async fn tree_watch_reports_subtree_changes(h: &dyn Harness) {
     let ended = within("the watch's end after the session's", async {
         loop {
             match w.next().await {
-                Ok(TreeChange::Changed(_)) | Ok(TreeChange::Resync) => continue,
-                Ok(other) => panic!("unexpected {other:?}"),
-                Err(e) => return e,
+                Some(Ok(TreeChange::Changed(_))) | Some(Ok(TreeChange::Resync)) => continue,
+                Some(Ok(other)) => panic!("unexpected {other:?}"),
+                Some(Err(e)) => return e,
+                None => panic!("the watch ended without saying why"),
             }
         }
     })
@@ -119,6 +121,10 @@ pub async fn tree_watch_reports_subtree_changes(h: &dyn Harness) {
         ended.is_session_end(),
         "{}: the watch ended with {ended:?}, not the session's end",
         h.name()
+    );
+    assert!(
+        w.next().await.is_none(),
+        "the watch is over after its error"
     );
     let _ = o.close().await;
 }
@@ -217,18 +223,17 @@ pub async fn caches_share_a_root_on_one_session(h: &dyn Harness) {
             .expect("create child");
         let want = fresh(&o, &root).await;
         while view(&tree) != want {
-            within("the tree cache converging", tree.next_event())
+            within("the tree cache converging", tree.next())
                 .await
+                .expect("the tree cache has not ended")
                 .expect("the tree cache runs");
         }
         for (what, cache) in [("first", &mut node_first), ("second", &mut node_after)] {
             while cache.current().map(|n| n.data) != Some(data.clone().into_bytes()) {
-                within(
-                    &format!("the {what} node cache converging"),
-                    cache.next_event(),
-                )
-                .await
-                .expect("the node cache runs");
+                within(&format!("the {what} node cache converging"), cache.next())
+                    .await
+                    .expect("the node cache has not ended")
+                    .expect("the node cache runs");
             }
         }
     }
@@ -252,8 +257,9 @@ pub async fn cache_converges_after_cut(h: &dyn Harness) {
     }
     let mut tree = TreeCache::start(&s, &root, 8).expect("tree");
     loop {
-        let e = within("the initial load", tree.next_event())
+        let e = within("the initial load", tree.next())
             .await
+            .expect("the cache has not ended")
             .expect("the cache is running");
         if e == CacheEvent::Initialized {
             break;
@@ -278,12 +284,12 @@ pub async fn cache_converges_after_cut(h: &dyn Harness) {
     let want = fresh(&o, &root).await;
     let mut removed = Vec::new();
     while view(&tree) != want {
-        match tokio::time::timeout(Duration::from_secs(30), tree.next_event()).await {
-            Ok(Ok(CacheEvent::Removed { path })) => {
+        match tokio::time::timeout(Duration::from_secs(30), tree.next()).await {
+            Ok(Some(Ok(CacheEvent::Removed { path }))) => {
                 assert!(!removed.contains(&path), "{path} removed twice");
                 removed.push(path);
             }
-            Ok(Ok(_)) => {}
+            Ok(Some(Ok(_))) => {}
             other => panic!(
                 "{}: the cache never converged after the cut: {other:?}\n view {:?}\n want {want:?}",
                 h.name(),
@@ -296,8 +302,9 @@ pub async fn cache_converges_after_cut(h: &dyn Harness) {
         .await
         .expect("set");
     loop {
-        let e = within("the change after the heal", tree.next_event())
+        let e = within("the change after the heal", tree.next())
             .await
+            .expect("the cache has not ended")
             .expect("the cache is running");
         if e == (CacheEvent::Updated {
             path: join(&root, "keep"),

@@ -13,6 +13,27 @@
 //! them in. Every argument is checked before any I/O ([`path`]); every
 //! error is one [`Error`].
 //!
+//! # Event streams
+//! Everything that reports a sequence of events — the caches, the
+//! watchers, [`LeaderObserver`](recipes::LeaderObserver),
+//! [`Participant`](recipes::Participant), [`TreeWatch`] — is a
+//! [`Stream`](futures_core::Stream), with an inherent `next()` that
+//! behaves exactly as `StreamExt::next` (and needs no import). Each type's
+//! doc says which of two kinds it is:
+//!
+//! * `Item = Result<T>` where reading can fail. An error that ends the
+//!   stream (the session's end, a closed cache, a watch that is over) is
+//!   yielded once as `Some(Err(e))`; then the stream ends (`None`) — for
+//!   a cache, until `restart`. An error that leaves the stream usable (a
+//!   lost connection the watcher will ride out, a counter holding a value
+//!   that is not a number) is `Some(Err(e))` and the stream goes on.
+//! * `Item = T` where a task reports its own failures as events (an
+//!   election's `Failed`, a latch's `NotLeader`, a partitioner's
+//!   `Failed`); the stream ends when the task is over.
+//!
+//! Every `next()` is cancel safe: dropped before it resolves, it loses
+//! nothing, and the next call goes on from where it was.
+//!
 //! # Map
 //! Layers, bottom first. A file imports only from its own layer's files
 //! below it and from lower layers, never upward, and no two files import
@@ -24,7 +45,7 @@
 //! | `backend/` | what only backend authors need ([`backend`]): the primitive contract and its node types (public at the root), the lease clock, backoff, redaction, TLS material |
 //! | `telemetry/` | spans, events and metrics ([`telemetry`]); told the backend and session id, it knows nothing of the layers above |
 //! | `session.rs` | [`Session`], the checked handle every recipe holds |
-//! | `machinery/` | crate-private helpers: cancel-safe creates and deletes, retried reads, waits, counters |
+//! | `machinery/` | crate-private helpers: cancel-safe creates and deletes, retried reads, waits, counters, event streams that a dropped `next()` leaves intact |
 //! | `hold/` | what every guard is made of: the `Hold` trait and [`while_held`](recipes::while_held), the held node, contenders and queueing, revocation |
 //! | `recipes/` | one folder or file per family, its trait beside its recipes: `lock/`, `election/`, `queue/`, `cache/`, then group, partitioner, barrier, counter, periodic job (a family may use an earlier one: a semaphore or a periodic job holds a `Lock`) |
 //! | `inspect/` | what lives at a path ([`inspect`]), one file per family |

@@ -221,6 +221,7 @@ async fn next_change(w: &mut coord_core::TreeWatch) -> coord_core::TreeChange {
     tokio::time::timeout(WAIT, w.next())
         .await
         .expect("a tree change within 30 s")
+        .expect("the tree watch has not ended")
         .expect("the tree watch runs")
 }
 

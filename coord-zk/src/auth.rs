@@ -10,8 +10,8 @@ use zookeeper_client as zk;
 /// [`crate::ZkOptions::with_acl`].
 ///
 /// The default is [`ZkAcl::CreatorAllWorldRead`] when the session carries
-/// credentials ([`crate::ZkOptions::digest`] or
-/// [`crate::ZkOptions::sasl_digest`]) and [`ZkAcl::Open`] when it carries
+/// credentials ([`crate::ZkOptions::with_digest`] or
+/// [`crate::ZkOptions::with_sasl_digest`]) and [`ZkAcl::Open`] when it carries
 /// none: ZooKeeper refuses a creator ACL from a session without an identity
 /// (`InvalidACL`).
 ///

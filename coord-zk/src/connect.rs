@@ -51,7 +51,7 @@ pub async fn connect(options: ZkOptions) -> Result<coord_core::Session> {
 
 impl ZkSession {
     /// Open a session on the ensemble `options` names, making the chroot
-    /// first if it is missing (see [`ZkOptions::create_chroot`]).
+    /// first if it is missing (see [`ZkOptions::with_create_chroot`]).
     ///
     /// # Errors
     /// [`Error::InvalidArgument`], before any I/O, for a session or

@@ -77,7 +77,7 @@ pub(crate) fn map_error(err: zk::Error, target: Target<'_>) -> Error {
 /// What [`Error::Unauthenticated`] says to fix after `AuthFailed`.
 const AUTH_FAILED_HINT: &str = "ZooKeeper refused the session's credentials (AUTH_FAILED): \
      a wrong SASL user or password, or the server requires SASL authentication and the \
-     session offered none; check the user and password (ZkOptions::sasl_digest, \
+     session offered none; check the user and password (ZkOptions::with_sasl_digest, \
      `zk://user:password@…?auth=sasl`) against the server's JAAS configuration";
 
 /// What [`Error::PermissionDenied`] says after `NoAuth`.

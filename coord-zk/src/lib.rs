@@ -34,8 +34,8 @@
 //!
 //! ## Authentication and ACLs
 //!
-//! [`ZkOptions::digest`] (ZooKeeper's `digest` scheme) and
-//! [`ZkOptions::sasl_digest`] (SASL DIGEST-MD5, checked by the server's JAAS
+//! [`ZkOptions::with_digest`] (ZooKeeper's `digest` scheme) and
+//! [`ZkOptions::with_sasl_digest`] (SASL DIGEST-MD5, checked by the server's JAAS
 //! users) give the session an identity, sent again on every reconnection.
 //! With one, every node coord creates gets [`ZkAcl::CreatorAllWorldRead`]
 //! unless [`ZkOptions::with_acl`] says otherwise, so a process under another

@@ -7,8 +7,8 @@ use coord_core::{limits, Error, Result, TlsOptions};
 use crate::auth::{Credentials, ZkAcl};
 
 /// Where and how to connect: the ensemble's hosts, an optional chroot, the
-/// session timeout, credentials ([`ZkOptions::digest`],
-/// [`ZkOptions::sasl_digest`]) and the ACL of the nodes coord creates
+/// session timeout, credentials ([`ZkOptions::with_digest`],
+/// [`ZkOptions::with_sasl_digest`]) and the ACL of the nodes coord creates
 /// ([`ZkOptions::with_acl`]). `Debug` never shows a password.
 ///
 /// ```
@@ -191,12 +191,12 @@ impl ZkOptions {
         })
     }
 
-    /// The digest user, if [`ZkOptions::digest`] was set.
+    /// The digest user, if [`ZkOptions::with_digest`] was set.
     pub fn digest_user(&self) -> Option<&str> {
         self.digest.as_ref().map(|c| c.user.as_str())
     }
 
-    /// The SASL user, if [`ZkOptions::sasl_digest`] was set.
+    /// The SASL user, if [`ZkOptions::with_sasl_digest`] was set.
     pub fn sasl_user(&self) -> Option<&str> {
         self.sasl.as_ref().map(|c| c.user.as_str())
     }

@@ -18,14 +18,17 @@ async fn main() -> common::Result {
 
     let leadership = election_a.campaign(b"host-a").await?;
     println!("host-a leads (term token {})", leadership.fencing_token());
-    assert_eq!(observer.next().await?.value, b"host-a");
+    assert_eq!(
+        observer.next().await.ok_or("the observer ended")??.value,
+        b"host-a"
+    );
 
     // host-b waits in line and takes over when host-a resigns.
     let election_b = Election::new(&b, &path)?;
     let b_turn = tokio::spawn(async move { election_b.campaign(b"host-b").await });
     leadership.resign().await?;
     let b_leads = b_turn.await??;
-    let leader = observer.next().await?;
+    let leader = observer.next().await.ok_or("the observer ended")??;
     println!(
         "the observer sees {} lead now",
         String::from_utf8_lossy(&leader.value)

@@ -23,7 +23,7 @@ async fn main() -> common::Result {
 
     participant.stop().await?;
     let mut events = Vec::new();
-    while let Some(e) = participant.try_next_event() {
+    while let Some(e) = participant.try_next() {
         events.push(e);
     }
     println!("events: {events:?}");

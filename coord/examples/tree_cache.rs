@@ -18,8 +18,8 @@ async fn main() -> common::Result {
 
     let reader = common::session().await?;
     let mut cache = TreeCache::start(&reader, &root, 4)?;
-    loop {
-        match cache.next_event().await? {
+    while let Some(event) = cache.next().await {
+        match event? {
             CacheEvent::Initialized => break,
             event => println!("initial: {event:?}"),
         }
@@ -29,7 +29,7 @@ async fn main() -> common::Result {
     writer
         .set(&format!("{root}/db/url"), b"pg://b", None)
         .await?;
-    let event = cache.next_event().await?;
+    let event = cache.next().await.ok_or("the cache ended")??;
     println!("then: {event:?}");
     assert_eq!(
         event,

@@ -94,7 +94,7 @@
 //! let leadership = election.campaign(b"host-a").await?;
 //! let leader = election.leader().await?.map(|l| l.value);
 //! assert_eq!(leader.as_deref(), Some(&b"host-a"[..]));
-//! assert_eq!(observer.next().await?.value, b"host-a");
+//! assert_eq!(observer.next().await.ok_or("the observer ended")??.value, b"host-a");
 //!
 //! // Meanwhile host-b waits in line, and takes over on resignation.
 //! let other = coord::connect("mem://").await?;
@@ -104,7 +104,7 @@
 //! });
 //! leadership.resign().await?;
 //! let b = b.await??;
-//! assert_eq!(observer.next().await?.value, b"host-b");
+//! assert_eq!(observer.next().await.ok_or("the observer ended")??.value, b"host-b");
 //! b.resign().await?;
 //! # Ok(()) }
 //! ```
@@ -126,7 +126,7 @@
 //! assert_eq!(participant.fencing_token(), Some(token));
 //! participant.stop().await?;
 //! let mut events = Vec::new();
-//! while let Some(e) = participant.try_next_event() {
+//! while let Some(e) = participant.try_next() {
 //!     events.push(e);
 //! }
 //! assert_eq!(events.first(), Some(&ElectionEvent::Start));
@@ -255,15 +255,15 @@
 //! let session = coord::connect("mem://").await?;
 //! let group = Group::new(&session, "/groups/workers")?;
 //! let mut watcher = group.watch();
-//! assert!(watcher.next().await?.members.is_empty());
+//! assert!(watcher.next().await.ok_or("the watcher ended")??.members.is_empty());
 //!
 //! let me = group.join(b"10.0.0.7:8080").await?; // gone when my session ends
-//! let change = watcher.next().await?;
+//! let change = watcher.next().await.ok_or("the watcher ended")??;
 //! assert_eq!(change.joined, [me.name().to_owned()]);
 //! assert_eq!(group.members().await?[0].data, b"10.0.0.7:8080");
 //!
 //! me.leave().await?;
-//! assert_eq!(watcher.next().await?.left.len(), 1);
+//! assert_eq!(watcher.next().await.ok_or("the watcher ended")??.left.len(), 1);
 //! # Ok(()) }
 //! ```
 //!
@@ -450,10 +450,10 @@
 //! let session = coord::connect("mem://").await?;
 //! let hits = Counter::new(&session, "/stats/hits")?;
 //! let mut changes = hits.watch();
-//! assert_eq!(changes.next().await?, 0); // the value now
+//! assert_eq!(changes.next().await.transpose()?, Some(0)); // the value now
 //! let added = hits.add(5).await?;
 //! assert_eq!((added.pre, added.post), (0, 5));
-//! assert_eq!(changes.next().await?, 5); // the change
+//! assert_eq!(changes.next().await.transpose()?, Some(5)); // the change
 //! let (value, version) = hits.get().await?;
 //! assert!(hits.compare_and_set(version, value + 1).await?);
 //! assert!(!hits.compare_and_set(version, 0).await?); // stale version
@@ -474,13 +474,13 @@
 //! let session = coord::connect("mem://").await?;
 //! session.create("/services/api/10.0.0.7", b"up", CreateMode::Persistent).await?;
 //! let mut cache = ChildrenCache::start(&session, "/services/api")?;
-//! while cache.next_event().await? != CacheEvent::Initialized {}
+//! while cache.next().await.transpose()? != Some(CacheEvent::Initialized) {}
 //! assert_eq!(cache.current()["/services/api/10.0.0.7"].data, b"up");
 //!
 //! let writer = coord::connect("mem://").await?;
 //! writer.delete("/services/api/10.0.0.7", None).await?;
 //! let removed = CacheEvent::Removed { path: "/services/api/10.0.0.7".into() };
-//! assert_eq!(cache.next_event().await?, removed);
+//! assert_eq!(cache.next().await.transpose()?, Some(removed));
 //! cache.close();
 //! # Ok(()) }
 //! ```

@@ -8,10 +8,11 @@ use std::time::Duration;
 
 use coord::prelude::*;
 use coord::{
-    Barrier, Delivery, DoubleBarrier, Election, Group, GroupWatcher, Inside, LeaderObserver,
-    Leadership, Lease, Lock, LockGuard, Membership, MultiLock, MultiLockGuard, Participant,
-    PeriodicJob, Queue, ReadLock, ReentrantLock, ReliableQueue, RwLock, Semaphore, SemaphoreMutex,
-    Session, SimpleLock, WriteLock,
+    Barrier, ChildrenCache, CounterWatcher, Delivery, DoubleBarrier, Election, Group, GroupWatcher,
+    Inside, LatchWatcher, LeaderObserver, Leadership, Lease, Lock, LockGuard, Membership,
+    MultiLock, MultiLockGuard, NodeCache, Participant, PartitionWatcher, PeriodicJob, Queue,
+    ReadLock, ReentrantLock, ReliableQueue, RwLock, Semaphore, SemaphoreMutex, Session, SimpleLock,
+    TreeCache, WriteLock,
 };
 
 /// `f` is `Send`: checked at compile time; the future is dropped unpolled.
@@ -55,7 +56,15 @@ fn recipes_guards_and_sessions_are_send_and_sync() {
     // a pending watch, a `Send` future).
     send_only::<LeaderObserver>();
     send_only::<GroupWatcher>();
+    send_only::<CounterWatcher>();
     send_only::<coord_core::Watch>();
+    // The other event streams keep their channel receivers: shareable.
+    send_sync::<TreeCache>();
+    send_sync::<NodeCache>();
+    send_sync::<ChildrenCache>();
+    send_sync::<LatchWatcher>();
+    send_sync::<PartitionWatcher>();
+    send_sync::<coord_core::TreeWatch>();
 }
 
 #[tokio::test]
@@ -123,7 +132,7 @@ async fn every_public_future_is_send() -> coord::Result<()> {
     let mut observer = election.observe();
     send(observer.next());
     let mut participant = election.participate(data)?;
-    send(participant.next_event());
+    send(participant.next());
     send(participant.wait_elected());
     send(participant.stop());
 

@@ -65,10 +65,10 @@ pub async fn membership(
         let mut go_rx = go_rx.clone();
         set.spawn(async move {
             let mut w = g.watch();
-            w.next().await?;
+            w.next().await.ok_or("the watcher ended")??;
             ready.wait().await;
             loop {
-                let change = w.next().await?;
+                let change = w.next().await.ok_or("the watcher ended")??;
                 if change.members.len() >= n {
                     break;
                 }

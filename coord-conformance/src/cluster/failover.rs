@@ -114,7 +114,7 @@ async fn observe(
             _ = stop.wait_for(|s| *s) => return seen,
         };
         match next {
-            Ok(leader) => {
+            Some(Ok(leader)) => {
                 if let Some((_, last)) = seen.last() {
                     if leader.token <= *last {
                         g.fail(format!(
@@ -125,11 +125,16 @@ async fn observe(
                 }
                 seen.push((Instant::now(), leader.token));
             }
-            Err(e) if e.is_retryable() => {
+            // A lost connection leaves the observer usable.
+            Some(Err(e)) if e.is_retryable() => {
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
-            Err(e) => {
+            Some(Err(e)) => {
                 g.fail(format!("observer: {e}"));
+                return seen;
+            }
+            None => {
+                g.fail("observer: ended without an error".to_owned());
                 return seen;
             }
         }

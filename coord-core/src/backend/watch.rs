@@ -3,7 +3,9 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::task::{ready, Context, Poll};
+
+use futures_core::Stream;
 
 use crate::error::Result;
 
@@ -28,12 +30,17 @@ pub enum TreeChange {
 /// under it, in the order the server applied them, until it is dropped or
 /// the session ends.
 ///
+/// An [event stream](crate#event-streams) of `Result<TreeChange>`: an
+/// error (the session's end) is its last item.
+///
 /// # Cancel safety
 /// [`TreeWatch::next`] is cancel safe: an event not returned stays queued.
 /// Dropping the watch unregisters it on the server.
 #[must_use = "a tree watch does nothing unless read"]
 pub struct TreeWatch {
     rx: tokio::sync::mpsc::UnboundedReceiver<Result<TreeChange>>,
+    /// The error that ended the watch was yielded.
+    over: bool,
     /// The backend's task feeding `rx`, aborted when the watch is dropped
     /// (dropping what it owns removes the watch from the server).
     feed: tokio::task::JoinHandle<()>,
@@ -60,24 +67,41 @@ impl TreeWatch {
         rx: tokio::sync::mpsc::UnboundedReceiver<Result<TreeChange>>,
         feed: tokio::task::JoinHandle<()>,
     ) -> Self {
-        TreeWatch { rx, feed }
+        TreeWatch {
+            rx,
+            over: false,
+            feed,
+        }
     }
 
-    /// The next change.
+    /// The next change; `None` once the error that ended the watch was
+    /// returned. The same as
+    /// [`StreamExt::next`](https://docs.rs/futures/latest/futures/stream/trait.StreamExt.html#method.next).
     ///
     /// # Errors
-    /// The error that ended the watch (the session's end, or
-    /// [`Error::ConnectionLost`](crate::Error::ConnectionLost) when the
-    /// backend could not keep it); `SessionClosed` if the backend dropped
-    /// it without saying why. After an error the watch is over.
+    /// `Some(Err)`, once: the error that ended the watch (the session's
+    /// end, or [`Error::ConnectionLost`](crate::Error::ConnectionLost)
+    /// when the backend could not keep it); `SessionClosed` if the backend
+    /// dropped it without saying why.
     ///
     /// # Cancel safety
     /// Cancel safe.
-    pub async fn next(&mut self) -> Result<TreeChange> {
-        match self.rx.recv().await {
-            Some(r) => r,
-            None => Err(crate::Error::SessionClosed),
+    pub async fn next(&mut self) -> Option<Result<TreeChange>> {
+        std::future::poll_fn(|cx| Pin::new(&mut *self).poll_next(cx)).await
+    }
+}
+
+impl Stream for TreeWatch {
+    type Item = Result<TreeChange>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.get_mut();
+        if this.over {
+            return Poll::Ready(None);
         }
+        let r = ready!(this.rx.poll_recv(cx)).unwrap_or(Err(crate::Error::SessionClosed));
+        this.over = r.is_err();
+        Poll::Ready(Some(r))
     }
 }
 

@@ -5,6 +5,7 @@ use crate::backend::node::{CreateMode, Node};
 use crate::backend::watch::Watch;
 use crate::error::{Error, Result};
 use crate::machinery::retry::{backoff, pause};
+use crate::machinery::stream::{resumable_stream, Advance, Resumable};
 use crate::path;
 use crate::session::Session;
 
@@ -54,7 +55,8 @@ use crate::session::Session;
 /// // Succeeds only if nobody wrote since that read.
 /// let swapped = hits.compare_and_set(version, value * 2).await?;
 /// let mut changes = hits.watch();
-/// let latest = changes.next().await?; // the value after the next change
+/// // The value now; each later `next` waits for a change.
+/// let latest = changes.next().await.transpose()?;
 /// # let _ = (swapped, latest);
 /// # Ok(()) }
 /// ```
@@ -386,11 +388,11 @@ impl Counter {
 
     /// Watch the value change; see [`CounterWatcher`].
     pub fn watch(&self) -> CounterWatcher {
-        CounterWatcher {
+        CounterWatcher(Resumable::new(Follow {
             counter: self.clone(),
             last: None,
             watch: None,
-        }
+        }))
     }
 }
 
@@ -401,8 +403,16 @@ impl Counter {
 /// seen as its last value only, but the latest value is never missed (the
 /// watch is re-armed with each read). A write that leaves the value as it
 /// was (a `set` of the same number) is not reported.
+///
+/// An [event stream](crate#event-streams) of `Result<i64>`: an
+/// [`Error::InvalidArgument`] (a value that is not decimal text) or a lost
+/// connection leaves it going; any other error is its last item.
 #[derive(Debug)]
-pub struct CounterWatcher {
+pub struct CounterWatcher(Resumable<Follow>);
+
+/// What a [`CounterWatcher`] carries from one value to the next.
+#[derive(Debug)]
+struct Follow {
     counter: Counter,
     /// The value last returned.
     last: Option<i64>,
@@ -410,20 +420,29 @@ pub struct CounterWatcher {
     watch: Option<Watch>,
 }
 
-impl CounterWatcher {
+resumable_stream!(
+    CounterWatcher,
+    i64,
     /// The next value: the current one on the first call, then the first
-    /// value different from the last one returned.
+    /// value different from the last one returned; `None` after an error
+    /// other than `InvalidArgument` or `ConnectionLost`. The same as
+    /// [`StreamExt::next`](https://docs.rs/futures/latest/futures/stream/trait.StreamExt.html#method.next).
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] when the node holds something other than
-    /// decimal text for an `i64` (the watcher stays usable: the next call
-    /// waits for the next change); the session's end; backend errors.
-    /// Lost connections are retried.
+    /// `Some(Err)`: [`Error::InvalidArgument`] when the node holds
+    /// something other than decimal text for an `i64` (the watcher stays
+    /// usable: the next call waits for the next change); the session's
+    /// end; backend errors. Lost connections are retried.
     ///
     /// # Cancel safety
     /// Cancel safe: dropped while waiting, no change is consumed; the next
-    /// call returns it.
-    pub async fn next(&mut self) -> Result<i64> {
+    /// call goes on from where this one was.
+);
+
+impl Advance for Follow {
+    type Item = i64;
+
+    async fn advance(&mut self) -> Result<i64> {
         let mut attempt = 0;
         loop {
             if let Some(w) = self.watch.as_mut() {
@@ -455,6 +474,12 @@ impl CounterWatcher {
                 Err(e) => return Err(e),
             }
         }
+    }
+
+    /// A value that is not decimal text: the watch is armed, so the next
+    /// step waits for the next change.
+    fn goes_on(e: &Error) -> bool {
+        e.is_retryable() || matches!(e, Error::InvalidArgument(_))
     }
 }
 

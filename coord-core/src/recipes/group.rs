@@ -11,6 +11,7 @@ use crate::hold::held::HeldNode;
 use crate::layout;
 use crate::machinery::pending::PendingNode;
 use crate::machinery::retry::{backoff, list_retrying, list_watch_retrying, settle_watch};
+use crate::machinery::stream::{resumable_stream, Advance, Resumable};
 use crate::path;
 use crate::session::Session;
 use crate::telemetry::{self, Recipe};
@@ -200,11 +201,11 @@ impl Group {
 
     /// Follow membership changes; see [`GroupWatcher`].
     pub fn watch(&self) -> GroupWatcher {
-        GroupWatcher {
+        GroupWatcher(Resumable::new(Follow {
             group: self.clone(),
             last: None,
             watch: None,
-        }
+        }))
     }
 }
 
@@ -212,23 +213,40 @@ impl Group {
 /// it is, each later one waits for the set of members to change. It
 /// watches the directory, so it never misses that a member left or joined
 /// — though a member that joins and leaves between two reads is not seen.
+///
+/// An [event stream](crate#event-streams) of `Result<GroupChange>`: an
+/// error other than a lost connection is its last item.
 #[derive(Debug)]
-pub struct GroupWatcher {
+pub struct GroupWatcher(Resumable<Follow>);
+
+/// What a [`GroupWatcher`] carries from one change to the next.
+#[derive(Debug)]
+struct Follow {
     group: Group,
     last: Option<Vec<String>>,
     watch: Option<Watch>,
 }
 
-impl GroupWatcher {
-    /// The next change of the set of members.
+resumable_stream!(
+    GroupWatcher,
+    GroupChange,
+    /// The next change of the set of members; `None` after an error other
+    /// than `ConnectionLost`.
+    /// The same as [`StreamExt::next`](https://docs.rs/futures/latest/futures/stream/trait.StreamExt.html#method.next).
     ///
     /// # Errors
-    /// The session's end; backend errors. Connection drops are retried.
+    /// `Some(Err)`: the session's end; backend errors. Connection drops
+    /// are retried.
     ///
     /// # Cancel safety
-    /// Cancel safe: dropped, nothing is consumed; the next call compares
-    /// with the last change returned.
-    pub async fn next(&mut self) -> Result<GroupChange> {
+    /// Cancel safe: dropped, nothing is lost; the next call goes on from
+    /// where this one was.
+);
+
+impl Advance for Follow {
+    type Item = GroupChange;
+
+    async fn advance(&mut self) -> Result<GroupChange> {
         let session = self.group.session.clone();
         let mut attempt = 0;
         loop {
@@ -250,9 +268,10 @@ impl GroupWatcher {
                 .filter(|n| !names.contains(n))
                 .cloned()
                 .collect();
-            // Keep the watch only once the change is returned: dropped while
-            // reading the members, the next call lists again at once instead
-            // of waiting on a watch that has already seen this change.
+            // Keep the watch only once the change is returned: were this
+            // step dropped while reading the members, the next one would
+            // list again at once instead of waiting on a watch that has
+            // already seen this change.
             let members = self.group.read_members(names.clone()).await?;
             self.watch = Some(w);
             self.last = Some(names);

@@ -3,14 +3,16 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::pin::Pin;
-use std::task::Poll;
+use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
+use futures_core::Stream;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::{JoinHandle, JoinSet};
 
 use crate::error::{Error, Result};
 use crate::layout;
+use crate::machinery::stream::ChangeWait;
 use crate::path;
 use crate::recipes::group::{Group, GroupWatcher, Membership};
 use crate::recipes::lock::exclusive::Lock;
@@ -282,6 +284,7 @@ impl Partitioner {
         PartitionWatcher {
             status: self.status.clone(),
             first: true,
+            change: ChangeWait::default(),
         }
     }
 
@@ -363,15 +366,21 @@ impl Drop for Partitioner {
 /// It reads the latest state, so a brief `Allocating` may be skipped, but
 /// `Release` waits for [`Partitioner::release`], so a watcher never misses
 /// that it must let go.
+///
+/// An [event stream](crate#event-streams) of `PartitionState`: a failure
+/// shows as [`PartitionState::Failed`]; it ends when the task is over.
 #[derive(Debug, Clone)]
 pub struct PartitionWatcher {
     status: watch::Receiver<Status>,
     first: bool,
+    change: ChangeWait,
 }
 
 impl PartitionWatcher {
     /// The state now on the first call, then the next state; `None` once
-    /// the partitioner's task is over and its last state was returned.
+    /// the partitioner's task is over and its last state was returned. The
+    /// same as
+    /// [`StreamExt::next`](https://docs.rs/futures/latest/futures/stream/trait.StreamExt.html#method.next).
     ///
     /// # Errors
     /// None: failures show as [`PartitionState::Failed`].
@@ -379,15 +388,23 @@ impl PartitionWatcher {
     /// # Cancel safety
     /// Cancel safe: dropped, nothing is consumed.
     pub async fn next(&mut self) -> Option<PartitionState> {
-        if std::mem::take(&mut self.first) {
-            return Some(self.status.borrow_and_update().state.clone());
+        std::future::poll_fn(|cx| Pin::new(&mut *self).poll_next(cx)).await
+    }
+}
+
+impl Stream for PartitionWatcher {
+    type Item = PartitionState;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<PartitionState>> {
+        let this = self.get_mut();
+        if std::mem::take(&mut this.first) {
+            return Poll::Ready(Some(this.status.borrow_and_update().state.clone()));
         }
-        match self.status.changed().await {
-            Ok(()) => Some(self.status.borrow_and_update().state.clone()),
-            Err(_) if self.status.has_changed().unwrap_or(false) => {
-                Some(self.status.borrow_and_update().state.clone())
-            }
-            Err(_) => None,
+        let open = ready!(this.change.poll_changed(&this.status, cx));
+        if open || this.status.has_changed().unwrap_or(false) {
+            Poll::Ready(Some(this.status.borrow_and_update().state.clone()))
+        } else {
+            Poll::Ready(None)
         }
     }
 }
@@ -431,8 +448,10 @@ async fn first_lost(held: &BTreeMap<String, LockGuard>) -> Error {
     .await
 }
 
+/// The members after the next change; the watcher's error ends the task,
+/// so it is never read past its end (`None`, reported as the session's).
 async fn next_members(watcher: &mut GroupWatcher) -> Result<Vec<String>> {
-    let change = watcher.next().await?;
+    let change = watcher.next().await.unwrap_or(Err(Error::SessionClosed))?;
     Ok(change.members.into_iter().map(|m| m.name).collect())
 }
 
@@ -498,8 +517,10 @@ impl Member {
             // ALLOCATING: settle, then take the locks of our share.
             self.publish(PartitionState::Allocating);
             if !self.settle.is_zero() {
-                while let Ok(m) = tokio::time::timeout(self.settle, self.watcher.next()).await {
-                    members = m?.members.into_iter().map(|m| m.name).collect();
+                while let Ok(m) =
+                    tokio::time::timeout(self.settle, next_members(&mut self.watcher)).await
+                {
+                    members = m?;
                 }
             }
             if !members.contains(&self.id) {

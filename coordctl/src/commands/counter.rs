@@ -26,9 +26,9 @@ pub async fn counter(ctx: &Ctx, a: CounterArgs) -> Result<u8, Failure> {
         }
         CounterOp::Watch => {
             let mut changes = counter.watch();
-            loop {
-                let value = changes.next().await.map_err(fail)?;
-                print_line(value.to_string().as_bytes())?;
+            // It ends only after an error, which `?` returns.
+            while let Some(value) = changes.next().await {
+                print_line(value.map_err(fail)?.to_string().as_bytes())?;
             }
         }
     }

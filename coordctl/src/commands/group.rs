@@ -42,8 +42,9 @@ pub async fn members(ctx: &Ctx, a: WatchArgs) -> Result<u8, Failure> {
     }
     let mut watcher = group.watch();
     let mut known: HashMap<String, Vec<u8>> = HashMap::new();
-    loop {
-        let change = watcher.next().await.map_err(|e| Failure::coord(&what, e))?;
+    // The watcher ends only after an error, which `?` returns.
+    while let Some(change) = watcher.next().await {
+        let change = change.map_err(|e| Failure::coord(&what, e))?;
         for name in &change.left {
             let data = known
                 .remove(name)
@@ -57,4 +58,5 @@ pub async fn members(ctx: &Ctx, a: WatchArgs) -> Result<u8, Failure> {
             known.insert(m.name, m.data);
         }
     }
+    Ok(exit::OK)
 }

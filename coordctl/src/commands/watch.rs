@@ -5,7 +5,7 @@ use coord::{CacheEvent, ChildrenCache, NodeCache, TreeCache};
 use super::output::{hex, print_line};
 use crate::cli::CacheWatchArgs;
 use crate::ctx::Ctx;
-use crate::exit::Failure;
+use crate::exit::{self, Failure};
 
 /// What a line shows of an event: its name, path and data (where it has
 /// them).
@@ -60,26 +60,28 @@ pub async fn watch(ctx: &Ctx, a: CacheWatchArgs) -> Result<u8, Failure> {
     let session = ctx.open().await?;
     let what = format!("watch {}", a.path);
     let fail = |e| Failure::coord(&what, e);
+    // A cache ends only after an error, which `?` returns.
     if a.node {
         let mut c = NodeCache::start(&session, &a.path).map_err(fail)?;
-        loop {
-            if let Some(l) = line(&c.next_event().await.map_err(fail)?, a.json) {
+        while let Some(event) = c.next().await {
+            if let Some(l) = line(&event.map_err(fail)?, a.json) {
                 print_line(l.as_bytes())?;
             }
         }
     } else if a.children {
         let mut c = ChildrenCache::start(&session, &a.path).map_err(fail)?;
-        loop {
-            if let Some(l) = line(&c.next_event().await.map_err(fail)?, a.json) {
+        while let Some(event) = c.next().await {
+            if let Some(l) = line(&event.map_err(fail)?, a.json) {
                 print_line(l.as_bytes())?;
             }
         }
     } else {
         let mut c = TreeCache::start(&session, &a.path, a.depth).map_err(fail)?;
-        loop {
-            if let Some(l) = line(&c.next_event().await.map_err(fail)?, a.json) {
+        while let Some(event) = c.next().await {
+            if let Some(l) = line(&event.map_err(fail)?, a.json) {
                 print_line(l.as_bytes())?;
             }
         }
     }
+    Ok(exit::OK)
 }

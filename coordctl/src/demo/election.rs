@@ -26,7 +26,7 @@ pub async fn election(cluster: &Cluster, log: &Log) {
     let watcher = {
         let (log, seen) = (log.clone(), seen.clone());
         tokio::spawn(async move {
-            while let Ok(leader) = observer.next().await {
+            while let Some(Ok(leader)) = observer.next().await {
                 let value = String::from_utf8_lossy(&leader.value).into_owned();
                 log.say(format!(
                     "observer: leader is {value} (token {})",

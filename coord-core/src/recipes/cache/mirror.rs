@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::task::{ready, Context, Poll};
 
 use tokio::sync::mpsc;
 
@@ -13,6 +14,17 @@ use crate::recipes::cache::event::{CacheEvent, Shape, Shared};
 use crate::recipes::cache::worker::spawn;
 use crate::session::Session;
 
+/// Where a cache's event stream is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Run {
+    /// Reading the task's events.
+    Live,
+    /// Closed by the caller: the end error is yielded next.
+    Closed,
+    /// The end error was yielded: nothing more until a restart.
+    Ended,
+}
+
 #[derive(Debug)]
 pub(crate) struct Mirror {
     pub(crate) root: String,
@@ -20,7 +32,7 @@ pub(crate) struct Mirror {
     pub(crate) view: Shared,
     pub(crate) events: mpsc::UnboundedReceiver<Result<CacheEvent>>,
     pub(crate) session: Session,
-    pub(crate) ended: bool,
+    pub(crate) run: Run,
     pub(crate) task: Option<tokio::task::JoinHandle<()>>,
 }
 
@@ -43,7 +55,7 @@ impl Mirror {
             view,
             events: rx,
             session: session.clone(),
-            ended: false,
+            run: Run::Live,
             task: Some(task),
         })
     }
@@ -54,7 +66,7 @@ impl Mirror {
         }
         let (tx, rx) = mpsc::unbounded_channel();
         self.events = rx;
-        self.ended = false;
+        self.run = Run::Live;
         self.session = session.clone();
         self.task = Some(spawn(
             session.clone(),
@@ -66,21 +78,20 @@ impl Mirror {
         ));
     }
 
-    pub(crate) async fn next_event(&mut self) -> Result<CacheEvent> {
-        if self.ended {
-            return Err(self.end_error());
-        }
-        match self.events.recv().await {
-            Some(Ok(ev)) => Ok(ev),
-            Some(Err(e)) => {
-                self.ended = true;
-                Err(e)
-            }
-            None => {
-                self.ended = true;
-                Err(self.end_error())
-            }
-        }
+    /// The stream of the three caches: the task's events, then the error
+    /// that ended it once, then `None` until a restart.
+    pub(crate) fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<CacheEvent>>> {
+        let end = match self.run {
+            Run::Ended => return Poll::Ready(None),
+            Run::Closed => self.end_error(),
+            Run::Live => match ready!(self.events.poll_recv(cx)) {
+                Some(Ok(ev)) => return Poll::Ready(Some(Ok(ev))),
+                Some(Err(e)) => e,
+                None => self.end_error(),
+            },
+        };
+        self.run = Run::Ended;
+        Poll::Ready(Some(Err(end)))
     }
 
     pub(crate) fn end_error(&self) -> Error {
@@ -102,7 +113,9 @@ impl Mirror {
         if let Some(t) = self.task.take() {
             t.abort();
         }
-        self.ended = true;
+        if self.run == Run::Live {
+            self.run = Run::Closed;
+        }
     }
 }
 

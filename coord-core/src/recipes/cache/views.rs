@@ -1,6 +1,10 @@
 //! The three caches: [`NodeCache`], [`ChildrenCache`], [`TreeCache`].
 
 use std::collections::BTreeMap;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use futures_core::Stream;
 
 use crate::backend::node::Node;
 use crate::error::Result;
@@ -12,19 +16,21 @@ macro_rules! cache_api {
     ($t:ident) => {
         impl $t {
             /// The next event; see [`CacheEvent`] and the
-            /// [`TreeCache`] docs.
+            /// [`TreeCache`] docs. `None` once the error that ended the
+            /// cache was returned, until [`restart`](Self::restart). The
+            /// same as
+            /// [`StreamExt::next`](https://docs.rs/futures/latest/futures/stream/trait.StreamExt.html#method.next).
             ///
             /// # Errors
-            /// The error that ended the cache: the session's end
+            /// `Some(Err)`, once: the error that ended the cache: the
+            /// session's end
             /// ([`Error::SessionExpired`](crate::Error::SessionExpired), [`Error::SessionClosed`](crate::Error::SessionClosed)) or a
             /// backend error; `SessionClosed` after [`close`](Self::close).
-            /// Once ended, every call returns that error until
-            /// [`restart`](Self::restart).
             ///
             /// # Cancel safety
             /// Cancel safe: an event is only taken when it is returned.
-            pub async fn next_event(&mut self) -> Result<CacheEvent> {
-                self.0.next_event().await
+            pub async fn next(&mut self) -> Option<Result<CacheEvent>> {
+                std::future::poll_fn(|cx| self.0.poll_next(cx)).await
             }
 
             /// Reload on `session` (a new one, after the old session
@@ -35,11 +41,19 @@ macro_rules! cache_api {
                 self.0.restart(session)
             }
 
-            /// Stop the background task; [`next_event`](Self::next_event)
-            /// then returns [`Error::SessionClosed`](crate::Error::SessionClosed). Dropping the cache
-            /// stops it too.
+            /// Stop the background task; [`next`](Self::next) then
+            /// returns [`Error::SessionClosed`](crate::Error::SessionClosed) (or the session's end
+            /// error), then `None`. Dropping the cache stops it too.
             pub fn close(&mut self) {
                 self.0.close()
+            }
+        }
+
+        impl Stream for $t {
+            type Item = Result<CacheEvent>;
+
+            fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+                self.get_mut().0.poll_next(cx)
             }
         }
     };
@@ -47,12 +61,15 @@ macro_rules! cache_api {
 
 /// One node's data, kept current; see [`TreeCache`].
 ///
+/// An [event stream](crate#event-streams) of `Result<CacheEvent>`: an
+/// error ends it, until [`restart`](Self::restart).
+///
 /// ```
 /// # async fn demo(session: coord_core::Session) -> coord_core::Result<()> {
 /// use coord_core::recipes::{CacheEvent, NodeCache};
 /// let mut cache = NodeCache::start(&session, "/config/flags")?;
-/// while let Ok(ev) = cache.next_event().await {
-///     if ev == CacheEvent::Initialized { break; }
+/// while let Some(ev) = cache.next().await {
+///     if ev? == CacheEvent::Initialized { break; }
 /// }
 /// let now = cache.current(); // None when there is no node
 /// # let _ = now; Ok(()) }
@@ -82,6 +99,9 @@ cache_api!(NodeCache);
 
 /// The children of a directory, with their data; see
 /// [`TreeCache`].
+///
+/// An [event stream](crate#event-streams) of `Result<CacheEvent>`: an
+/// error ends it, until [`restart`](Self::restart).
 #[derive(Debug)]
 pub struct ChildrenCache(Mirror);
 
@@ -107,6 +127,9 @@ cache_api!(ChildrenCache);
 
 /// A node and its descendants down to `max_depth` levels below it, made by
 /// [`TreeCache::start`]`(session, root, max_depth)`.
+///
+/// An [event stream](crate#event-streams) of `Result<CacheEvent>`: an
+/// error ends it, until [`restart`](Self::restart).
 ///
 /// How the three caches work (Curator's `CuratorCache`, `NodeCache`,
 /// `PathChildrenCache`, `TreeCache`; kazoo's `DataWatch`, `ChildrenWatch`,
@@ -137,8 +160,8 @@ cache_api!(ChildrenCache);
 /// ## When the session ends
 /// A coord [`Session`](crate::Session) never reconnects into a new session. When it ends
 /// (or a watch fails with a non-retryable error) the task stops and
-/// [`next_event`](TreeCache::next_event) returns that error (after the
-/// events already queued); [`current`](TreeCache::current) keeps the last
+/// [`next`](TreeCache::next) returns that error once (after the
+/// events already queued), then `None`; [`current`](TreeCache::current) keeps the last
 /// view. [`restart`](TreeCache::restart) on a new session reloads and
 /// emits the difference from that last view (`Added` / `Updated` /
 /// `Removed`), then `Initialized` again; [`CacheEvent::Reset`] is emitted
@@ -165,14 +188,14 @@ cache_api!(ChildrenCache);
 /// use coord_core::CreateMode;
 /// session.create("/app/a/b", b"x", CreateMode::Persistent).await?;
 /// let mut tree = TreeCache::start(&session, "/app", 8)?;
-/// loop {
-///     if tree.next_event().await? == CacheEvent::Initialized { break; }
+/// while let Some(ev) = tree.next().await {
+///     if ev? == CacheEvent::Initialized { break; }
 /// }
 /// assert_eq!(tree.current()["/app/a/b"].data, b"x");
 /// session.set("/app/a/b", b"y", None).await?;
 /// assert_eq!(
-///     tree.next_event().await?,
-///     CacheEvent::Updated { path: "/app/a/b".into(), data: b"y".to_vec() }
+///     tree.next().await.transpose()?,
+///     Some(CacheEvent::Updated { path: "/app/a/b".into(), data: b"y".to_vec() })
 /// );
 /// # Ok(()) }
 /// ```

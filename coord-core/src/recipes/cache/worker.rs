@@ -192,7 +192,8 @@ impl Worker {
             let Some(tree) = self.tree.as_mut() else {
                 return Err(Error::SessionClosed);
             };
-            match tree.next().await {
+            // The watch ends with an error, so `None` comes only after one.
+            match tree.next().await.unwrap_or(Err(Error::SessionClosed)) {
                 Ok(TreeChange::Changed(p)) => {
                     if !self.in_scope(&p) {
                         continue;

@@ -1,12 +1,16 @@
 //! Curator's `LeaderLatch` over an election's participant:
 //! [`LeaderLatch`], made by [`Election::latch`].
 
+use std::pin::Pin;
+use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
+use futures_core::Stream;
 use tokio::sync::watch;
 
 use crate::backend::node::Fence;
 use crate::error::{Error, Result};
+use crate::machinery::stream::ChangeWait;
 use crate::recipes::election::events::ElectionState;
 use crate::recipes::election::leader::Election;
 use crate::recipes::election::participant::{Participant, ParticipantStatus};
@@ -173,6 +177,8 @@ impl LeaderLatch {
         LatchWatcher {
             status: self.status.clone(),
             last: None,
+            over: false,
+            change: ChangeWait::default(),
         }
     }
 
@@ -199,16 +205,24 @@ impl LeaderLatch {
 /// leads at most once (an ended latch does not rejoin), so a watcher sees
 /// every term of it, at worst after the fact as `IsLeader` then
 /// `NotLeader` collapsed to the later.
+///
+/// An [event stream](crate#event-streams) of `LatchEvent`: a failure shows
+/// as `NotLeader`, then the stream ends.
 #[derive(Debug, Clone)]
 pub struct LatchWatcher {
     status: watch::Receiver<ParticipantStatus>,
     last: Option<LatchEvent>,
+    /// The latch's task is over: once its last word is returned, so is
+    /// the stream.
+    over: bool,
+    change: ChangeWait,
 }
 
 impl LatchWatcher {
     /// The latch's state now on the first call, then the next change;
     /// `None` once the latch has ended (closed, dropped, or failed) and
-    /// its last state has been returned.
+    /// its last state has been returned. The same as
+    /// [`StreamExt::next`](https://docs.rs/futures/latest/futures/stream/trait.StreamExt.html#method.next).
     ///
     /// # Errors
     /// None: a latch's failure shows as [`LatchEvent::NotLeader`], then
@@ -217,27 +231,34 @@ impl LatchWatcher {
     /// # Cancel safety
     /// Cancel safe: dropped, nothing is consumed.
     pub async fn next(&mut self) -> Option<LatchEvent> {
-        loop {
-            let now = event_of(&self.status.borrow_and_update());
-            if self.last != Some(now) {
-                self.last = Some(now);
-                return Some(now);
-            }
-            if self.status.changed().await.is_err() {
-                // The latch's task is over: read its last word, then stop.
-                let now = event_of(&self.status.borrow());
-                if self.last != Some(now) {
-                    self.last = Some(now);
-                    return Some(now);
-                }
-                return None;
-            }
-        }
+        std::future::poll_fn(|cx| Pin::new(&mut *self).poll_next(cx)).await
     }
 
     /// The latch's state now, without waiting.
     pub fn current(&self) -> LatchEvent {
         event_of(&self.status.borrow())
+    }
+}
+
+impl Stream for LatchWatcher {
+    type Item = LatchEvent;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<LatchEvent>> {
+        let this = self.get_mut();
+        loop {
+            let now = event_of(&this.status.borrow_and_update());
+            if this.last != Some(now) {
+                this.last = Some(now);
+                return Poll::Ready(Some(now));
+            }
+            if this.over {
+                return Poll::Ready(None);
+            }
+            if !ready!(this.change.poll_changed(&this.status, cx)) {
+                // The latch's task is over: read its last word, then stop.
+                this.over = true;
+            }
+        }
     }
 }
 

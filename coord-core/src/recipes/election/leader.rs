@@ -8,6 +8,7 @@ use crate::error::{Error, Result};
 use crate::hold::contenders::{self, Contender};
 use crate::machinery::retry::{list_retrying, list_watch_retrying, settle_watch};
 use crate::machinery::stats::Stats;
+use crate::machinery::stream::{resumable_stream, Advance, Resumable};
 use crate::path;
 use crate::recipes::election::campaign::{Candidate, ElectionLayout};
 use crate::recipes::election::leadership::Leadership;
@@ -245,11 +246,11 @@ impl Election {
 
     /// Follow leader changes, participant or not; see [`LeaderObserver`].
     pub fn observe(&self) -> LeaderObserver {
-        LeaderObserver {
+        LeaderObserver(Resumable::new(Follow {
             election: self.clone(),
             last: None,
             watch: None,
-        }
+        }))
     }
 
     /// This election's side of the offer-and-wait loop.
@@ -272,23 +273,42 @@ impl Election {
 /// moments with no offer at all, and a leader that comes and goes between
 /// two reads of the directory may be missed; every leader that stays until
 /// the observer has looked is seen, and none is reported twice in a row.
+///
+/// An [event stream](crate#event-streams) of `Result<Leader>`: an error
+/// other than a lost connection is its last item.
 #[derive(Debug)]
-pub struct LeaderObserver {
+pub struct LeaderObserver(Resumable<Follow>);
+
+/// What a [`LeaderObserver`] carries from one leader to the next.
+#[derive(Debug)]
+struct Follow {
     election: Election,
     last: Option<String>,
     watch: Option<Watch>,
 }
 
-impl LeaderObserver {
+resumable_stream!(
+    LeaderObserver,
+    Leader,
     /// Wait for the next leader other than the last one returned (the
-    /// first call returns the current leader, once there is one).
+    /// first call returns the current leader, once there is one); `None`
+    /// after an error other than `ConnectionLost`. The same as
+    /// [`StreamExt::next`](https://docs.rs/futures/latest/futures/stream/trait.StreamExt.html#method.next).
     ///
     /// # Errors
-    /// The session's end and backend errors; connection drops are retried.
+    /// `Some(Err)`: the session's end and backend errors; connection drops
+    /// are retried while listing, and a `ConnectionLost` from reading the
+    /// leader's node leaves the observer usable.
     ///
     /// # Cancel safety
-    /// Cancel safe: dropped, nothing is consumed; the next call looks again.
-    pub async fn next(&mut self) -> Result<Leader> {
+    /// Cancel safe: dropped, nothing is consumed; the next call goes on
+    /// from where this one was.
+);
+
+impl Advance for Follow {
+    type Item = Leader;
+
+    async fn advance(&mut self) -> Result<Leader> {
         let session = self.election.session.clone();
         let dir = self.election.dir.clone();
         let mut attempt = 0;
@@ -303,9 +323,10 @@ impl LeaderObserver {
                 self.watch = Some(w);
                 continue;
             }
-            // The watch is kept only once the leader is reported: dropped
-            // during the read below, the next call lists again at once
-            // instead of waiting for a change and missing this leader.
+            // The watch is kept only once the leader is reported: were
+            // this step dropped during the read below, the next one would
+            // list again at once instead of waiting for a change and
+            // missing this leader.
             let node = path::join(&dir, &first.name);
             if let Some(n) = session.get(&node).await? {
                 self.last = Some(first.name.clone());

@@ -1,8 +1,11 @@
 //! The ZooKeeper recipes' `LeaderElectionSupport` as a task with an event
 //! stream: [`Participant`].
 
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 
+use futures_core::Stream;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 
@@ -30,9 +33,12 @@ pub struct ParticipantStatus {
 /// `LeaderElectionSupport`'s state machine in a task of its own; made by
 /// [`Election::participate`](super::Election::participate).
 ///
-/// Read its events in order with [`Participant::next_event`], or its
+/// Read its events in order with [`Participant::next`], or its
 /// current status with [`Participant::status`]. Stop it with
 /// [`Participant::stop`]; dropping it stops it in the background.
+///
+/// An [event stream](crate#event-streams) of `ElectionEvent`: a failure
+/// shows as [`ElectionEvent::Failed`]; it ends when the task is over.
 #[must_use = "dropping a participant withdraws it from the election"]
 #[derive(Debug)]
 pub struct Participant {
@@ -108,7 +114,8 @@ impl Participant {
     }
 
     /// The next event, in order; `None` once the participant's task is over
-    /// and every event has been read.
+    /// and every event has been read. The same as
+    /// [`StreamExt::next`](https://docs.rs/futures/latest/futures/stream/trait.StreamExt.html#method.next).
     ///
     /// # Errors
     /// None: the participant's failures arrive as `ElectionEvent::Failed`;
@@ -116,12 +123,12 @@ impl Participant {
     ///
     /// # Cancel safety
     /// Cancel safe: no event is lost if the future is dropped.
-    pub async fn next_event(&mut self) -> Option<ElectionEvent> {
-        self.events.recv().await
+    pub async fn next(&mut self) -> Option<ElectionEvent> {
+        std::future::poll_fn(|cx| Pin::new(&mut *self).poll_next(cx)).await
     }
 
-    /// The next event if one is waiting.
-    pub fn try_next_event(&mut self) -> Option<ElectionEvent> {
+    /// The next event if one is waiting, without waiting.
+    pub fn try_next(&mut self) -> Option<ElectionEvent> {
         self.events.try_recv().ok()
     }
 
@@ -217,6 +224,14 @@ impl Participant {
             },
             None => Ok(()),
         }
+    }
+}
+
+impl Stream for Participant {
+    type Item = ElectionEvent;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<ElectionEvent>> {
+        self.get_mut().events.poll_recv(cx)
     }
 }
 
