@@ -421,7 +421,7 @@ pub async fn prim_guarded_op_constructors(h: &dyn Harness) {
         other => panic!("Op::set_if answered {other:?}"),
     };
     assert_eq!(data(&a).await.as_deref(), Some(&b"s2"[..]));
-    let v3 = match write(Op::put(a.as_str(), b"p".to_vec())).await {
+    let v3 = match write(Op::put(a.as_str(), b"p")).await {
         Ok(OpResult::Set(st)) => st.version,
         other => panic!("Op::put answered {other:?}"),
     };
