@@ -142,6 +142,21 @@ pub async fn prim_guarded_while_fence_holds(h: &dyn Harness) {
     other.close().await.expect("close");
 }
 
+/// A holder's node made by `s` under `<root>/lock` (ephemeral sequential,
+/// as a lock's), and the fence it gives.
+async fn hold_fence(s: &Session, root: &str) -> (coord_core::Created, Fence) {
+    let held = s
+        .create(
+            &format!("{root}/lock/holder-"),
+            b"",
+            CreateMode::EphemeralSequential,
+        )
+        .await
+        .expect("create fence");
+    let fence = fence_of(&held.path, held.stamp);
+    (held, fence)
+}
+
 /// Every guarded op under `fence` fails with `LockLost` (before the op's
 /// own errors) and changes nothing.
 async fn assert_guarded_lost(s: &Session, fence: &Fence, root: &str) {
@@ -220,29 +235,13 @@ pub async fn prim_guarded_lost_when_fence_deleted(h: &dyn Harness) {
     )
     .await
     .expect("create");
-    let held = s
-        .create(
-            &format!("{root}/lock/holder-"),
-            b"",
-            CreateMode::EphemeralSequential,
-        )
-        .await
-        .expect("create fence");
-    let fence = fence_of(&held.path, held.stamp);
+    let (held, fence) = hold_fence(&s, &root).await;
     s.delete(&held.path, None).await.expect("delete fence");
     assert_guarded_lost(&s, &fence, &root).await;
 
     // The same when the fence went with its session.
     let holder = h.open().await;
-    let held = holder
-        .create(
-            &format!("{root}/lock/holder-"),
-            b"",
-            CreateMode::EphemeralSequential,
-        )
-        .await
-        .expect("create fence");
-    let fence = fence_of(&held.path, held.stamp);
+    let (held, fence) = hold_fence(&holder, &root).await;
     h.expire(&holder).await;
     within("fence gone with its session", s.wait_gone(&held.path))
         .await
@@ -302,15 +301,7 @@ pub async fn prim_guarded_lost_with_wrong_stamp(h: &dyn Harness) {
 pub async fn prim_guarded_put_creates_or_overwrites(h: &dyn Harness) {
     let root = h.root("prim_guarded_put_creates_or_overwrites");
     let (holder, other) = (h.open().await, h.open().await);
-    let held = holder
-        .create(
-            &format!("{root}/lock/holder-"),
-            b"",
-            CreateMode::EphemeralSequential,
-        )
-        .await
-        .expect("create fence");
-    let fence = fence_of(&held.path, held.stamp);
+    let (held, fence) = hold_fence(&holder, &root).await;
     let target = format!("{root}/data/deep/value");
 
     let created = match holder
@@ -375,15 +366,7 @@ pub async fn prim_guarded_put_creates_or_overwrites(h: &dyn Harness) {
 pub async fn prim_guarded_op_constructors(h: &dyn Harness) {
     let root = h.root("prim_guarded_op_constructors");
     let s = h.open().await;
-    let held = s
-        .create(
-            &format!("{root}/lock/holder-"),
-            b"",
-            CreateMode::EphemeralSequential,
-        )
-        .await
-        .expect("create fence");
-    let fence = fence_of(&held.path, held.stamp);
+    let (_, fence) = hold_fence(&s, &root).await;
     let write = |op: Op| s.guarded(&fence, op);
     let data = |path: &str| {
         let path = path.to_owned();
