@@ -582,13 +582,19 @@ impl Session {
         }
     }
 
-    /// Do `op` only while `fence` holds, atomically.
+    /// Do `op` only while `fence` holds, atomically: the fence check and
+    /// the write are one step on the server (a ZooKeeper multi, an etcd
+    /// Txn, one Redis script, one step under the in-memory store's lock),
+    /// so a holder that lost its hold cannot write after its successor.
+    /// Holders usually call this through their guard
+    /// ([`Hold::write`](crate::prelude::Hold::write), [`Hold::put`](crate::prelude::Hold::put)).
     ///
     /// # Errors
     /// `InvalidPath`, `InvalidArgument` for the fence or the op (also for
     /// an `Op::Create` with a TTL mode: TTL nodes are not made by guarded
-    /// writes); `LockLost`
-    /// when the fence does not hold; then the op's own.
+    /// writes), before any I/O; `LockLost` when the fence does not hold
+    /// (checked before the op's own errors, and nothing is written); then
+    /// the op's own (`NotFound`, `AlreadyExists`, `VersionMismatch`, …).
     ///
     /// # Cancel safety
     /// Not cancel safe: the write may land after the drop.
@@ -600,7 +606,7 @@ impl Session {
                     "a guarded write cannot create a TTL node".into(),
                 ));
             }
-            Op::Create { path, data, .. } | Op::Set { path, data, .. } => {
+            Op::Create { path, data, .. } | Op::Set { path, data, .. } | Op::Put { path, data } => {
                 path::validate_non_root(path)?;
                 path::validate_data(data)?;
             }

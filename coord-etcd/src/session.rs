@@ -305,6 +305,9 @@ impl PrimitiveSession for EtcdSession {
                 data,
                 version,
             }),
+            Op::Put { path, data } => {
+                Plan::Put(self.create_plan(&path, &data, CreateMode::Persistent))
+            }
             Op::Delete { path, version } => Plan::Delete(DeletePlan {
                 key: keys.key(&path),
                 child_prefix: keys.child_prefix(&path),

@@ -5,6 +5,8 @@
 //!
 //! A guarded write is the same Txn with one more compare in front (the
 //! fence key's create revision) and one more read in the failure branch.
+//! A put (create or overwrite) branches inside the Txn: a nested Txn puts
+//! the key plain when it is absent, keeping its lease when it is there.
 
 use coord_core::{Created, Error, OpResult, Result, Stat};
 use etcd_client::{
@@ -110,6 +112,10 @@ pub(crate) enum Plan {
     Create(CreatePlan),
     Set(SetPlan),
     Delete(DeletePlan),
+    /// Create (persistent, making missing ancestors) or overwrite: the
+    /// plan of a persistent, non-sequential create whose parent is not
+    /// known ([`CreatePlan::parent_known`] false).
+    Put(CreatePlan),
 }
 
 /// The fence of a guarded write, as keys.
@@ -135,13 +141,11 @@ impl Plan {
                     v.push(Compare::lease(parent, CompareOp::Equal, 0));
                     return v;
                 }
-                // No ancestor may be ephemeral (a missing one compares as
-                // lease 0, so missing parents pass).
-                for a in &c.ancestors {
-                    v.push(Compare::lease(a.as_str(), CompareOp::Equal, 0));
-                }
+                v.extend(plain_ancestors(&c.ancestors));
                 v
             }
+            // Whether the key is there is decided inside (`then_ops`).
+            Plan::Put(c) => plain_ancestors(&c.ancestors).collect(),
             Plan::Set(s) => {
                 let mut v = vec![Compare::create_revision(
                     s.key.as_str(),
@@ -193,17 +197,8 @@ impl Plan {
                 let mut ops = Vec::with_capacity(c.ancestors.len() + 2);
                 // Missing parents, each only if absent (a nested Txn), as
                 // plain keys with no value and no lease.
-                let make = if c.known_parent().is_some() {
-                    &[][..]
-                } else {
-                    &c.ancestors[..]
-                };
-                for a in make {
-                    ops.push(TxnOp::txn(
-                        Txn::new()
-                            .when([Compare::create_revision(a.as_str(), CompareOp::Equal, 0)])
-                            .and_then([TxnOp::put(a.as_str(), Vec::<u8>::new(), None)]),
-                    ));
+                if c.known_parent().is_none() {
+                    ops.extend(make_ancestors(&c.ancestors));
                 }
                 let opts = (c.lease != 0).then(|| PutOptions::new().with_lease(c.lease));
                 ops.push(TxnOp::put(c.key.as_str(), c.data.clone(), opts));
@@ -215,12 +210,24 @@ impl Plan {
                 }
                 ops
             }
-            Plan::Set(s) => vec![TxnOp::put(
-                s.key.as_str(),
-                s.data.clone(),
-                // Keep the key's lease: an ephemeral node stays ephemeral.
-                Some(PutOptions::new().with_ignore_lease().with_prev_key()),
-            )],
+            Plan::Set(s) => vec![overwrite(&s.key, &s.data)],
+            Plan::Put(c) => {
+                let mut ops: Vec<TxnOp> = make_ancestors(&c.ancestors).collect();
+                // Absent: a plain persistent key. There: overwritten,
+                // keeping its lease. etcd allows the same key put in both
+                // branches of one Txn, as only one runs.
+                ops.push(TxnOp::txn(
+                    Txn::new()
+                        .when([Compare::create_revision(
+                            c.key.as_str(),
+                            CompareOp::Equal,
+                            0,
+                        )])
+                        .and_then([TxnOp::put(c.key.as_str(), c.data.clone(), None)])
+                        .or_else([overwrite(&c.key, &c.data)]),
+                ));
+                ops
+            }
             // With the deleted key, whose lease says whether it was a TTL
             // node (see `deleted_lease`); not for this session's own
             // contender nodes, which never are.
@@ -243,14 +250,10 @@ impl Plan {
                     // `Plan::needs_ancestors`).
                     return ops;
                 }
-                for a in &c.ancestors {
-                    ops.push(TxnOp::get(
-                        a.as_str(),
-                        Some(GetOptions::new().with_keys_only()),
-                    ));
-                }
+                ops.extend(read_ancestors(&c.ancestors));
                 ops
             }
+            Plan::Put(c) => read_ancestors(&c.ancestors).collect(),
             Plan::Set(s) => vec![TxnOp::get(
                 s.key.as_str(),
                 Some(GetOptions::new().with_keys_only()),
@@ -278,25 +281,16 @@ impl Plan {
                     r,
                 )))
             }
-            Plan::Set(_) => {
-                let prev = match resps.first() {
-                    Some(TxnOpResponse::Put(p)) => p.prev_key().cloned(),
-                    _ => None,
-                };
-                let prev = prev.ok_or_else(|| unexpected("set without its previous key"))?;
-                // The put ignored the lease (kept the key's): the previous
-                // key's lease is the key's lease now.
-                Ok(OpResult::Set(
-                    Stat::new(
-                        urev(revision),
-                        urev(prev.create_revision()),
-                        prev.lease() != 0,
-                        None,
-                    )
-                    .with_owner(owner_of(prev.lease())),
-                ))
-            }
+            Plan::Set(_) => overwritten(revision, resps.first()),
             Plan::Delete(_) => Ok(OpResult::Deleted),
+            Plan::Put(c) => match resps.last() {
+                Some(TxnOpResponse::Txn(t)) if t.succeeded() => {
+                    let r = urev(revision);
+                    Ok(OpResult::Created(Created::new(c.path.clone(), None, r, r)))
+                }
+                Some(TxnOpResponse::Txn(t)) => overwritten(revision, t.op_responses().first()),
+                _ => Err(unexpected("a put without its nested Txn")),
+            },
         }
     }
 
@@ -332,14 +326,12 @@ impl Plan {
                     // again whole before it gets here.
                     return Err(unexpected("a create failed on its parent alone"));
                 }
-                for i in 0..c.ancestors.len() {
-                    if let Some(kv) = first_kv(resps, i + 1)? {
-                        if kv.lease() != 0 {
-                            return Err(ephemeral_parent());
-                        }
-                    }
-                }
+                leased_ancestor(resps.get(1..).unwrap_or_default(), c.ancestors.len())?;
                 Err(unexpected("a create failed with no reason"))
+            }
+            Plan::Put(c) => {
+                leased_ancestor(resps, c.ancestors.len())?;
+                Err(unexpected("a put failed with no reason"))
             }
             Plan::Set(s) => match first_kv(resps, 0)? {
                 None => Err(Error::NotFound {
@@ -377,6 +369,75 @@ impl Plan {
             }
         }
     }
+}
+
+/// "No ancestor is ephemeral (nor a TTL node)": a missing one compares as
+/// lease 0, so missing ancestors pass.
+fn plain_ancestors(ancestors: &[String]) -> impl Iterator<Item = Compare> + '_ {
+    ancestors
+        .iter()
+        .map(|a| Compare::lease(a.as_str(), CompareOp::Equal, 0))
+}
+
+/// Make each missing ancestor, only if absent (a nested Txn each), as a
+/// plain key with no value and no lease.
+fn make_ancestors(ancestors: &[String]) -> impl Iterator<Item = TxnOp> + '_ {
+    ancestors.iter().map(|a| {
+        TxnOp::txn(
+            Txn::new()
+                .when([Compare::create_revision(a.as_str(), CompareOp::Equal, 0)])
+                .and_then([TxnOp::put(a.as_str(), Vec::<u8>::new(), None)]),
+        )
+    })
+}
+
+/// Read each ancestor's key, to tell which one failed
+/// [`plain_ancestors`] ([`leased_ancestor`]).
+fn read_ancestors(ancestors: &[String]) -> impl Iterator<Item = TxnOp> + '_ {
+    ancestors
+        .iter()
+        .map(|a| TxnOp::get(a.as_str(), Some(GetOptions::new().with_keys_only())))
+}
+
+/// The error for an ancestor found with a lease among the first `n` reads
+/// of [`read_ancestors`].
+fn leased_ancestor(resps: &[TxnOpResponse], n: usize) -> Result<()> {
+    for i in 0..n {
+        if first_kv(resps, i)?.is_some_and(|kv| kv.lease() != 0) {
+            return Err(ephemeral_parent());
+        }
+    }
+    Ok(())
+}
+
+/// Overwrite an existing key's value, keeping its lease (an ephemeral node
+/// stays ephemeral), answering with the previous key.
+fn overwrite(key: &str, data: &[u8]) -> TxnOp {
+    TxnOp::put(
+        key,
+        data.to_vec(),
+        Some(PutOptions::new().with_ignore_lease().with_prev_key()),
+    )
+}
+
+/// The stat after an [`overwrite`] at `revision`, from its answer.
+fn overwritten(revision: i64, resp: Option<&TxnOpResponse>) -> Result<OpResult> {
+    let prev = match resp {
+        Some(TxnOpResponse::Put(p)) => p.prev_key().cloned(),
+        _ => None,
+    };
+    let prev = prev.ok_or_else(|| unexpected("set without its previous key"))?;
+    // The put ignored the lease (kept the key's): the previous key's lease
+    // is the key's lease now.
+    Ok(OpResult::Set(
+        Stat::new(
+            urev(revision),
+            urev(prev.create_revision()),
+            prev.lease() != 0,
+            None,
+        )
+        .with_owner(owner_of(prev.lease())),
+    ))
 }
 
 impl CreatePlan {
@@ -517,73 +578,5 @@ pub(crate) fn deleted_lease(plan: &Plan, resp: &TxnResponse) -> Option<i64> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn create(sequential: bool, lease: i64) -> CreatePlan {
-        CreatePlan {
-            path: "/a/b".into(),
-            key: "/ns/a/b".into(),
-            ancestors: vec!["/ns/a".into()],
-            data: b"x".to_vec(),
-            lease,
-            sequential,
-            persistent: lease == 0,
-            own_lease: 7,
-            list_siblings: None,
-            parent_known: false,
-        }
-    }
-
-    #[test]
-    fn revisions_convert_without_panics() {
-        assert_eq!(rev(5), 5);
-        assert_eq!(rev(u64::MAX), -1);
-        assert_eq!(urev(-3), 0);
-        assert_eq!(urev(9), 9);
-    }
-
-    #[test]
-    fn txn_shapes() {
-        let plan = Plan::Create(create(false, 0));
-        // key absent + one ancestor not ephemeral.
-        assert_eq!(plan.compares().len(), 2);
-        // the ancestor's nested Txn + the put.
-        assert_eq!(plan.then_ops().len(), 2);
-        assert_eq!(plan.else_ops().len(), 2);
-        // The parent known: the key absent, the parent there and plain;
-        // the put alone; the key read back on failure.
-        let mut known = create(true, 7);
-        known.ancestors = vec!["/ns/a".into(), "/ns/a/b".into()];
-        known.parent_known = true;
-        assert_eq!(known.known_parent(), Some("/ns/a/b"));
-        let known = Plan::Create(known);
-        assert_eq!(known.compares().len(), 3);
-        assert_eq!(known.then_ops().len(), 1);
-        assert_eq!(known.else_ops().len(), 1);
-        // No parent below the root: nothing to know.
-        let mut top = create(true, 7);
-        top.ancestors.clear();
-        top.parent_known = true;
-        assert_eq!(top.known_parent(), None);
-        let del = Plan::Delete(DeletePlan {
-            created: None,
-            path: "/a".into(),
-            key: "/ns/a".into(),
-            child_prefix: "/ns/a/".into(),
-            version: Some(3),
-        });
-        assert_eq!(del.compares().len(), 3);
-        assert_eq!(del.else_ops().len(), 2);
-        // This session's own ephemeral node: its create revision, no
-        // children check (nothing can be made under it).
-        let own = Plan::Delete(DeletePlan {
-            created: Some(42),
-            path: "/a".into(),
-            key: "/ns/a".into(),
-            child_prefix: "/ns/a/".into(),
-            version: None,
-        });
-        assert_eq!(own.compares().len(), 1);
-    }
-}
+#[path = "txn_tests.rs"]
+mod tests;

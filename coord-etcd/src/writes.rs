@@ -138,7 +138,7 @@ impl EtcdSession {
         let backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(1));
         let mut attempt = 0;
         let path = match &plan {
-            Plan::Create(p) => p.path.clone(),
+            Plan::Create(p) | Plan::Put(p) => p.path.clone(),
             Plan::Set(p) => p.path.clone(),
             Plan::Delete(p) => p.path.clone(),
         };

@@ -298,6 +298,15 @@ impl PrimitiveSession for MemSession {
                 .tree
                 .delete(&path, version)
                 .map(|()| OpResult::Deleted),
+            // Under the store's lock with the fence check: nothing can
+            // make or delete the node between the look and the write.
+            Op::Put { path, data } if state.tree.exists(&path) => {
+                state.tree.set(&path, &data, None).map(OpResult::Set)
+            }
+            Op::Put { path, data } => state
+                .tree
+                .create(&path, &data, CreateMode::Persistent, self.key)
+                .map(OpResult::Created),
             // An op added to coord-core after this backend: refused.
             _ => Err(Error::NotSupported {
                 operation: "this guarded write",

@@ -2,7 +2,7 @@
 
 use std::time::{Duration, SystemTime};
 
-use coord_core::{Child, Created, Node, Result, SessionId, Stat};
+use coord_core::{Child, Created, Node, OpResult, Result, SessionId, Stat};
 use redis::Value;
 
 use crate::error;
@@ -56,6 +56,19 @@ pub(crate) fn decode_created(v: &Value) -> Result<Created> {
             ))
         }
         other => Err(error::unexpected("create", other)),
+    }
+}
+
+/// The answer of a guarded put: `{'created', create's answer}` or
+/// `{'set', set's answer}`.
+pub(crate) fn decode_put(v: &Value) -> Result<OpResult> {
+    match v {
+        Value::Array(items) if items.len() == 2 => match bytes(&items[0], "put")?.as_slice() {
+            b"created" => Ok(OpResult::Created(decode_created(&items[1])?)),
+            b"set" => Ok(OpResult::Set(decode_stat(&items[1])?)),
+            _ => Err(error::unexpected("put", v)),
+        },
+        other => Err(error::unexpected("put", other)),
     }
 }
 

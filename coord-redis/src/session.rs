@@ -16,7 +16,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use crate::error::{self, BACKEND};
-use crate::reply::{decode_created, decode_stat, flag, version_arg};
+use crate::reply::{decode_created, decode_put, decode_stat, flag, version_arg};
 use crate::scripts;
 use crate::shared::{after, Shared};
 use crate::watch;
@@ -225,6 +225,10 @@ impl PrimitiveSession for RedisSession {
                 let args = [head[0], head[1], b"delete", path.as_bytes(), &expected];
                 self.core.call(&scripts::GUARDED, &args, version).await?;
                 Ok(OpResult::Deleted)
+            }
+            Op::Put { path, data } => {
+                let args = [head[0], head[1], b"put", path.as_bytes(), &data];
+                decode_put(&self.core.call(&scripts::GUARDED, &args, None).await?)
             }
             // An op added to coord-core after this backend: refused
             // before any I/O.

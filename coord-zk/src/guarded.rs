@@ -1,5 +1,6 @@
 //! Guarded writes on ZooKeeper: read the fence, then
-//! `multi(check(fence, version read), op)`.
+//! `multi(check(fence, version read), op)`; a put is a guarded create, or
+//! on `NodeExists` a guarded set.
 
 use coord_core::path::parent;
 use coord_core::{Error, Fence, Op, OpResult, Result};
@@ -15,6 +16,10 @@ use crate::stat::{stamp_of, stat_of};
 /// changed between the read and the multi.
 const MAX_FENCE_ROUNDS: usize = 16;
 
+/// How often a guarded put switches between its create and its set when
+/// other sessions keep making and deleting the node between its attempts.
+const MAX_PUT_ROUNDS: usize = 16;
+
 impl Handle {
     /// ZooKeeper's multi can check a node's data version, not its czxid. So
     /// the fence is read first (`exists`): missing, or a czxid other than
@@ -27,6 +32,38 @@ impl Handle {
     /// check. Lock nodes are sequential, their paths never repeat, so a lock
     /// holder's fence has no such gap.
     pub(crate) async fn guarded(&self, fence: &Fence, op: Op) -> Result<OpResult> {
+        match op {
+            Op::Put { path, data } => self.guarded_put(fence, path, data).await,
+            op => self.guarded_op(fence, op).await,
+        }
+    }
+
+    /// A guarded put. ZooKeeper has no upsert, and a multi cannot branch
+    /// on whether a node exists, so it is a guarded create, and on
+    /// `NodeExists` a guarded set; each is one multi behind the fence
+    /// check, so whichever lands, lands only while the fence holds. A
+    /// node deleted between the two sends it back to the create.
+    async fn guarded_put(&self, fence: &Fence, path: String, data: Vec<u8>) -> Result<OpResult> {
+        let mut create = true;
+        for _ in 0..MAX_PUT_ROUNDS {
+            let op = if create {
+                Op::create(path.as_str(), &data)
+            } else {
+                Op::set(path.as_str(), &data)
+            };
+            match self.guarded_op(fence, op).await {
+                Err(Error::AlreadyExists { .. }) if create => create = false,
+                Err(Error::NotFound { .. }) if !create => create = true,
+                done => return done,
+            }
+        }
+        Err(Error::ConnectionLost(format!(
+            "the node {path} kept being made and deleted under a guarded put"
+        )))
+    }
+
+    /// A guarded create, set or delete.
+    async fn guarded_op(&self, fence: &Fence, op: Op) -> Result<OpResult> {
         let target = match &op {
             Op::Create { path, mode, .. } => Some(CreateTarget::new(path, *mode)),
             Op::Set { .. } | Op::Delete { .. } => None,

@@ -43,7 +43,8 @@ pub use gone::{
 };
 pub use guarded::{
     prim_guarded_lost_when_fence_deleted, prim_guarded_lost_with_wrong_stamp,
-    prim_guarded_while_fence_holds,
+    prim_guarded_op_constructors, prim_guarded_put_creates_or_overwrites,
+    prim_guarded_put_only_current_holder_lands, prim_guarded_while_fence_holds,
 };
 pub use listing::{prim_children_in_creation_order, prim_children_prefixed_lists_only_those};
 pub use nodes::{

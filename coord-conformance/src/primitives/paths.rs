@@ -121,6 +121,10 @@ async fn with_path_everywhere(
             .await
             .map(drop),
         ),
+        (
+            "guarded put",
+            s.guarded(&guard_good, Op::put(bad, b"d")).await.map(drop),
+        ),
     ]
 }
 
@@ -140,6 +144,7 @@ async fn with_root_everywhere(s: &Session, good: &str) -> Vec<(&'static str, Res
         "guarded create",
         "guarded set",
         "guarded delete",
+        "guarded put",
     ];
     all.into_iter()
         .filter(|(m, _)| refuse_root.contains(m))
@@ -187,6 +192,10 @@ async fn with_data_everywhere(
             )
             .await
             .map(drop),
+        ),
+        (
+            "guarded put",
+            s.guarded(&fence, Op::put(path, data)).await.map(drop),
         ),
     ]
 }

@@ -323,7 +323,26 @@ pub struct Fence {
     pub stamp: u64,
 }
 
-/// A write made only if a [`Fence`] holds.
+/// A write made only if a [`Fence`] holds: what a holder hands to
+/// [`Hold::write`](crate::prelude::Hold::write) (or [`Session::guarded`](crate::Session::guarded)).
+///
+/// Build one with its constructors ([`Op::put`], [`Op::create`],
+/// [`Op::set`], [`Op::set_if`], [`Op::delete`], …); data arguments take
+/// anything that is bytes (`&str`, `String`, `&[u8]`, `Vec<u8>`, `b"…"`).
+/// To write a value whether or not its node exists yet, use [`Op::put`]
+/// (or [`Hold::put`](crate::prelude::Hold::put), which is `write(Op::put(..))`).
+///
+/// ```
+/// use coord_core::{CreateMode, Op};
+///
+/// assert_eq!(
+///     Op::set_if("/config/a", "v2", 7),
+///     Op::Set { path: "/config/a".into(), data: b"v2".to_vec(), version: Some(7) },
+/// );
+/// let _ = Op::put("/config/a", b"v3");
+/// let _ = Op::create_with("/jobs/job-", "x", CreateMode::PersistentSequential);
+/// let _ = Op::delete("/config/a");
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Op {
@@ -352,16 +371,167 @@ pub enum Op {
         /// The expected current version, or `None` for any.
         version: Option<u64>,
     },
+    /// Write a node's data whether or not it exists: set it (any version)
+    /// if it does, else create it persistent (missing parents are made, as
+    /// in `create`). The check and the write are one atomic step with the
+    /// fence check: answered with [`OpResult::Created`] or
+    /// [`OpResult::Set`], whichever happened. An existing node is
+    /// overwritten as by a guarded [`Op::Set`]: it keeps its kind (an
+    /// ephemeral node stays ephemeral, its owner's).
+    Put {
+        /// Path.
+        path: String,
+        /// Data.
+        data: Vec<u8>,
+    },
+}
+
+impl Op {
+    /// [`Op::Create`] of a persistent node at `path`. Fails with
+    /// [`crate::Error::AlreadyExists`] if there is one; see [`Op::put`]
+    /// to overwrite instead.
+    pub fn create(path: impl Into<String>, data: impl AsRef<[u8]>) -> Op {
+        Op::create_with(path, data, CreateMode::Persistent)
+    }
+
+    /// [`Op::Create`] with a mode: ephemeral, sequential (`path` is then
+    /// the prefix). TTL modes are refused by guarded writes.
+    pub fn create_with(path: impl Into<String>, data: impl AsRef<[u8]>, mode: CreateMode) -> Op {
+        Op::Create {
+            path: path.into(),
+            data: data.as_ref().to_vec(),
+            mode,
+        }
+    }
+
+    /// [`Op::Set`] of any version. Fails with [`crate::Error::NotFound`]
+    /// when there is no node; see [`Op::put`] to create it then.
+    pub fn set(path: impl Into<String>, data: impl AsRef<[u8]>) -> Op {
+        Op::Set {
+            path: path.into(),
+            data: data.as_ref().to_vec(),
+            version: None,
+        }
+    }
+
+    /// [`Op::Set`] only if the node's version is still `version`
+    /// (compare-and-set; [`crate::Error::VersionMismatch`] otherwise).
+    pub fn set_if(path: impl Into<String>, data: impl AsRef<[u8]>, version: u64) -> Op {
+        Op::Set {
+            path: path.into(),
+            data: data.as_ref().to_vec(),
+            version: Some(version),
+        }
+    }
+
+    /// [`Op::Put`]: create the node or overwrite it, whichever applies.
+    pub fn put(path: impl Into<String>, data: impl AsRef<[u8]>) -> Op {
+        Op::Put {
+            path: path.into(),
+            data: data.as_ref().to_vec(),
+        }
+    }
+
+    /// [`Op::Delete`] of any version.
+    pub fn delete(path: impl Into<String>) -> Op {
+        Op::Delete {
+            path: path.into(),
+            version: None,
+        }
+    }
+
+    /// [`Op::Delete`] only if the node's version is still `version`
+    /// (compare-and-delete).
+    pub fn delete_if(path: impl Into<String>, version: u64) -> Op {
+        Op::Delete {
+            path: path.into(),
+            version: Some(version),
+        }
+    }
+
+    /// The path the op writes (for a sequential create, the prefix).
+    pub fn path(&self) -> &str {
+        match self {
+            Op::Create { path, .. }
+            | Op::Set { path, .. }
+            | Op::Delete { path, .. }
+            | Op::Put { path, .. } => path,
+        }
+    }
 }
 
 /// The answer to a guarded write.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum OpResult {
-    /// What `Op::Create` made.
+    /// What `Op::Create` made, or `Op::Put` when there was no node.
     Created(Created),
-    /// The stat after `Op::Set`.
+    /// The stat after `Op::Set`, or after `Op::Put` over an existing node.
     Set(Stat),
     /// `Op::Delete` happened.
     Deleted,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn op_constructors_build_their_variants() {
+        let data = b"v".to_vec();
+        assert_eq!(
+            Op::create("/a", "v"),
+            Op::Create {
+                path: "/a".into(),
+                data: data.clone(),
+                mode: CreateMode::Persistent
+            }
+        );
+        assert_eq!(
+            Op::create_with("/a-", b"v", CreateMode::EphemeralSequential),
+            Op::Create {
+                path: "/a-".into(),
+                data: data.clone(),
+                mode: CreateMode::EphemeralSequential
+            }
+        );
+        assert_eq!(
+            Op::set(String::from("/a"), &data),
+            Op::Set {
+                path: "/a".into(),
+                data: data.clone(),
+                version: None
+            }
+        );
+        assert_eq!(
+            Op::set_if("/a", data.as_slice(), 3),
+            Op::Set {
+                path: "/a".into(),
+                data: data.clone(),
+                version: Some(3)
+            }
+        );
+        assert_eq!(
+            Op::put("/a", String::from("v")),
+            Op::Put {
+                path: "/a".into(),
+                data
+            }
+        );
+        assert_eq!(
+            Op::delete("/a"),
+            Op::Delete {
+                path: "/a".into(),
+                version: None
+            }
+        );
+        assert_eq!(
+            Op::delete_if("/a", 4),
+            Op::Delete {
+                path: "/a".into(),
+                version: Some(4)
+            }
+        );
+        assert_eq!(Op::put("/p", "").path(), "/p");
+    }
 }

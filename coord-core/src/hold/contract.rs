@@ -50,15 +50,51 @@ pub trait Hold: Send + Sync + std::fmt::Debug {
     /// The session the hold lives in.
     fn session(&self) -> &Session;
 
-    /// Write `op` only while the hold is still held, as one atomic write.
+    /// Write `op` only while the hold is still held, as one atomic write
+    /// (the guarded write, [`Session::guarded`]): a holder that lost its
+    /// hold, however late it notices, cannot write after its successor.
+    /// Build `op` with [`Op`]'s constructors; [`Hold::put`] is the common
+    /// case.
     ///
     /// # Errors
-    /// [`Error::LockLost`] when it is not; otherwise the op's own errors
-    /// (see [`Session::guarded`]).
+    /// [`Error::LockLost`] when it is not held (nothing is written);
+    /// otherwise the op's own errors (see [`Session::guarded`]).
     ///
     /// # Cancel safety
     /// Not cancel safe: the write may land after the future is dropped.
     async fn write(&self, op: Op) -> Result<OpResult>;
+
+    /// Write `data` at `path` only while the hold is still held, whether
+    /// or not a node is there yet: `write(Op::put(path, data))` (see
+    /// [`Op::Put`]). Answers [`OpResult::Created`] when it made the node
+    /// (persistent, with any missing parents), [`OpResult::Set`] when it
+    /// overwrote one. On a `dyn Hold`, call `write(Op::put(..))`.
+    ///
+    /// ```
+    /// # async fn demo(session: coord_core::Session) -> coord_core::Result<()> {
+    /// use coord_core::prelude::*;
+    /// use coord_core::recipes::Lock;
+    ///
+    /// let guard = Lock::new(&session, "/locks/report")?.acquire().await?;
+    /// // Lands only if this guard still holds the lock at the moment of the write.
+    /// guard.put("/reports/latest", "written under the lock").await?;
+    /// guard.release().await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// `InvalidPath` or `InvalidArgument` (data over the size limit)
+    /// before any I/O; [`Error::LockLost`] when the hold is not held
+    /// (nothing is written); the backend's errors.
+    ///
+    /// # Cancel safety
+    /// Not cancel safe: the write may land after the future is dropped.
+    async fn put(&self, path: &str, data: impl AsRef<[u8]> + Send) -> Result<OpResult>
+    where
+        Self: Sized,
+    {
+        self.write(Op::put(path, data)).await
+    }
 
     /// Resolve when the hold is lost: the session ended
     /// ([`Error::SessionExpired`], [`Error::SessionClosed`]) or the node was
@@ -115,6 +151,18 @@ impl HoldContext {
     /// Not cancel safe: the write may land after the future is dropped.
     pub async fn write(&self, op: Op) -> Result<OpResult> {
         self.session.guarded(&self.fence, op).await
+    }
+
+    /// Write `data` at `path` only while the hold is still held, whether
+    /// or not a node is there yet (see [`Hold::put`]).
+    ///
+    /// # Errors
+    /// As [`Hold::put`].
+    ///
+    /// # Cancel safety
+    /// Not cancel safe: the write may land after the future is dropped.
+    pub async fn put(&self, path: &str, data: impl AsRef<[u8]>) -> Result<OpResult> {
+        self.write(Op::put(path, data)).await
     }
 
     /// Resolve when a contender asks the holder to release (see
