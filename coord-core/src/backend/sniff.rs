@@ -30,6 +30,7 @@ use tokio::net::TcpStream;
 use tokio::task::JoinSet;
 
 use super::tls_probe;
+use crate::Error;
 
 /// The servers a backend of coord talks to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,7 +58,7 @@ impl Kind {
     fn seen_as(self) -> &'static str {
         match self {
             Kind::ZooKeeper => "a ZooKeeper server (it answered the four-letter word srvr)",
-            Kind::Etcd => "an HTTP/2 (gRPC) server such as etcd, not ZooKeeper or Redis",
+            Kind::Etcd => "an HTTP/2 (gRPC) server such as etcd",
             Kind::Redis => "a Redis server (it answered PING)",
         }
     }
@@ -132,12 +133,14 @@ pub fn split_budget(session_timeout: Duration) -> (Duration, Duration) {
     (session_timeout.saturating_sub(sniff), sniff)
 }
 
-/// What listens at `addr` (`host:port`), found within `budget`.
+/// What listens at `addr` (`host:port`), found within `budget` (all
+/// told: the connect and the probes).
 ///
 /// # Cancel safety
 /// Cancel safe: the probe connections are dropped.
 pub async fn sniff(addr: &str, budget: Duration) -> Sniffed {
-    match tokio::time::timeout(budget, TcpStream::connect(addr)).await {
+    let deadline = tokio::time::Instant::now() + budget;
+    match tokio::time::timeout_at(deadline, TcpStream::connect(addr)).await {
         Err(_) => {
             return Sniffed::Unreachable(format!("no answer to a TCP connect within {budget:?}"))
         }
@@ -165,7 +168,7 @@ pub async fn sniff(addr: &str, budget: Duration) -> Sniffed {
         Sniffed::Unknown
     };
     // Dropping the set aborts the probes still waiting.
-    tokio::time::timeout(budget, decisive)
+    tokio::time::timeout_at(deadline, decisive)
         .await
         .unwrap_or(Sniffed::Unknown)
 }
@@ -272,18 +275,20 @@ pub fn hint(addr: &str, asked: &Asked, found: &Sniffed) -> Option<Hint> {
     }
 }
 
-/// Sniff `addrs` in turn (a few at most, each with `budget`) and give the
-/// first decisive hint, else the first hint found: for a connect that
-/// failed on every address.
+/// Sniff `addrs` in turn (the first three at most, sharing `budget`) and
+/// give the first decisive hint, else the first hint found: for a connect
+/// that failed on every address.
 ///
 /// # Cancel safety
 /// Cancel safe: the probe connections are dropped.
 pub async fn diagnose(addrs: &[String], asked: &Asked, budget: Duration) -> Option<Hint> {
     /// How many addresses a diagnosis asks, at most.
     const MAX_ADDRS: usize = 3;
+    let asking = addrs.len().clamp(1, MAX_ADDRS);
+    let each = budget / u32::try_from(asking).unwrap_or(1);
     let mut first = None;
-    for addr in addrs.iter().take(MAX_ADDRS) {
-        let found = sniff(addr, budget).await;
+    for addr in addrs.iter().take(asking) {
+        let found = sniff(addr, each).await;
         match hint(addr, asked, &found) {
             Some(h) if h.certain => return Some(h),
             Some(h) if first.is_none() => first = Some(h),
@@ -291,6 +296,24 @@ pub async fn diagnose(addrs: &[String], asked: &Asked, budget: Duration) -> Opti
         }
     }
     first
+}
+
+/// `err`, a connect's error, naming `addrs` (the address or addresses
+/// tried) where its message does not already: a connection lost, a
+/// refused authentication. Other errors are returned as they are.
+pub fn naming(err: Error, addrs: &str) -> Error {
+    match err {
+        Error::ConnectionLost(m) if !m.contains(addrs) => {
+            Error::ConnectionLost(format!("{addrs}: {m}"))
+        }
+        Error::Unauthenticated { backend, hint } if !hint.contains(addrs) => {
+            Error::Unauthenticated {
+                backend,
+                hint: format!("{addrs}: {hint}"),
+            }
+        }
+        other => other,
+    }
 }
 
 #[cfg(test)]
@@ -350,6 +373,25 @@ mod tests {
             split_budget(Duration::from_secs(10)).1,
             Duration::from_secs(1)
         );
+    }
+
+    #[test]
+    fn errors_name_the_address_once() {
+        let lost = naming(Error::ConnectionLost("timed out".into()), "h:1");
+        assert!(matches!(&lost, Error::ConnectionLost(m) if m == "h:1: timed out"));
+        let lost = naming(lost, "h:1");
+        assert!(matches!(&lost, Error::ConnectionLost(m) if m == "h:1: timed out"));
+        let refused = Error::Unauthenticated {
+            backend: "x",
+            hint: "set ca=".into(),
+        };
+        assert!(
+            matches!(naming(refused, "h:1"), Error::Unauthenticated { hint, .. } if hint == "h:1: set ca=")
+        );
+        assert!(matches!(
+            naming(Error::SessionExpired, "h:1"),
+            Error::SessionExpired
+        ));
     }
 
     #[tokio::test]
