@@ -46,9 +46,12 @@ use crate::shared::Shared;
 /// checked (`server_name=`), or it refuses our client certificate or its
 /// absence (`cert=`/`key=`);
 /// [`Error::ConnectionLost`] when no endpoint answers within the
-/// request timeout, or one side speaks TLS and the other does not (the
-/// message says which); [`Error::Backend`] for anything else the client or
-/// the server says (a malformed endpoint, say).
+/// request timeout or the session timeout, whichever is shorter, or one
+/// side speaks TLS and the other does not, or a server of another kind
+/// (ZooKeeper, Redis) answers there: the message names the endpoint and
+/// what to fix (nothing listening, TLS, the other server's scheme);
+/// [`Error::Backend`] for anything else the client or the server says (a
+/// malformed endpoint, say).
 ///
 /// # Cancel safety
 /// Cancel safe in effect: dropped after the lease was granted, nothing keeps

@@ -42,9 +42,10 @@ use crate::watch::notice_loop;
 /// a zero or absurd request timeout, bad TLS settings or an unreadable
 /// TLS file (see [`RedisOptions::with_tls`]; `server_name` other than the URL's
 /// host is refused too) — all before any I/O;
-/// [`Error::ConnectionLost`] when the server cannot be reached (without
-/// TLS, when it closes the connection at once or does not answer, the
-/// message says it may require TLS);
+/// [`Error::ConnectionLost`], within the session timeout, when no
+/// connection is made: the message names the address and what listens
+/// there (nothing, a TLS-only port for `redis://`, a plaintext Redis for
+/// `rediss://`, a server of another kind) with the fix;
 /// [`Error::Unauthenticated`] when it wants a password it did not get, or
 /// refuses the user name or password, and when TLS fails on a
 /// certificate: the server's not trusted or not valid for the host (the

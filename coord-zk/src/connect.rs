@@ -62,9 +62,12 @@ impl ZkSession {
     /// without credentials; also before any network I/O, TLS settings or
     /// files that cannot be used, and a TLS `server_name` (see
     /// [`ZkOptions::with_tls`]);
-    /// [`Error::ConnectionLost`] when no host answered within about the
-    /// session timeout, or at once when a plaintext session reached a
-    /// TLS-only port (the message says the server may require TLS);
+    /// [`Error::ConnectionLost`], within the session timeout, naming the
+    /// address and what to fix: at once for a server of another kind
+    /// (etcd, Redis), a TLS-only port reached in plaintext (the message
+    /// says the server may require TLS) or a plaintext ZooKeeper reached
+    /// through TLS; after the client's attempts when no host answered
+    /// (saying, e.g., that nothing listens there);
     /// [`Error::Unauthenticated`], at once, when a TLS handshake failed on
     /// the server's certificate (hint: `ca=`) or on the client's (hint:
     /// `cert=`/`key=`); [`Error::SessionExpired`] when the server refused the
