@@ -8,7 +8,7 @@
 //! probes meant for another kind, so waiting for all would cost the whole
 //! budget):
 //! - TLS: a rustls ClientHello answered in TLS
-//!   ([`tls_probe::speaks_tls`](super::tls_probe::speaks_tls));
+//!   ([`super::tls_probe::speaks_tls`]);
 //! - Redis: the inline command `PING\r\n`, answered by a RESP simple string
 //!   or error (`+PONG`, `-NOAUTH …`, `-DENIED …`);
 //! - ZooKeeper: the four-letter word `srvr`, answered by its statistics
