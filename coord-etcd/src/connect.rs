@@ -46,9 +46,12 @@ use crate::shared::Shared;
 /// checked (`server_name=`), or it refuses our client certificate or its
 /// absence (`cert=`/`key=`);
 /// [`Error::ConnectionLost`] when no endpoint answers within the
-/// request timeout, or one side speaks TLS and the other does not (the
-/// message says which); [`Error::Backend`] for anything else the client or
-/// the server says (a malformed endpoint, say).
+/// request timeout or the session timeout, whichever is shorter, or one
+/// side speaks TLS and the other does not, or a server of another kind
+/// (ZooKeeper, Redis) answers there: the message names the endpoint and
+/// what to fix (nothing listening, TLS, the other server's scheme);
+/// [`Error::Backend`] for anything else the client or the server says (a
+/// malformed endpoint, say).
 ///
 /// # Cancel safety
 /// Cancel safe in effect: dropped after the lease was granted, nothing keeps
@@ -66,28 +69,33 @@ pub async fn connect(options: EtcdOptions) -> Result<Session> {
     let client_options = options.client_options(material.as_ref())?;
     let endpoints = options.dial_endpoints(material.is_some());
     let timeout = options.request_timeout();
+    // One deadline for the whole connect (the client's own connect, then
+    // the lease), within the session timeout less the share of the sniff
+    // that explains a failure.
+    let (attempts, budget) = sniff_budget(options.session_timeout());
+    let limit = timeout.min(attempts);
+    let started = Instant::now();
+    let deadline = started.checked_add(limit).unwrap_or(started);
+    let fail = |e: Option<etcd_client::Error>| {
+        let endpoints = &endpoints;
+        let material = material.as_ref();
+        async move {
+            let err = error::map_connect(e, endpoints, material, limit, budget).await;
+            named(err, endpoints)
+        }
+    };
     let client = match tokio::time::timeout(
-        timeout,
+        limit,
         Client::connect(&endpoints, Some(client_options)),
     )
     .await
     {
         Ok(Ok(c)) => c,
-        Ok(Err(e)) => {
-            return Err(error::map_connect(
-                e,
-                &endpoints,
-                material.as_ref(),
-                options.connect_timeout(),
-            )
-            .await)
-        }
-        Err(_) => return Err(error::timed_out(timeout)),
+        Ok(Err(e)) => return Err(fail(Some(e)).await),
+        Err(_) => return Err(fail(None).await),
     };
     // Granting twice would leak a lease, so only a request that never left
     // (a member the client cannot connect to) is sent again.
-    let started = Instant::now();
-    let deadline = started.checked_add(timeout).unwrap_or(started);
     // A fixed pause (first = cap), jittered.
     const GRANT_RETRY: Backoff =
         Backoff::new(Duration::from_millis(100), Duration::from_millis(100));
@@ -101,7 +109,7 @@ pub async fn connect(options: EtcdOptions) -> Result<Session> {
             // A TLS handshake refused or a protocol mismatch: trying again
             // cannot help, say what to fix at once.
             Ok(Err(e)) if error::tls_error(&e, material.is_some()).is_some() => {
-                return Err(error::map_connect(e, &[], material.as_ref(), timeout).await)
+                return Err(fail(Some(e)).await)
             }
             Ok(Err(e))
                 if error::never_sent(&e)
@@ -110,11 +118,8 @@ pub async fn connect(options: EtcdOptions) -> Result<Session> {
                 tokio::time::sleep(GRANT_RETRY.next(&mut attempt)).await;
             }
             // Unreachable everywhere: say why (refused, no route, …).
-            Ok(Err(e)) => {
-                let probe = options.connect_timeout().min(left_after(deadline));
-                return Err(error::map_connect(e, &endpoints, material.as_ref(), probe).await);
-            }
-            Err(_) => return Err(error::timed_out(timeout)),
+            Ok(Err(e)) => return Err(fail(Some(e)).await),
+            Err(_) => return Err(fail(None).await),
         }
     };
     // The TTL the server granted (it may raise a short one to its minimum),
@@ -143,12 +148,32 @@ pub async fn connect(options: EtcdOptions) -> Result<Session> {
     Ok(Session::new(Arc::new(EtcdSession::new(shared, keep_alive))))
 }
 
-/// The time left until `deadline`, at least 500 ms (a probe of why the
-/// connection failed gets that long, even at the deadline).
-fn left_after(deadline: Instant) -> Duration {
-    deadline
-        .saturating_duration_since(Instant::now())
-        .max(Duration::from_millis(500))
+/// The session timeout split between the connect's attempts and the
+/// sniff that explains their failure (coord-core's `split_budget`; without
+/// the `tls` feature there is no sniff).
+fn sniff_budget(session_timeout: Duration) -> (Duration, Duration) {
+    #[cfg(feature = "tls")]
+    return coord_core::backend::sniff::split_budget(session_timeout);
+    #[cfg(not(feature = "tls"))]
+    return (session_timeout, Duration::ZERO);
+}
+
+/// `err`, a connect's error, naming the endpoints tried where it does
+/// not already (with the `tls` feature, which brings coord-core's sniff).
+fn named(err: coord_core::Error, endpoints: &[String]) -> coord_core::Error {
+    #[cfg(feature = "tls")]
+    {
+        let shown: Vec<&str> = endpoints
+            .iter()
+            .map(|e| crate::probe::host_port(e))
+            .collect();
+        coord_core::backend::sniff::naming(err, &shown.join(", "))
+    }
+    #[cfg(not(feature = "tls"))]
+    {
+        let _ = endpoints;
+        err
+    }
 }
 
 #[cfg(test)]

@@ -61,43 +61,64 @@ pub(crate) fn map(e: etcd_client::Error) -> Error {
     }
 }
 
-/// Map an error of [`crate::connect`](fn@crate::connect): a TLS refusal or a protocol
-/// mismatch says what to fix; anything else as [`map`]. When the client's
-/// error is only a closed connection, one probe ([`crate::probe`]) asks the
-/// server why: under TLS, whether it refused our client certificate; in
-/// plaintext, whether it speaks TLS.
+/// Map an error of [`crate::connect`](fn@crate::connect) (`None`: no
+/// answer within `limit`), within `budget`: a TLS refusal or a protocol
+/// mismatch says what to fix. When the client's error is only a closed
+/// connection, one probe ([`crate::probe`]) asks the server why: under
+/// TLS, whether it refused our client certificate; in plaintext, whether
+/// it speaks TLS. A connection lost otherwise (refused, timed out, cut)
+/// gets coord-core's sniff of what listens there (nothing, a server of
+/// another kind, …). Anything else as [`map`].
 pub(crate) async fn map_connect(
-    e: etcd_client::Error,
+    e: Option<etcd_client::Error>,
     endpoints: &[String],
     tls: Option<&coord_core::backend::TlsMaterial>,
-    timeout: Duration,
+    limit: Duration,
+    budget: Duration,
 ) -> Error {
-    if let Some(typed) = tls_error(&e, tls.is_some()) {
+    if let Some(typed) = e.as_ref().and_then(|e| tls_error(e, tls.is_some())) {
         return typed;
     }
     #[cfg(feature = "tls")]
-    if closed_early(&e) {
-        for endpoint in endpoints {
-            match tls {
-                Some(material) => {
-                    let alert = crate::probe::server_alert(endpoint, material, timeout).await;
-                    let typed =
-                        alert.and_then(|a| tls_error_text(&a.to_ascii_lowercase(), true, &a));
-                    if let Some(typed) = typed {
-                        return typed;
+    if e.as_ref().is_some_and(closed_early) {
+        let each = budget / 2;
+        let probes = async {
+            for endpoint in endpoints {
+                match tls {
+                    Some(material) => {
+                        let alert = crate::probe::server_alert(endpoint, material, each).await;
+                        let typed =
+                            alert.and_then(|a| tls_error_text(&a.to_ascii_lowercase(), true, &a));
+                        if typed.is_some() {
+                            return typed;
+                        }
                     }
-                }
-                None => {
-                    if crate::probe::speaks_tls(endpoint, timeout).await {
-                        return plaintext_to_tls();
+                    None => {
+                        if crate::probe::speaks_tls(endpoint, each).await {
+                            return Some(plaintext_to_tls());
+                        }
                     }
                 }
             }
+            None
+        };
+        if let Ok(Some(typed)) = tokio::time::timeout(each, probes).await {
+            return typed;
+        }
+    }
+    let mapped = match e {
+        Some(e) => map(e),
+        None => timed_out(limit),
+    };
+    #[cfg(feature = "tls")]
+    if let Error::ConnectionLost(_) = mapped {
+        if let Some(hint) = crate::probe::sniffed(endpoints, tls.is_some(), budget / 2).await {
+            return Error::ConnectionLost(hint.text);
         }
     }
     #[cfg(not(feature = "tls"))]
-    let _ = (endpoints, timeout);
-    map(e)
+    let _ = (endpoints, budget);
+    mapped
 }
 
 /// Whether the connection was closed under the first request (what a TLS

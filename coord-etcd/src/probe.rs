@@ -8,10 +8,13 @@
 //! [`crate::connect`] fails so, one probe connection, with the session's
 //! own TLS settings and the same rustls (ring provider), asks the server
 //! directly (coord-core's shared probe, offering `h2` as tonic does) and
-//! the answer becomes a typed error ([`crate::error`]).
+//! the answer becomes a typed error ([`crate::error`]). And a connection
+//! lost otherwise (refused, cut, no answer) is explained by coord-core's
+//! sniff of what listens at the endpoint ([`sniffed`]).
 
 use std::time::Duration;
 
+use coord_core::backend::sniff::{self, Asked, Hint, Kind};
 use coord_core::backend::tls_probe;
 use coord_core::backend::TlsMaterial;
 
@@ -19,7 +22,7 @@ use coord_core::backend::TlsMaterial;
 const ALPN: &[&[u8]] = &[b"h2"];
 
 /// `host:port` of an endpoint URL (`https://host:port/`, `host:port`).
-fn host_port(endpoint: &str) -> &str {
+pub(crate) fn host_port(endpoint: &str) -> &str {
     let rest = endpoint
         .strip_prefix("https://")
         .or_else(|| endpoint.strip_prefix("http://"))
@@ -45,6 +48,21 @@ pub(crate) async fn server_alert(
 pub(crate) async fn speaks_tls(endpoint: &str, timeout: Duration) -> bool {
     let probe = tls_probe::speaks_tls(host_port(endpoint), ALPN);
     tokio::time::timeout(timeout, probe).await.unwrap_or(false)
+}
+
+/// What listens at the endpoints (coord-core's sniff, within `budget`)
+/// when a connect failed: the hint naming the endpoint and the fix, or
+/// `None` when an etcd answers there in the protocol asked for.
+pub(crate) async fn sniffed(endpoints: &[String], tls: bool, budget: Duration) -> Option<Hint> {
+    let asked = Asked {
+        kind: Kind::Etcd,
+        tls,
+        tls_on: "it requires TLS on this port (use ?tls=true, an https:// endpoint, or \
+                 EtcdOptions::with_tls)",
+        tls_off: "drop ?tls=true and use an http:// endpoint",
+    };
+    let addrs: Vec<String> = endpoints.iter().map(|e| host_port(e).to_owned()).collect();
+    sniff::diagnose(&addrs, &asked, budget).await
 }
 
 #[cfg(test)]

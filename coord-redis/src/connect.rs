@@ -4,6 +4,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use coord_core::backend::host::{host_of, HostPort};
+use coord_core::backend::sniff::{self, Asked, Kind};
 use coord_core::{Error, Result, Session};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::Value;
@@ -40,9 +42,10 @@ use crate::watch::notice_loop;
 /// a zero or absurd request timeout, bad TLS settings or an unreadable
 /// TLS file (see [`RedisOptions::with_tls`]; `server_name` other than the URL's
 /// host is refused too) — all before any I/O;
-/// [`Error::ConnectionLost`] when the server cannot be reached (without
-/// TLS, when it closes the connection at once or does not answer, the
-/// message says it may require TLS);
+/// [`Error::ConnectionLost`], within the session timeout, when no
+/// connection is made: the message names the address and what listens
+/// there (nothing, a TLS-only port for `redis://`, a plaintext Redis for
+/// `rediss://`, a server of another kind) with the fix;
 /// [`Error::Unauthenticated`] when it wants a password it did not get, or
 /// refuses the user name or password, and when TLS fails on a
 /// certificate: the server's not trusted or not valid for the host (the
@@ -73,12 +76,7 @@ pub(crate) async fn open(options: RedisOptions) -> Result<(Session, Arc<Shared>)
         .set_max_delay(Duration::from_millis(500))
         .set_connection_timeout(Some(request_timeout))
         .set_response_timeout(Some(request_timeout));
-    let mut conn = ConnectionManager::new_with_config(client.clone(), config)
-        .await
-        .map_err(|e| match options.uses_tls() {
-            true => error::map(e, None),
-            false => error::plain_connect(e, request_timeout),
-        })?;
+    let mut conn = first_connection(&options, &client, config).await?;
     ensure_keyspace_events(
         &mut conn,
         &client,
@@ -119,6 +117,97 @@ pub(crate) async fn open(options: RedisOptions) -> Result<(Session, Arc<Shared>)
         tasks,
     }));
     Ok((session, core))
+}
+
+/// What a Redis connect asks of the server, for the sniff's hint.
+fn asked(options: &RedisOptions) -> Asked {
+    Asked {
+        kind: Kind::Redis,
+        tls: options.uses_tls(),
+        tls_on: "it requires TLS: connect with rediss:// (or ?tls=true; RedisOptions::with_tls)",
+        tls_off: "connect with redis:// (no TLS)",
+    }
+}
+
+/// `host:port` of the server the client connects to; `None` for a unix
+/// socket.
+fn address(client: &redis::Client) -> Option<String> {
+    use redis::ConnectionAddr;
+    match client.get_connection_info().addr() {
+        ConnectionAddr::Tcp(host, port) | ConnectionAddr::TcpTls { host, port, .. } => Some(
+            HostPort {
+                host: host_of(host),
+                port: Some(*port),
+            }
+            .with_default_port(*port),
+        ),
+        _ => None,
+    }
+}
+
+/// The session's command connection, or why there is none, within the
+/// session timeout.
+///
+/// The client's own attempts (the first and three retries, each within
+/// the request timeout) could take four times the request timeout, and a
+/// TLS handshake with a plaintext Redis hangs for each of them (Redis
+/// waits for the end of a line that the ClientHello never sends). So the
+/// attempts get the session timeout less the sniff's share
+/// ([`sniff::split_budget`]); and a connection still not made after that
+/// share is sniffed meanwhile: a decisive finding (TLS on a plaintext
+/// port, or the reverse, a server of another kind) ends the connect at
+/// once. When the attempts fail, the sniff says why, naming the address.
+async fn first_connection(
+    options: &RedisOptions,
+    client: &redis::Client,
+    config: ConnectionManagerConfig,
+) -> Result<ConnectionManager> {
+    let (attempts, budget) = sniff::split_budget(options.session_timeout);
+    let asked = asked(options);
+    let addr = address(client);
+    let shown = addr.clone().unwrap_or_else(|| "the unix socket".to_owned());
+    let diagnose = || async {
+        match &addr {
+            Some(addr) => sniff::diagnose(std::slice::from_ref(addr), &asked, budget).await,
+            None => None,
+        }
+    };
+    let connecting = tokio::time::timeout(
+        attempts,
+        ConnectionManager::new_with_config(client.clone(), config),
+    );
+    tokio::pin!(connecting);
+    let early = async {
+        tokio::time::sleep(budget).await;
+        diagnose().await
+    };
+    let mut hint = None;
+    let outcome = tokio::select! {
+        outcome = &mut connecting => outcome,
+        found = early => match found {
+            Some(h) if h.certain => return Err(Error::ConnectionLost(h.text)),
+            found => {
+                hint = found;
+                connecting.await
+            }
+        },
+    };
+    let err = match outcome {
+        Ok(Ok(conn)) => return Ok(conn),
+        Ok(Err(e)) if !error::is_transport(&e) || error::tls_error(&e).is_some() => {
+            return Err(sniff::naming(error::map(e, None), &shown))
+        }
+        Ok(Err(e)) => e.to_string(),
+        Err(_) => format!("no connection within {attempts:?}"),
+    };
+    let hint = match hint {
+        Some(h) => Some(h),
+        None => diagnose().await,
+    };
+    Err(Error::ConnectionLost(match hint {
+        Some(h) => format!("{} (redis: {err})", h.text),
+        None => format!("Redis at {shown}: {err}"),
+    }))
 }
 
 /// The client every connection of a session is opened with (commands,

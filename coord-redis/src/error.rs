@@ -190,19 +190,6 @@ fn rustls_cause(err: &RedisError) -> Option<&rustls::Error> {
     None
 }
 
-/// An error of the first connection to a server, without TLS: one that
-/// closes it at once, or never answers, may be a TLS-only port, so the
-/// message says so. Other errors map as [`map`] does.
-pub(crate) fn plain_connect(err: RedisError, timeout: std::time::Duration) -> Error {
-    if is_transport(&err) && !err.is_connection_refusal() && tls_error(&err).is_none() {
-        return Error::ConnectionLost(format!(
-            "{err} (the server closed the connection or did not answer within \
-             {timeout:?}: if it requires TLS, connect with rediss:// or ?tls=true)"
-        ));
-    }
-    map(err, None)
-}
-
 /// Whether the request may not have reached the server, or its answer was
 /// lost: the session may be fine, and a retry may succeed.
 pub(crate) fn is_transport(err: &RedisError) -> bool {

@@ -1,21 +1,25 @@
-//! [`connect`]: opening a ZooKeeper session, with a diagnosis of why a
-//! connection failed when the client does not say.
+//! [`connect`]: opening a ZooKeeper session, within the session timeout,
+//! with a diagnosis of why a connection failed when the client does not
+//! say.
 //!
 //! The client keeps a failed handshake to itself (it retries, then reports
 //! a lost connection or a timeout). So the client is first opened with one
-//! quick round over the hosts; when it fails, one probe connection with the
-//! session's own settings asks the server directly (coord-core's shared
-//! TLS probe), and a refused certificate, a refused (or missing) client
-//! certificate, or a plaintext client at a TLS-only port becomes a typed
-//! error at once. Anything else (no server listening, a slow ensemble) gets
-//! the client's usual connection attempts, for about the session timeout; a
-//! TLS session whose handshake the server just dropped (as a plaintext port
-//! does, but also an overloaded server) gets them too, and their error then
-//! says the port may not have TLS.
+//! quick round over the hosts; when it fails, probes ask the hosts
+//! directly: under TLS, one connection with the session's own settings
+//! (coord-core's shared TLS probe) turns a refused certificate, or a
+//! refused (or missing) client certificate, into a typed error at once;
+//! then coord-core's sniff asks what listens there at all, and a server of
+//! another kind (etcd, Redis), a TLS-only port for a plaintext session or a
+//! plaintext ZooKeeper for a TLS one ends the connect at once, naming the
+//! address and the fix. Anything else (nothing listening, a slow
+//! ensemble) gets the client's usual connection attempts until the session
+//! timeout less the probes' share, and their error says what the probes
+//! saw (connection refused, say).
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use coord_core::backend::sniff::{self, Asked, Kind};
 use coord_core::backend::tls_probe;
 use coord_core::backend::{lease::LeaseClock, TlsMaterial};
 use coord_core::{Error, Result};
@@ -29,9 +33,6 @@ use crate::options::ZkOptions;
 use crate::session::ZkSession;
 use crate::shared::{self, Shared};
 use crate::tls::{dial, LoadedTls};
-
-/// How long diagnosing a failed connection may take, all hosts together.
-const PROBE_BUDGET: Duration = Duration::from_secs(2);
 
 /// How many hosts a diagnosis asks, at most.
 const PROBE_HOSTS: usize = 3;
@@ -61,9 +62,12 @@ impl ZkSession {
     /// without credentials; also before any network I/O, TLS settings or
     /// files that cannot be used, and a TLS `server_name` (see
     /// [`ZkOptions::with_tls`]);
-    /// [`Error::ConnectionLost`] when no host answered within about the
-    /// session timeout, or at once when a plaintext session reached a
-    /// TLS-only port (the message says the server may require TLS);
+    /// [`Error::ConnectionLost`], within the session timeout, naming the
+    /// address and what to fix: at once for a server of another kind
+    /// (etcd, Redis), a TLS-only port reached in plaintext (the message
+    /// says the server may require TLS) or a plaintext ZooKeeper reached
+    /// through TLS; after the client's attempts when no host answered
+    /// (saying, e.g., that nothing listens there);
     /// [`Error::Unauthenticated`], at once, when a TLS handshake failed on
     /// the server's certificate (hint: `ca=`) or on the client's (hint:
     /// `cert=`/`key=`); [`Error::SessionExpired`] when the server refused the
@@ -83,7 +87,7 @@ impl ZkSession {
         // The session lives on the server at least until this instant plus
         // its timeout: the connect request was sent after it.
         let sent = Instant::now();
-        let client = open_client(&options, tls.as_ref(), |e| connect_error(&options, e)).await?;
+        let client = open_client(&options, tls.as_ref()).await?;
         // The negotiated timeout (the client reports the larger of it and
         // its connection timeout, which it keeps below the negotiated one).
         let session_timeout = client.session_timeout();
@@ -141,69 +145,119 @@ impl ZkSession {
     }
 }
 
-fn connect_error(options: &ZkOptions, err: zk::Error) -> Error {
-    match err {
-        zk::Error::Timeout | zk::Error::NoHosts => Error::ConnectionLost(format!(
-            "no ZooKeeper server at {} answered within the session timeout ({:?})",
-            options.hosts(),
-            options.session_timeout()
-        )),
-        other => map_error(other, Target::path("/")),
+/// What a ZooKeeper connect asks of the server, for the sniff's hint.
+fn asked(tls: bool) -> Asked {
+    Asked {
+        kind: Kind::ZooKeeper,
+        tls,
+        tls_on: "the server may require TLS (`?tls=true` in the URL, ZkOptions::with_tls)",
+        tls_off: "drop tls=true (ZkOptions without with_tls)",
     }
 }
 
-/// Open the session's client: one round over the hosts; when every host
-/// failed, a diagnosis (see the module doc), then, unless it found the
-/// cause, the client's usual attempts. `map` maps the client's error.
-async fn open_client(
-    options: &ZkOptions,
-    tls: Option<&LoadedTls>,
-    map: impl Fn(zk::Error) -> Error,
-) -> Result<zk::Client> {
-    let first = dial(
+/// The error for attempts that gave up (the client's `Timeout` or
+/// `NoHosts`, or the deadline) after `tried`.
+fn gave_up(options: &ZkOptions, tried: Duration) -> Error {
+    // Whole milliseconds: the nanoseconds are noise in a message.
+    let tried = Duration::from_millis(u64::try_from(tried.as_millis()).unwrap_or(u64::MAX));
+    Error::ConnectionLost(format!(
+        "no ZooKeeper server at {} answered within {tried:?} (of the session timeout, {:?})",
+        options.hosts(),
+        options.session_timeout()
+    ))
+}
+
+/// Open the session's client, within the session timeout: one round over
+/// the hosts; when every host failed, a diagnosis (see the module doc),
+/// then, unless it found the cause, the client's usual attempts until the
+/// session timeout less the diagnosis's share
+/// ([`sniff::split_budget`]).
+async fn open_client(options: &ZkOptions, tls: Option<&LoadedTls>) -> Result<zk::Client> {
+    let started = Instant::now();
+    let (attempts, budget) = sniff::split_budget(options.session_timeout());
+    let until = started + attempts;
+    let eager = dial(
         options.connector().with_fail_eagerly(),
         options.hosts(),
         tls,
-    )
-    .await;
-    let suspicion = match first {
-        Ok(client) => return Ok(client),
-        Err(zk::Error::NoHosts) => {
-            match diagnose(options.hosts(), tls.map(|t| &t.material)).await {
+    );
+    let suspicion = match tokio::time::timeout_at(until, eager).await {
+        Ok(Ok(client)) => return Ok(client),
+        Ok(Err(zk::Error::NoHosts)) | Err(_) => {
+            match diagnose(options.hosts(), tls.map(|t| &t.material), budget).await {
                 Some(Finding::Certain(err)) => return Err(err),
                 Some(Finding::Suspected(note)) => Some(note),
                 None => None,
             }
         }
-        Err(e) => return Err(map(e)),
+        Ok(Err(e)) => return Err(map_error(e, Target::path("/"))),
     };
-    dial(options.connector(), options.hosts(), tls)
-        .await
-        .map_err(|e| match (map(e), suspicion) {
-            (Error::ConnectionLost(m), Some(note)) => Error::ConnectionLost(format!("{m}; {note}")),
-            (other, _) => other,
-        })
+    let attempt = dial(options.connector(), options.hosts(), tls);
+    let err = match tokio::time::timeout_at(until, attempt).await {
+        Ok(Ok(client)) => return Ok(client),
+        Ok(Err(zk::Error::Timeout | zk::Error::NoHosts)) | Err(_) => {
+            gave_up(options, started.elapsed())
+        }
+        Ok(Err(e)) => map_error(e, Target::path("/")),
+    };
+    Err(match (err, suspicion) {
+        (Error::ConnectionLost(m), Some(note)) => Error::ConnectionLost(format!("{m}; {note}")),
+        (other, _) => other,
+    })
 }
 
-/// Ask the hosts (a few, within [`PROBE_BUDGET`]) why a connection failed:
-/// the typed error, or `None` when no probe found a cause.
-async fn diagnose(hosts: &str, material: Option<&TlsMaterial>) -> Option<Finding> {
-    let probe = async {
-        for host_port in hosts.split(',').map(str::trim).take(PROBE_HOSTS) {
-            let found = match material {
-                Some(material) => tls_refusal(host_port, material).await,
-                None => plaintext_at_tls_port(host_port).await,
-            };
-            if found.is_some() {
-                return found;
+/// Ask the hosts (the first [`PROBE_HOSTS`], within `budget`) why a
+/// connection failed: under TLS, whether the server refused a
+/// certificate (half the budget); then what listens there at all
+/// (coord-core's sniff): nothing, a server of another kind, TLS for a
+/// plaintext session or plaintext for a TLS one. `None` when no probe
+/// found a cause.
+async fn diagnose(
+    hosts: &str,
+    material: Option<&TlsMaterial>,
+    budget: Duration,
+) -> Option<Finding> {
+    let addrs: Vec<String> = hosts
+        .split(',')
+        .map(|h| h.trim().to_owned())
+        .take(PROBE_HOSTS)
+        .collect();
+    let mut suspicion = None;
+    if let Some(material) = material {
+        let refusals = async {
+            for host_port in &addrs {
+                match tls_refusal(host_port, material).await {
+                    Some(Finding::Certain(err)) => return Some(Finding::Certain(err)),
+                    Some(Finding::Suspected(note)) => return Some(Finding::Suspected(note)),
+                    None => {}
+                }
             }
+            None
+        };
+        match tokio::time::timeout(budget / 2, refusals)
+            .await
+            .ok()
+            .flatten()
+        {
+            Some(Finding::Certain(err)) => return Some(Finding::Certain(err)),
+            Some(Finding::Suspected(note)) => suspicion = Some(note),
+            None => {}
         }
-        None
+    }
+    let left = match material {
+        Some(_) => budget / 2,
+        None => budget,
     };
-    tokio::time::timeout(PROBE_BUDGET, probe)
-        .await
-        .ok()
-        .flatten()
+    let hint = sniff::diagnose(&addrs, &asked(material.is_some()), left).await;
+    match (hint, suspicion) {
+        (Some(h), Some(note)) if h.certain => Some(Finding::Certain(Error::ConnectionLost(
+            format!("{note}; {}", h.text),
+        ))),
+        (Some(h), None) if h.certain => Some(Finding::Certain(Error::ConnectionLost(h.text))),
+        (Some(h), Some(note)) => Some(Finding::Suspected(format!("{note}; {}", h.text))),
+        (Some(h), None) => Some(Finding::Suspected(h.text)),
+        (None, note) => note.map(Finding::Suspected),
+    }
 }
 
 /// Handshake with `host_port` using the session's TLS settings, then read
@@ -213,17 +267,6 @@ async fn diagnose(hosts: &str, material: Option<&TlsMaterial>) -> Option<Finding
 async fn tls_refusal(host_port: &str, material: &TlsMaterial) -> Option<Finding> {
     let text = tls_probe::refusal(host_port, material, &[]).await?;
     classify(host_port, &text.to_ascii_lowercase())
-}
-
-/// Whether the server at `host_port` answers a TLS ClientHello in TLS: the
-/// error for a plaintext session at a TLS-only port, or `None`.
-async fn plaintext_at_tls_port(host_port: &str) -> Option<Finding> {
-    tls_probe::speaks_tls(host_port, &[]).await.then(|| {
-        Finding::Certain(Error::ConnectionLost(format!(
-            "the ZooKeeper server at {host_port} speaks TLS only: the server may require TLS \
-             (`?tls=true` in the URL, ZkOptions::tls)"
-        )))
-    })
 }
 
 #[cfg(test)]

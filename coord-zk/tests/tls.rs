@@ -126,9 +126,8 @@ async fn a_plaintext_session_at_the_tls_port_is_told_tls_may_be_required() {
 }
 
 /// The plaintext server drops a TLS handshake, as an overloaded server
-/// might: not a verdict on its own, so the client's attempts run their
-/// course (the session timeout), and their error says the port may not
-/// have TLS.
+/// might: not a verdict on its own; the sniff that follows finds a
+/// plaintext ZooKeeper there, and the error says the port has no TLS.
 #[tokio::test]
 async fn a_tls_session_at_a_plaintext_port_is_told_it_may_not_have_tls() {
     let options = common::options_from_env()

@@ -94,7 +94,11 @@ impl Connector {
     /// # Errors
     /// [`ConnectError::InvalidOption`] for a session timeout the backend
     /// cannot use (before any I/O); [`ConnectError::Connect`] with the
-    /// backend's error when it cannot open a session.
+    /// backend's error when it cannot open a session, within the session
+    /// timeout: a connection not made is
+    /// [`coord_core::Error::ConnectionLost`] naming the address and what
+    /// listens there (nothing, TLS where none was asked or the reverse, a
+    /// server of another kind) with the fix.
     ///
     /// # Cancel safety
     /// Cancel safe in effect: dropped before it returns, no session

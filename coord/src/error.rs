@@ -47,8 +47,9 @@ pub enum ConnectError {
         reason: String,
     },
     /// The backend could not open a session (the server is unreachable,
-    /// refused the credentials, …).
-    #[error("could not connect to {url}: {source}")]
+    /// refused the credentials, …). The message says what was found at
+    /// the address and what to fix.
+    #[error("could not connect to {url}: {}", connect_failure(source))]
     Connect {
         /// The URL, with any password replaced by `***`.
         url: String,
@@ -56,6 +57,16 @@ pub enum ConnectError {
         #[source]
         source: coord_core::Error,
     },
+}
+
+/// What a failed connect's message says after the URL: a lost connection
+/// by its reason alone ("connection lost: " would misname a connection
+/// never made), any other error as it shows itself.
+fn connect_failure(source: &coord_core::Error) -> String {
+    match source {
+        coord_core::Error::ConnectionLost(reason) => reason.clone(),
+        other => other.to_string(),
+    }
 }
 
 impl ConnectError {
@@ -75,5 +86,32 @@ impl From<ConnectError> for coord_core::Error {
             ConnectError::Connect { source, .. } => source,
             e => coord_core::Error::InvalidArgument(e.to_string()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_connect_says_why_after_the_url() {
+        let e = ConnectError::Connect {
+            url: "redis://app:***@h:1".into(),
+            source: coord_core::Error::ConnectionLost(
+                "nothing is listening at h:1 (connection refused)".into(),
+            ),
+        };
+        assert_eq!(
+            e.to_string(),
+            "could not connect to redis://app:***@h:1: nothing is listening at h:1 (connection refused)"
+        );
+        let e = ConnectError::Connect {
+            url: "zk://h:1".into(),
+            source: coord_core::Error::SessionExpired,
+        };
+        assert_eq!(
+            e.to_string(),
+            "could not connect to zk://h:1: the session expired"
+        );
     }
 }

@@ -3,7 +3,9 @@
 //! backend keeps ([`lease`]), the retry pacing ([`Backoff`]), URL
 //! redaction for logs ([`redact_url`]) and loaded TLS material
 //! ([`TlsMaterial`]), one host parser ([`host`]) and, behind the `tls-probe`
-//! feature, one TLS handshake probe (`tls_probe`) for every backend.
+//! feature, one TLS handshake probe (`tls_probe`) and one sniff of what
+//! listens at an address after a failed connect (`sniff`) for every
+//! backend.
 //!
 //! The node types of the contract ([`Stat`](crate::Stat),
 //! [`CreateMode`](crate::CreateMode), [`Op`](crate::Op), …) are the users'
@@ -16,6 +18,8 @@ pub mod lease;
 pub(crate) mod node;
 pub(crate) mod primitive;
 pub(crate) mod redact;
+#[cfg(feature = "tls-probe")]
+pub mod sniff;
 pub(crate) mod tls;
 #[cfg(feature = "tls-probe")]
 pub mod tls_probe;

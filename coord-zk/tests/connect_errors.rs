@@ -1,0 +1,111 @@
+//! Connect failures that say why, within the session timeout: nothing
+//! listening, TLS asked of a plaintext port and the reverse, and a server
+//! of another kind (etcd, Redis) at the address. Each error is typed,
+//! names the address, hints at the fix, and never shows a password
+//! (`COORD_TEST_ZK`, `COORD_TEST_ZK_SECURE`, `COORD_TEST_ETCD`,
+//! `COORD_TEST_REDIS`, `COORD_TEST_CERTS`).
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use coord_core::{Error, TlsOptions};
+use coord_zk::ZkOptions;
+
+/// Short, to keep the suite fast: every failure must come within it.
+const SESSION_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// A password that must not show in any message.
+const PASSWORD: &str = "pw-not-to-be-shown";
+
+/// `host:port` of a URL's (or a bare address's) first host.
+fn host_port(var: &str) -> String {
+    let value = common::secure_env(var);
+    let rest = value.split_once("://").map_or(value.as_str(), |(_, r)| r);
+    rest.split(['/', ',']).next().unwrap_or(rest).to_owned()
+}
+
+/// A loopback port where nothing listens: bound, then let go.
+fn closed_port() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    listener.local_addr().expect("local address").to_string()
+}
+
+fn options(addr: &str) -> ZkOptions {
+    ZkOptions::new(addr)
+        .with_session_timeout(SESSION_TIMEOUT)
+        .with_digest("coord", PASSWORD)
+}
+
+fn mutual_tls() -> TlsOptions {
+    let certs = common::certs_dir();
+    TlsOptions::new()
+        .with_ca(certs.join("ca.pem"))
+        .with_identity(certs.join("client.pem"), certs.join("client-key.pem"))
+}
+
+/// Connect with `options`, expecting a `ConnectionLost` within the
+/// session timeout that names `addr` and holds every one of `hints`.
+async fn lost(options: ZkOptions, addr: &str, hints: &[&str]) {
+    let started = Instant::now();
+    let outcome = tokio::time::timeout(Duration::from_secs(30), coord_zk::connect(options))
+        .await
+        .expect("connect returns");
+    let elapsed = started.elapsed();
+    let message = match outcome {
+        Err(Error::ConnectionLost(m)) => m,
+        Err(other) => panic!("expected ConnectionLost, got {other:?}"),
+        Ok(_) => panic!("connected to {addr}"),
+    };
+    eprintln!("{elapsed:?}: {message}");
+    assert!(message.contains(addr), "{addr} not in {message}");
+    for hint in hints {
+        assert!(message.contains(hint), "{hint:?} not in {message}");
+    }
+    assert!(!message.contains(PASSWORD), "{message}");
+    assert!(
+        elapsed < SESSION_TIMEOUT,
+        "took {elapsed:?}, over the session timeout: {message}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nothing_listening_says_connection_refused() {
+    let addr = closed_port();
+    lost(
+        options(&addr),
+        &addr,
+        &["nothing is listening", "connection refused"],
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_at_a_plaintext_port_says_it_has_no_tls() {
+    let addr = host_port("COORD_TEST_ZK");
+    let options = options(&addr).with_tls(mutual_tls());
+    lost(options, &addr, &["without TLS", "drop tls=true"]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plaintext_at_a_tls_port_says_tls_is_required() {
+    let addr = host_port("COORD_TEST_ZK_SECURE");
+    lost(options(&addr), &addr, &["speaks TLS", "tls=true"]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_etcd_port_says_etcd() {
+    let addr = host_port("COORD_TEST_ETCD");
+    lost(options(&addr), &addr, &["etcd", "etcd://", "not ZooKeeper"]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redis_port_says_redis() {
+    let addr = host_port("COORD_TEST_REDIS");
+    lost(
+        options(&addr),
+        &addr,
+        &["Redis", "redis://", "not ZooKeeper"],
+    )
+    .await;
+}
