@@ -11,6 +11,7 @@ use crate::backend::node::{
 use crate::backend::primitive::PrimitiveSession;
 use crate::backend::watch::{TreeWatch, Watch};
 use crate::error::{Error, Result};
+use crate::machinery::in_drop;
 use crate::path;
 use crate::telemetry;
 
@@ -45,6 +46,32 @@ use crate::telemetry;
 pub struct Session {
     inner: Arc<dyn PrimitiveSession>,
     local: Arc<Local>,
+    /// Shared by every handle but those of the session's own background
+    /// work: dropped with the last of them, it ends a session still open
+    /// (see "Dropping the last handle"). Held for its drop only.
+    #[allow(dead_code)]
+    last: Option<Arc<LastHandle>>,
+}
+
+/// Dropped with the last [`Session`] handle (background work's handles
+/// aside): ends the session if it is still open.
+struct LastHandle {
+    inner: Arc<dyn PrimitiveSession>,
+    local: Arc<Local>,
+}
+
+impl Drop for LastHandle {
+    fn drop(&mut self) {
+        if self.local.state.borrow().is_terminal() {
+            return;
+        }
+        tracing::debug!(session = %self.inner.id(), "last handle dropped without close: closing the session");
+        let closing = Box::pin(close_session(
+            Arc::clone(&self.inner),
+            Arc::clone(&self.local),
+        ));
+        in_drop::close_on_drop(closing, self.inner.ender());
+    }
 }
 
 impl std::fmt::Debug for Session {
@@ -225,7 +252,21 @@ impl Session {
                 Arc::clone(&local),
             ));
         }
-        Session { inner, local }
+        let last = Some(Arc::new(LastHandle {
+            inner: Arc::clone(&inner),
+            local: Arc::clone(&local),
+        }));
+        Session { inner, local, last }
+    }
+
+    /// A handle for the session's own background work: it does not keep
+    /// the session from being closed when the users' last handle drops.
+    pub(crate) fn for_work(&self) -> Session {
+        Session {
+            inner: Arc::clone(&self.inner),
+            local: Arc::clone(&self.local),
+            last: None,
+        }
     }
 
     /// The backend's short name.
@@ -341,12 +382,6 @@ impl Session {
             let _guard = guard;
             work.await;
         });
-    }
-
-    /// Resolve once no background work of this session is running.
-    async fn settled(&self) {
-        let mut rx = self.local.pending.subscribe();
-        let _ = rx.wait_for(|n| *n == 0).await;
     }
 
     /// Create a node; see [`PrimitiveSession::create`].
@@ -645,14 +680,21 @@ impl Session {
     /// Not cancel safe: dropped, the session may or may not be closed; the
     /// background work goes on either way.
     pub async fn close(&self) -> Result<()> {
-        self.settled().await;
-        let result = self.inner.close().await;
-        let after = *self.inner.state().borrow();
-        self.local.mirror(if after.is_terminal() {
-            after
-        } else {
-            SessionState::Closed
-        });
-        result
+        close_session(Arc::clone(&self.inner), Arc::clone(&self.local)).await
     }
+}
+
+/// [`Session::close`]: wait for the background work that must finish,
+/// then end the session.
+async fn close_session(inner: Arc<dyn PrimitiveSession>, local: Arc<Local>) -> Result<()> {
+    let mut pending = local.pending.subscribe();
+    let _ = pending.wait_for(|n| *n == 0).await;
+    let result = inner.close().await;
+    let after = *inner.state().borrow();
+    local.mirror(if after.is_terminal() {
+        after
+    } else {
+        SessionState::Closed
+    });
+    result
 }

@@ -66,6 +66,7 @@ pub async fn connect(options: EtcdOptions) -> Result<Session> {
     let client_options = options.client_options(material.as_ref())?;
     let endpoints = options.dial_endpoints(material.is_some());
     let timeout = options.request_timeout();
+    let redial = (endpoints.clone(), client_options.clone());
     let client = match tokio::time::timeout(
         timeout,
         Client::connect(&endpoints, Some(client_options)),
@@ -137,6 +138,7 @@ pub async fn connect(options: EtcdOptions) -> Result<Session> {
         authenticates: options.user().is_some(),
         auth_epoch: AtomicU64::new(0),
         auth_refresh: tokio::sync::Mutex::new(()),
+        redial,
     });
     tracing::debug!(lease = %format!("{:x}", grant.id()), ?ttl, "etcd session opened");
     let keep_alive = tokio::spawn(keep_alive(shared.clone()));

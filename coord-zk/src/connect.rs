@@ -137,6 +137,7 @@ impl ZkSession {
             handle,
             credentials,
             lease,
+            options: options.clone(),
         })
     }
 }

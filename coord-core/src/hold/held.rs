@@ -3,7 +3,7 @@
 use crate::backend::node::{Created, Fence, Op, OpResult};
 use crate::error::{Error, Result};
 use crate::layout::Ids;
-use crate::machinery::pending::{delete_in_background_then, delete_own, delete_until_gone};
+use crate::machinery::pending::{delete_in_drop_then, delete_own, delete_until_gone};
 use crate::machinery::retry;
 use crate::session::Session;
 use crate::telemetry::{self, Follow, Tracker};
@@ -228,7 +228,7 @@ impl Drop for HeldNode {
         self.ended_released(true);
         if !self.released {
             let lent = self.lent.take();
-            delete_in_background_then(self.session.clone(), self.node.clone(), move || {
+            delete_in_drop_then(&self.session, self.node.clone(), move || {
                 if let Some((ids, id)) = lent {
                     ids.give(id);
                 }
