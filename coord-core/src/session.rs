@@ -62,7 +62,7 @@ struct LastHandle {
 
 impl Drop for LastHandle {
     fn drop(&mut self) {
-        if self.local.state.borrow().is_terminal() {
+        if self.local.state.borrow().is_terminal() || !self.inner.closes_on_drop() {
             return;
         }
         tracing::debug!(session = %self.inner.id(), "last handle dropped without close: closing the session");

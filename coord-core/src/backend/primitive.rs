@@ -296,6 +296,15 @@ pub trait PrimitiveSession: Send + Sync + 'static {
     fn ender(&self) -> Option<SessionEnder> {
         None
     }
+
+    /// Whether dropping the last handle of this session while it is still
+    /// open closes it (see [`crate::Session`]'s "Dropping the last
+    /// handle"): `true` (the default) for a session on a server. A backend
+    /// that models a dropped session as a crashed process (the in-memory
+    /// store: it expires after its TTL) says `false`.
+    fn closes_on_drop(&self) -> bool {
+        true
+    }
 }
 
 /// A session's end over a connection of its own; see
