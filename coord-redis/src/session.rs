@@ -312,6 +312,12 @@ impl PrimitiveSession for RedisSession {
         }
     }
 
+    /// Not when the test hook says the process crashed: it tells the
+    /// server nothing.
+    fn closes_on_drop(&self) -> bool {
+        !self.core.crashed.load(Ordering::SeqCst)
+    }
+
     /// A connection of its own runs the session's `END`.
     fn ender(&self) -> Option<coord_core::backend::SessionEnder> {
         let client = self.core.hub.client().clone();
