@@ -39,6 +39,36 @@ use crate::telemetry;
 /// abandoned node, putting a queue item back) is retried until it is done
 /// or the session is over, and [`Session::close`] waits for it.
 ///
+/// # Dropping the last handle
+/// A process that ends without [`Session::close`] (a `?` that returns an
+/// error from `main`, a panic) does not leave its holds blocking others
+/// for the session timeout. Dropping the last handle of a session still
+/// open (every clone, every recipe and guard made on it; the session's
+/// own background work does not count) closes it: its ephemeral nodes go
+/// at once.
+/// - On a multi-thread runtime (`#[tokio::main]`'s), the drop waits for
+///   the server to confirm the close, at most 2 s (through
+///   `block_in_place`: other tasks go on meanwhile).
+/// - On a current-thread runtime the close runs when the runtime next gets
+///   to it; if the runtime is shut down first (the `main` returned), the
+///   session is ended over a connection of its own, at most 2 s, as the
+///   runtime drops the work (likewise with no runtime at all).
+/// - A server that does not answer in that time ends the session by its
+///   timeout, as before.
+///
+/// Dropping a guard without `release` deletes its node in the
+/// background; on a multi-thread runtime, while the session is connected,
+/// the drop waits for that delete, at most 1 s, so a process that exits
+/// right after (even through `std::process::exit`, which runs no
+/// destructor) has freed the lock. On a current-thread runtime it cannot
+/// wait: the delete leaves at the next `.await`, so there close the
+/// session (or release the guard) before `std::process::exit`. Nothing
+/// survives `std::process::abort` or a killed process: the server ends
+/// that session after its timeout.
+///
+/// The in-memory backend keeps a dropped session a crashed process (it
+/// expires after its TTL: see `coord_mem::MemStore`).
+///
 /// # Cancel safety
 /// Every async method may be dropped. Reads are then simply not done; a
 /// write may or may not have been applied.

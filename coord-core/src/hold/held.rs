@@ -14,7 +14,10 @@ use crate::telemetry::{self, Follow, Tracker};
 ///
 /// Dropping a `HeldNode` without [`HeldNode::release`] deletes its node in
 /// the background, retrying through connection losses until it is gone or
-/// the session is over; [`Session::close`] waits for that.
+/// the session is over; [`Session::close`] waits for that. On a
+/// multi-thread runtime, while the session is connected, the drop itself
+/// waits for the delete, at most 1 s (see [`Session`]'s "Dropping the last
+/// handle").
 #[must_use = "dropping a held node releases it"]
 #[derive(Debug)]
 pub struct HeldNode {
