@@ -382,7 +382,7 @@ impl PrimitiveSession for ZkSession {
     }
 
     /// A second client takes the session over with its id and password,
-    /// and closes it (see [`end_over_new_connection`]).
+    /// and closes it (as `coord_zk::testing::expire` does, once).
     fn ender(&self) -> Option<coord_core::backend::SessionEnder> {
         let options = self.options.clone();
         let credentials = self.credentials.clone();
