@@ -11,6 +11,7 @@ use crate::backend::node::{
 use crate::backend::primitive::PrimitiveSession;
 use crate::backend::watch::{TreeWatch, Watch};
 use crate::error::{Error, Result};
+use crate::machinery::in_drop;
 use crate::path;
 use crate::telemetry;
 
@@ -38,6 +39,36 @@ use crate::telemetry;
 /// abandoned node, putting a queue item back) is retried until it is done
 /// or the session is over, and [`Session::close`] waits for it.
 ///
+/// # Dropping the last handle
+/// A process that ends without [`Session::close`] (a `?` that returns an
+/// error from `main`, a panic) does not leave its holds blocking others
+/// for the session timeout. Dropping the last handle of a session still
+/// open (every clone, every recipe and guard made on it; the session's
+/// own background work does not count) closes it: its ephemeral nodes go
+/// at once.
+/// - On a multi-thread runtime (`#[tokio::main]`'s), the drop waits for
+///   the server to confirm the close, at most 2 s (through
+///   `block_in_place`: other tasks go on meanwhile).
+/// - On a current-thread runtime the close runs when the runtime next gets
+///   to it; if the runtime is shut down first (the `main` returned), the
+///   session is ended over a connection of its own, at most 2 s, as the
+///   runtime drops the work (likewise with no runtime at all).
+/// - A server that does not answer in that time ends the session by its
+///   timeout, as before.
+///
+/// Dropping a guard without `release` deletes its node in the
+/// background; on a multi-thread runtime, while the session is connected,
+/// the drop waits for that delete, at most 1 s, so a process that exits
+/// right after (even through `std::process::exit`, which runs no
+/// destructor) has freed the lock. On a current-thread runtime it cannot
+/// wait: the delete leaves at the next `.await`, so there close the
+/// session (or release the guard) before `std::process::exit`. Nothing
+/// survives `std::process::abort` or a killed process: the server ends
+/// that session after its timeout.
+///
+/// The in-memory backend keeps a dropped session a crashed process (it
+/// expires after its TTL: see `coord_mem::MemStore`).
+///
 /// # Cancel safety
 /// Every async method may be dropped. Reads are then simply not done; a
 /// write may or may not have been applied.
@@ -45,6 +76,32 @@ use crate::telemetry;
 pub struct Session {
     inner: Arc<dyn PrimitiveSession>,
     local: Arc<Local>,
+    /// Shared by every handle but those of the session's own background
+    /// work: dropped with the last of them, it ends a session still open
+    /// (see "Dropping the last handle"). Held for its drop only.
+    #[allow(dead_code)]
+    last: Option<Arc<LastHandle>>,
+}
+
+/// Dropped with the last [`Session`] handle (background work's handles
+/// aside): ends the session if it is still open.
+struct LastHandle {
+    inner: Arc<dyn PrimitiveSession>,
+    local: Arc<Local>,
+}
+
+impl Drop for LastHandle {
+    fn drop(&mut self) {
+        if self.local.state.borrow().is_terminal() || !self.inner.closes_on_drop() {
+            return;
+        }
+        tracing::debug!(session = %self.inner.id(), "last handle dropped without close: closing the session");
+        let closing = Box::pin(close_session(
+            Arc::clone(&self.inner),
+            Arc::clone(&self.local),
+        ));
+        in_drop::close_on_drop(closing, self.inner.ender());
+    }
 }
 
 impl std::fmt::Debug for Session {
@@ -225,7 +282,21 @@ impl Session {
                 Arc::clone(&local),
             ));
         }
-        Session { inner, local }
+        let last = Some(Arc::new(LastHandle {
+            inner: Arc::clone(&inner),
+            local: Arc::clone(&local),
+        }));
+        Session { inner, local, last }
+    }
+
+    /// A handle for the session's own background work: it does not keep
+    /// the session from being closed when the users' last handle drops.
+    pub(crate) fn for_work(&self) -> Session {
+        Session {
+            inner: Arc::clone(&self.inner),
+            local: Arc::clone(&self.local),
+            last: None,
+        }
     }
 
     /// The backend's short name.
@@ -341,12 +412,6 @@ impl Session {
             let _guard = guard;
             work.await;
         });
-    }
-
-    /// Resolve once no background work of this session is running.
-    async fn settled(&self) {
-        let mut rx = self.local.pending.subscribe();
-        let _ = rx.wait_for(|n| *n == 0).await;
     }
 
     /// Create a node; see [`PrimitiveSession::create`].
@@ -651,14 +716,21 @@ impl Session {
     /// Not cancel safe: dropped, the session may or may not be closed; the
     /// background work goes on either way.
     pub async fn close(&self) -> Result<()> {
-        self.settled().await;
-        let result = self.inner.close().await;
-        let after = *self.inner.state().borrow();
-        self.local.mirror(if after.is_terminal() {
-            after
-        } else {
-            SessionState::Closed
-        });
-        result
+        close_session(Arc::clone(&self.inner), Arc::clone(&self.local)).await
     }
+}
+
+/// [`Session::close`]: wait for the background work that must finish,
+/// then end the session.
+async fn close_session(inner: Arc<dyn PrimitiveSession>, local: Arc<Local>) -> Result<()> {
+    let mut pending = local.pending.subscribe();
+    let _ = pending.wait_for(|n| *n == 0).await;
+    let result = inner.close().await;
+    let after = *inner.state().borrow();
+    local.mirror(if after.is_terminal() {
+        after
+    } else {
+        SessionState::Closed
+    });
+    result
 }

@@ -84,6 +84,7 @@ pub async fn connect(options: EtcdOptions) -> Result<Session> {
             named(err, endpoints)
         }
     };
+    let redial = (endpoints.clone(), client_options.clone());
     let client = match tokio::time::timeout(
         limit,
         Client::connect(&endpoints, Some(client_options)),
@@ -142,6 +143,7 @@ pub async fn connect(options: EtcdOptions) -> Result<Session> {
         authenticates: options.user().is_some(),
         auth_epoch: AtomicU64::new(0),
         auth_refresh: tokio::sync::Mutex::new(()),
+        redial,
     });
     tracing::debug!(lease = %format!("{:x}", grant.id()), ?ttl, "etcd session opened");
     let keep_alive = tokio::spawn(keep_alive(shared.clone()));

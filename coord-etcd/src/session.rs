@@ -405,6 +405,34 @@ impl PrimitiveSession for EtcdSession {
         }
     }
 
+    /// A client of its own connects with the session's endpoints and
+    /// options and revokes the lease.
+    fn ender(&self) -> Option<coord_core::backend::SessionEnder> {
+        let (endpoints, options) = self.shared.redial.clone();
+        let id = self.shared.lease;
+        Some(Box::pin(async move {
+            let lost = |e: etcd_client::Error| {
+                Error::ConnectionLost(format!(
+                    "could not revoke lease {id:x} over a connection of its own: {e}"
+                ))
+            };
+            let mut client = etcd_client::Client::connect(&endpoints, Some(options))
+                .await
+                .map_err(lost)?;
+            match client.lease_revoke(id).await.map_err(crate::error::map) {
+                Ok(_) => {
+                    tracing::debug!(lease = %format!("{id:x}"), "etcd lease revoked over a connection of its own");
+                    Ok(())
+                }
+                // Already gone: the session is over, as wanted.
+                Err(Error::SessionExpired) => Ok(()),
+                Err(e) => Err(Error::ConnectionLost(format!(
+                    "could not revoke lease {id:x} over a connection of its own: {e}"
+                ))),
+            }
+        }))
+    }
+
     async fn close(&self) -> Result<()> {
         let shared = &self.shared;
         if shared.state.borrow().is_terminal() {

@@ -47,6 +47,10 @@ pub(crate) struct Shared {
     pub(crate) auth_epoch: AtomicU64,
     /// One refresh at a time: the watches refused together share it.
     pub(crate) auth_refresh: tokio::sync::Mutex<()>,
+    /// The endpoints and options `connect` dialled with: a connection of
+    /// its own can revoke the lease when this client's cannot (see
+    /// [`coord_core::backend::PrimitiveSession::ender`]).
+    pub(crate) redial: (Vec<String>, etcd_client::ConnectOptions),
 }
 
 impl Shared {

@@ -330,6 +330,12 @@ impl PrimitiveSession for MemSession {
     async fn abandon(&self) {
         self.shared.lock().abandon(self.key);
     }
+
+    /// A session whose every handle is dropped unclosed is a crashed
+    /// process here: it expires after its TTL (see [`crate::MemStore`]).
+    fn closes_on_drop(&self) -> bool {
+        false
+    }
 }
 
 /// How often a TTL node kept past its TTL by children is looked at again.

@@ -53,6 +53,34 @@ impl Drop for RedisSession {
     }
 }
 
+/// Run the `END` script for session `sid` (under `prefix`, on behalf of
+/// `caller`: the session itself, or `""`) over a connection of its own
+/// made by `client`: the session's key is deleted and its ephemeral nodes
+/// reaped.
+///
+/// # Errors
+/// Connection and server errors.
+pub(crate) async fn end_over_new_connection(
+    client: &redis::Client,
+    prefix: &str,
+    caller: &str,
+    sid: &str,
+) -> Result<()> {
+    let mut conn = client
+        .get_multiplexed_async_connection()
+        .await
+        .map_err(|e| error::map(e, None))?;
+    scripts::END
+        .prepare_invoke()
+        .arg(prefix)
+        .arg(caller)
+        .arg(sid)
+        .invoke_async::<redis::Value>(&mut conn)
+        .await
+        .map_err(|e| error::map(e, None))?;
+    Ok(())
+}
+
 impl RedisSession {
     async fn create_once(
         &self,
@@ -286,6 +314,23 @@ impl PrimitiveSession for RedisSession {
                 "redis session given up by the client; the server could not be told, its key expires on its own"
             );
         }
+    }
+
+    /// Not when the test hook says the process crashed: it tells the
+    /// server nothing.
+    fn closes_on_drop(&self) -> bool {
+        !self.core.crashed.load(Ordering::SeqCst)
+    }
+
+    /// A connection of its own runs the session's `END`.
+    fn ender(&self) -> Option<coord_core::backend::SessionEnder> {
+        let client = self.core.hub.client().clone();
+        let (prefix, sid) = (self.core.prefix.clone(), self.core.sid.clone());
+        Some(Box::pin(async move {
+            end_over_new_connection(&client, &prefix, &sid, &sid).await?;
+            tracing::debug!(session = %sid, "redis session ended over a connection of its own");
+            Ok(())
+        }))
     }
 
     async fn close(&self) -> Result<()> {

@@ -6,9 +6,8 @@ use std::sync::Arc;
 
 use coord_core::{Result, Session, SessionId};
 
-use crate::error;
 use crate::options::RedisOptions;
-use crate::scripts;
+use crate::session::end_over_new_connection;
 use crate::shared::Shared;
 
 /// End session `id` on the server now, as its key expiring would: delete
@@ -23,19 +22,7 @@ use crate::shared::Shared;
 /// Not cancel safe: the session may or may not have been ended.
 pub async fn expire(options: &RedisOptions, id: &SessionId) -> Result<()> {
     let client = crate::connect::client(options)?;
-    let mut conn = client
-        .get_multiplexed_async_connection()
-        .await
-        .map_err(|e| error::map(e, None))?;
-    scripts::END
-        .prepare_invoke()
-        .arg(options.key_prefix())
-        .arg("")
-        .arg(&id.0)
-        .invoke_async::<redis::Value>(&mut conn)
-        .await
-        .map_err(|e| error::map(e, None))?;
-    Ok(())
+    end_over_new_connection(&client, &options.key_prefix(), "", &id.0).await
 }
 
 /// The `redis` client a session with `options` opens its connections with

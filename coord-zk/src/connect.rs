@@ -141,6 +141,7 @@ impl ZkSession {
             handle,
             credentials,
             lease,
+            options: options.clone(),
         })
     }
 }

@@ -39,6 +39,9 @@ pub struct ZkSession {
     /// The client's side of the session's life; renewed by the lease pings
     /// ([`crate::keepalive`]).
     pub(crate) lease: Arc<LeaseClock>,
+    /// What a connection of its own needs to end the session when this
+    /// one's cannot ([`PrimitiveSession::ender`]).
+    pub(crate) options: crate::ZkOptions,
 }
 
 impl std::fmt::Debug for ZkSession {
@@ -184,6 +187,46 @@ impl ZkSession {
             ),
         }
     }
+}
+
+/// How a takeover by [`end_over_new_connection`] went.
+pub(crate) enum Ended {
+    /// The server refused it: the session was over already.
+    Expired,
+    /// Taken over and closed (the server confirmed, or the wait for it ran
+    /// out).
+    Closed,
+}
+
+/// End the session `credentials` name over a connection of its own: a
+/// second client, with `options` (credentials, TLS), takes the session
+/// over (the server drops the first one's connection) and closes it.
+///
+/// # Errors
+/// The takeover's failure, as text.
+pub(crate) async fn end_over_new_connection(
+    options: &crate::ZkOptions,
+    credentials: &zk::SessionInfo,
+) -> std::result::Result<Ended, String> {
+    let tls = options.load_tls().map_err(|e| e.to_string())?;
+    let connector = options
+        .connector()
+        .with_connection_timeout(Duration::from_millis(500))
+        .with_session(credentials.clone());
+    let client = match crate::tls::dial(connector, options.hosts(), tls.as_ref()).await {
+        Err(zk::Error::SessionExpired) => return Ok(Ended::Expired),
+        Err(e) => return Err(e.to_string()),
+        Ok(client) => client,
+    };
+    let mut watcher = client.state_watcher();
+    // Dropping the only handle sends CloseSession.
+    drop(client);
+    let _ = tokio::time::timeout(
+        Duration::from_secs(5),
+        state_until(&mut watcher, zk::SessionState::is_terminated),
+    )
+    .await;
+    Ok(Ended::Closed)
 }
 
 /// The client's state, once it satisfies `done` (at once if it already
@@ -336,5 +379,24 @@ impl PrimitiveSession for ZkSession {
     /// the server has ended the session by itself.
     async fn abandon(&self) {
         self.abandon_session().await;
+    }
+
+    /// A second client takes the session over with its id and password,
+    /// and closes it (as `coord_zk::testing::expire` does, once).
+    fn ender(&self) -> Option<coord_core::backend::SessionEnder> {
+        let options = self.options.clone();
+        let credentials = self.credentials.clone();
+        let id = self.handle.id.clone();
+        Some(Box::pin(async move {
+            match end_over_new_connection(&options, &credentials).await {
+                Ok(_) => {
+                    tracing::debug!(session = %id, "zk session ended over a connection of its own");
+                    Ok(())
+                }
+                Err(e) => Err(Error::ConnectionLost(format!(
+                    "could not end session {id} over a connection of its own: {e}"
+                ))),
+            }
+        }))
     }
 }

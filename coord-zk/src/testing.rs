@@ -3,8 +3,8 @@
 use std::time::Duration;
 
 use coord_core::{Error, Result};
-use zookeeper_client as zk;
 
+use crate::session::{end_over_new_connection, Ended};
 use crate::{SessionCredentials, ZkOptions};
 
 /// Make the server end the session `credentials` name, as if it had
@@ -28,7 +28,8 @@ use crate::{SessionCredentials, ZkOptions};
 /// Cancel safe; the session may or may not be ended.
 pub async fn expire(options: &ZkOptions, credentials: &SessionCredentials) -> Result<()> {
     options.validate()?;
-    let tls = options.load_tls()?;
+    // The TLS files are checked first: a bad one is InvalidArgument.
+    options.load_tls()?;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
     let mut last = String::from("never tried");
     // A fixed step (first = cap), jittered.
@@ -36,32 +37,18 @@ pub async fn expire(options: &ZkOptions, credentials: &SessionCredentials) -> Re
         coord_core::backend::Backoff::new(Duration::from_millis(50), Duration::from_millis(50));
     let mut attempt = 0;
     while tokio::time::Instant::now() < deadline {
-        let connector = options
-            .connector()
-            .with_connection_timeout(Duration::from_millis(500))
-            .with_session(credentials.0.clone());
-        let connected = crate::tls::dial(connector, options.hosts(), tls.as_ref()).await;
-        let client = match connected {
-            Err(zk::Error::SessionExpired) => return Ok(()),
+        match end_over_new_connection(options, &credentials.0).await {
+            Ok(Ended::Expired) => return Ok(()),
+            // Closed; the first client may have taken it back meanwhile:
+            // the next round tells.
+            Ok(Ended::Closed) => {}
             Err(e) => {
                 // Most likely the first client took the session back
                 // mid-handshake: try again.
-                last = e.to_string();
+                last = e;
                 retry.sleep(&mut attempt).await;
-                continue;
             }
-            Ok(client) => client,
-        };
-        let mut watcher = client.state_watcher();
-        // Dropping the only handle sends CloseSession.
-        drop(client);
-        let _ = tokio::time::timeout(Duration::from_secs(5), async {
-            let mut state = watcher.peek_state();
-            while !state.is_terminated() {
-                state = watcher.changed().await;
-            }
-        })
-        .await;
+        }
     }
     Err(Error::ConnectionLost(format!(
         "expire: the session is still alive after 60 s (last error: {last})"

@@ -26,6 +26,6 @@ pub mod tls_probe;
 pub(crate) mod watch;
 
 pub use backoff::Backoff;
-pub use primitive::{read_then_delete, PrimitiveSession};
+pub use primitive::{read_then_delete, PrimitiveSession, SessionEnder};
 pub use redact::redact_url;
 pub use tls::TlsMaterial;

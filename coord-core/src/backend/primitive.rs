@@ -279,4 +279,35 @@ pub trait PrimitiveSession: Send + Sync + 'static {
     /// server until its timeout; the client-side state is `Expired` either
     /// way. [`crate::Session::close`] waits for it rather than dropping it.
     async fn abandon(&self);
+
+    /// A way to end this session on the server that needs neither this
+    /// session's connection nor its runtime: the future opens a connection
+    /// of its own, on whatever runtime polls it, and ends the session
+    /// there (ZooKeeper: takes the session over with its id and password
+    /// and closes it; etcd: revokes its lease; Redis: runs its end). It
+    /// must not disturb anything but this session.
+    ///
+    /// [`crate::Session`] uses it when the last handle of a session still
+    /// open is dropped where its own connection can no longer carry the
+    /// close: the runtime that runs that connection is shutting down (a
+    /// `main` on a current-thread runtime returned or panicked), or there
+    /// is none. Bounded by the caller. `None` (the default) where there is
+    /// no such way, or no need (an in-process store).
+    fn ender(&self) -> Option<SessionEnder> {
+        None
+    }
+
+    /// Whether dropping the last handle of this session while it is still
+    /// open closes it (see [`crate::Session`]'s "Dropping the last
+    /// handle"): `true` (the default) for a session on a server. A backend
+    /// that models a dropped session as a crashed process (the in-memory
+    /// store: it expires after its TTL) says `false`.
+    fn closes_on_drop(&self) -> bool {
+        true
+    }
 }
+
+/// A session's end over a connection of its own; see
+/// [`PrimitiveSession::ender`].
+pub type SessionEnder =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<()>> + Send + 'static>>;

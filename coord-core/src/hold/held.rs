@@ -3,7 +3,7 @@
 use crate::backend::node::{Created, Fence, Op, OpResult};
 use crate::error::{Error, Result};
 use crate::layout::Ids;
-use crate::machinery::pending::{delete_in_background_then, delete_own, delete_until_gone};
+use crate::machinery::pending::{delete_in_drop_then, delete_own, delete_until_gone};
 use crate::machinery::retry;
 use crate::session::Session;
 use crate::telemetry::{self, Follow, Tracker};
@@ -14,7 +14,10 @@ use crate::telemetry::{self, Follow, Tracker};
 ///
 /// Dropping a `HeldNode` without [`HeldNode::release`] deletes its node in
 /// the background, retrying through connection losses until it is gone or
-/// the session is over; [`Session::close`] waits for that.
+/// the session is over; [`Session::close`] waits for that. On a
+/// multi-thread runtime, while the session is connected, the drop itself
+/// waits for the delete, at most 1 s (see [`Session`]'s "Dropping the last
+/// handle").
 #[must_use = "dropping a held node releases it"]
 #[derive(Debug)]
 pub struct HeldNode {
@@ -228,7 +231,7 @@ impl Drop for HeldNode {
         self.ended_released(true);
         if !self.released {
             let lent = self.lent.take();
-            delete_in_background_then(self.session.clone(), self.node.clone(), move || {
+            delete_in_drop_then(&self.session, self.node.clone(), move || {
                 if let Some((ids, id)) = lent {
                     ids.give(id);
                 }

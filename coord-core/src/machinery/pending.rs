@@ -10,11 +10,12 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::mpsc;
 use std::task::{Context, Poll};
 
-use crate::backend::node::{CreateMode, Created, Fence, Op};
+use crate::backend::node::{CreateMode, Created, Fence, Op, SessionState};
 use crate::error::{Error, Result};
-use crate::machinery::retry;
+use crate::machinery::{in_drop, retry};
 use crate::session::Session;
 
 /// A create on its way: polled by whoever awaits it.
@@ -116,7 +117,7 @@ impl PendingNode {
             tokio::time::timeout(REMOVE_PATIENCE, delete_own_if_present(&self.session, &node))
                 .await;
         if !matches!(quick, Ok(Ok(()))) {
-            delete_in_background(self.session.clone(), node);
+            delete_in_background(self.session.for_work(), node);
         }
         self.state = State::Taken;
     }
@@ -203,12 +204,31 @@ pub(crate) fn delete_in_background(session: Session, node: Created) {
     delete_in_background_then(session, node, || {});
 }
 
-/// [`delete_in_background`], running `deleted` once the node is gone.
+/// [`delete_in_background`], for a drop: waits, bounded, for the delete's
+/// answer where the thread may block ([`in_drop::wait`]), while the
+/// session is connected (else the request could not leave anyway), so
+/// that a process that ends right after the drop has still deleted the
+/// node.
+pub(crate) fn delete_in_drop_then(
+    session: &Session,
+    node: Created,
+    deleted: impl FnOnce() + Send + 'static,
+) {
+    if let Some(done) = delete_in_background_then(session.for_work(), node, deleted) {
+        if session.state() == SessionState::Connected {
+            in_drop::wait(&done, in_drop::DELETE_BUDGET);
+        }
+    }
+}
+
+/// [`delete_in_background`], running `deleted` once the node is gone. When
+/// the delete was not done at once, a receiver told when it is (or its
+/// sender dropped when the work is dropped unfinished).
 pub(crate) fn delete_in_background_then(
     session: Session,
     node: Created,
     deleted: impl FnOnce() + Send + 'static,
-) {
+) -> Option<mpsc::Receiver<()>> {
     let s = session.clone();
     // Unconstrained by tokio's cooperative budget, so the first poll
     // sends the delete even from a task that has spent its budget (see
@@ -225,19 +245,25 @@ pub(crate) fn delete_in_background_then(
     // is polled again by its task, with the task's waker, at once.
     let mut cx = Context::from_waker(std::task::Waker::noop());
     if work.as_mut().poll(&mut cx).is_pending() {
-        session.spawn_work(work);
+        let (tx, rx) = mpsc::sync_channel(1);
+        session.spawn_work(async move {
+            work.await;
+            let _ = tx.send(());
+        });
+        return Some(rx);
     }
+    None
 }
 
 impl Drop for PendingNode {
     fn drop(&mut self) {
         match std::mem::replace(&mut self.state, State::Taken) {
             State::Taken | State::Failed(_) => {}
-            State::Created(c) => delete_in_background(self.session.clone(), c),
+            State::Created(c) => delete_in_drop_then(&self.session, c, || {}),
             State::Creating(create) => {
                 // Given up before the answer: the create finishes in a task,
                 // and what it made is deleted.
-                let session = self.session.clone();
+                let session = self.session.for_work();
                 self.session.spawn_work(async move {
                     if let Ok(c) = create.await {
                         if let Err(e) = delete_until_gone(&session, &c).await {

@@ -77,7 +77,7 @@ impl Drop for Engine {
         // through connection losses; `Session::close` waits for it.
         let session = self.session.clone();
         let (items, order) = (self.items.clone(), self.order);
-        let s = session.clone();
+        let s = session.for_work();
         session.spawn_work(async move {
             for item in stashed {
                 // Put back under its old key (priority, due time).
