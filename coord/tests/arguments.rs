@@ -68,7 +68,10 @@ async fn every_data_argument_takes_any_bytes() -> coord::Result<()> {
     let mut leadership = election.campaign("v").await?;
     assert_eq!(leadership.value(), b"v");
     leadership.proclaim(text.clone()).await?;
-    assert_eq!(election.leader().await?.map(|l| l.value), Some(bytes.clone()));
+    assert_eq!(
+        election.leader().await?.map(|l| l.value),
+        Some(bytes.clone())
+    );
     leadership.resign().await?;
     election
         .campaign_timeout(&bytes, Duration::from_secs(5))
