@@ -92,7 +92,7 @@ pub async fn inspect_lock(h: &dyn Harness) {
     let with = |i: usize, d: &str| {
         Lock::new(&sessions[i], &dir)
             .expect("lock")
-            .with_data(d.as_bytes().to_vec())
+            .with_data(d.as_bytes())
             .expect("data")
     };
     let holder = with(0, "holder").acquire().await.expect("acquire");

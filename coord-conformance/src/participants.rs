@@ -91,7 +91,7 @@ pub async fn participants_lock(h: &dyn Harness) {
     let with = |i: usize, data: &str| {
         Lock::new(&sessions[i], &dir)
             .expect("lock")
-            .with_data(data.as_bytes().to_vec())
+            .with_data(data.as_bytes())
             .expect("data")
     };
     let holder = with(0, "holder").acquire().await.expect("acquire");

@@ -132,7 +132,7 @@ pub async fn revocation_asks_only_holders(h: &dyn Harness) {
     let stats = Stats::new();
     let waiter = Lock::new(&sessions[1], &dir)
         .expect("lock")
-        .with_data(b"waiter".to_vec())
+        .with_data(b"waiter")
         .expect("data")
         .with_stats(stats.clone());
     let waiting = tokio::spawn(async move { waiter.acquire().await });

@@ -133,7 +133,7 @@ pub async fn semaphore_lease_data_and_mutex(h: &dyn Harness) {
     let s = h.open().await;
     let sem = Semaphore::new(&s, &join(&dir, "sem"), 2)
         .expect("semaphore")
-        .with_data(b"host-1".to_vec())
+        .with_data(b"host-1")
         .expect("data");
     let leases = sem.acquire(1).await.expect("lease");
     assert_eq!(leases[0].data().await.expect("data"), b"host-1");

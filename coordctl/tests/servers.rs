@@ -1599,7 +1599,7 @@ fn participants_lists_holder_and_waiter(url: &str) {
             .await
             .unwrap_or_else(|e| panic!("lease: {e}"));
         let guard = coord::Lock::new(s, &evil)
-            .and_then(|l| l.with_data(b"\x1b[2J\"x\"\nwaiting /forged 1 - \"\"\xff".to_vec()))
+            .and_then(|l| l.with_data(b"\x1b[2J\"x\"\nwaiting /forged 1 - \"\"\xff"))
             .unwrap_or_else(|e| panic!("lock: {e}"))
             .acquire()
             .await

@@ -89,14 +89,16 @@ impl Group {
     }
 
     /// Join with `data` under a unique generated name
-    /// (`_c_<uuid>-member-<seq>`, the paper's SEQUENTIAL flag).
+    /// (`_c_<uuid>-member-<seq>`, the paper's SEQUENTIAL flag). `data` is
+    /// any bytes (`&str`, `String`, `&[u8]`, `Vec<u8>`, `b"…"`).
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for data over the limit; session errors.
     ///
     /// # Cancel safety
     /// Cancel safe: dropped, no member node is left behind.
-    pub async fn join(&self, data: &[u8]) -> Result<Membership> {
+    pub async fn join(&self, data: impl AsRef<[u8]>) -> Result<Membership> {
+        let data = data.as_ref();
         path::validate_data(data)?;
         let prefix = path::join(&self.dir, &layout::protected(layout::MEMBER));
         self.join_at(prefix, data, CreateMode::EphemeralSequential)
@@ -112,7 +114,8 @@ impl Group {
     ///
     /// # Cancel safety
     /// Cancel safe: dropped, no member node is left behind.
-    pub async fn join_as(&self, name: &str, data: &[u8]) -> Result<Membership> {
+    pub async fn join_as(&self, name: &str, data: impl AsRef<[u8]>) -> Result<Membership> {
+        let data = data.as_ref();
         path::validate_data(data)?;
         let node = path::join(&self.dir, name);
         path::validate_non_root(&node)?;
@@ -309,14 +312,15 @@ impl Membership {
         self.held.path()
     }
 
-    /// Replace this member's data.
+    /// Replace this member's data (any bytes, as [`Group::join`]'s).
     ///
     /// # Errors
     /// [`Error::LockLost`] when no longer a member; session errors.
     ///
     /// # Cancel safety
     /// Not cancel safe: the write may land after the drop.
-    pub async fn set_data(&self, data: &[u8]) -> Result<()> {
+    pub async fn set_data(&self, data: impl AsRef<[u8]>) -> Result<()> {
+        let data = data.as_ref();
         path::validate_data(data)?;
         self.held
             .write(crate::backend::node::Op::Set {

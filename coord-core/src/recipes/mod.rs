@@ -6,10 +6,24 @@
 //! [`LeaderLatch`]), [`Group`], [`Queue`] and the other queues,
 //! [`PeriodicJob`], [`Counter`], [`Partitioner`], the caches;
 //! [`Contender`] says who holds and who waits, [`revocation`] asks a holder
-//! to let go. Each recipe has one way in, its constructor, and its type's
+//! to let go. Each recipe is made by its own constructor, and its type's
 //! doc says what it writes on the server, what it guarantees and which
 //! other clients share it: [`Election::new`] for every way of taking part
-//! in an election, [`SetPartitioner::new`] for a partitioner. They implement the traits of [`crate::prelude`]:
+//! in an election, [`SetPartitioner::new`] for a partitioner; a reliable
+//! queue is made by its own `new` ([`ReliableQueue::new`], the same as
+//! [`Queue::reliable`]), a handle that an action starts (a latch, a
+//! participant, a partitioner) by that action, which its type's doc names.
+//!
+//! Arguments have one shape across the recipes: data (a value, an item, a
+//! member's or a contender's data) is any bytes, `impl AsRef<[u8]>`, so
+//! `&str`, `String`, `&[u8]`, `Vec<u8>` and `b"…"` all work; paths, names
+//! and ids are `&str` (a partitioner's set of items: any iterator of
+//! `impl Into<String>`). The object-safe traits ([`LeaderElection`](crate::prelude::LeaderElection),
+//! [`WorkQueue`](crate::prelude::WorkQueue)) take `&[u8]` instead, since a
+//! generic method would rule out `dyn`; the recipes' own methods, which a
+//! call reaches first, forward to the same code.
+//!
+//! They implement the traits of [`crate::prelude`]:
 //! every lock is [`Lockable`](crate::prelude::Lockable), every guard a
 //! [`Hold`](crate::prelude::Hold). The names they write on the server are
 //! [`crate::layout`]'s.

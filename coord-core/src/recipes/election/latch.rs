@@ -264,8 +264,8 @@ impl Stream for LatchWatcher {
 
 impl Election {
     /// Start a [`LeaderLatch`] (Curator's `LeaderLatch`) offering `value`
-    /// (its id, Curator's latch id): a [`Participant`] seen as leading or
-    /// not. Needs a tokio runtime.
+    /// (its id, Curator's latch id; any bytes, as [`Election::campaign`]'s):
+    /// a [`Participant`] seen as leading or not. Needs a tokio runtime.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for a value over the data limit. Errors
@@ -274,7 +274,8 @@ impl Election {
     ///
     /// # Panics
     /// Outside a tokio runtime (the latch's participant is a task).
-    pub fn latch(&self, value: &[u8]) -> Result<LeaderLatch> {
+    pub fn latch(&self, value: impl AsRef<[u8]>) -> Result<LeaderLatch> {
+        let value = value.as_ref();
         let participant = self.participate(value)?;
         Ok(LeaderLatch::over(participant, value.to_vec()))
     }

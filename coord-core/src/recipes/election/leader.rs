@@ -149,7 +149,11 @@ impl Election {
         &self.session
     }
 
-    /// Offer `value` and wait until this offer leads.
+    /// Offer `value` and wait until this offer leads. `value` is any bytes
+    /// (`&str`, `String`, `&[u8]`, `Vec<u8>`, `b"…"`), as every recipe's
+    /// data argument; the [`LeaderElection`](crate::prelude::LeaderElection)
+    /// trait's `campaign` takes `&[u8]` so that it stays usable as
+    /// `dyn LeaderElection`, and this method forwards to the same code.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for a value over the data limit; the
@@ -160,12 +164,18 @@ impl Election {
     /// # Cancel safety
     /// Cancel safe: dropped at any point, the offer is withdrawn (deleted
     /// in the background) and nothing is held.
-    pub async fn campaign(&self, value: &[u8]) -> Result<Leadership> {
+    pub async fn campaign(&self, value: impl AsRef<[u8]>) -> Result<Leadership> {
+        self.campaign_bytes(value.as_ref()).await
+    }
+
+    /// [`Election::campaign`] on the bytes themselves: one copy of the code
+    /// whatever the argument's type.
+    async fn campaign_bytes(&self, value: &[u8]) -> Result<Leadership> {
         path::validate_data(value)?;
         let slot = Arc::new(Mutex::new(None));
         let held = self.candidate().campaign(value, &mut |_| {}, &slot).await?;
         self.stats.acquired();
-        Ok(Leadership::new(held, value.to_vec()))
+        Ok(Leadership::from_held(held, value.to_vec()))
     }
 
     /// [`Election::campaign`], giving up after `timeout`.
@@ -177,9 +187,13 @@ impl Election {
     ///
     /// # Cancel safety
     /// Cancel safe, as [`Election::campaign`].
-    pub async fn campaign_timeout(&self, value: &[u8], timeout: Duration) -> Result<Leadership> {
+    pub async fn campaign_timeout(
+        &self,
+        value: impl AsRef<[u8]>,
+        timeout: Duration,
+    ) -> Result<Leadership> {
         crate::limits::check_timeout(timeout)?;
-        match tokio::time::timeout(timeout, self.campaign(value)).await {
+        match tokio::time::timeout(timeout, self.campaign_bytes(value.as_ref())).await {
             Ok(r) => r,
             Err(_) => Err(Error::Timeout(timeout)),
         }
@@ -187,7 +201,8 @@ impl Election {
 
     /// Start a participant that runs the ZooKeeper recipes'
     /// `LeaderElectionSupport` state machine in a task of its own, offering
-    /// `value`; see [`Participant`] for its events. Needs a tokio runtime.
+    /// `value` (any bytes, as [`Election::campaign`]'s); see [`Participant`]
+    /// for its events. Needs a tokio runtime.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for a value over the data limit. Errors
@@ -195,7 +210,8 @@ impl Election {
     ///
     /// # Panics
     /// Outside a tokio runtime (the participant is a task).
-    pub fn participate(&self, value: &[u8]) -> Result<Participant> {
+    pub fn participate(&self, value: impl AsRef<[u8]>) -> Result<Participant> {
+        let value = value.as_ref();
         path::validate_data(value)?;
         Ok(Participant::start(
             self.session.clone(),

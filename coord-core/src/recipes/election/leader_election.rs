@@ -39,6 +39,13 @@ pub trait LeaderElection: Send + Sync + std::fmt::Debug {
 
     /// Offer `value` and wait until this offer leads.
     ///
+    /// `value` is `&[u8]` here, not `impl AsRef<[u8]>` as on the recipes:
+    /// a generic method would make the trait unusable as
+    /// `dyn LeaderElection`. [`Election::campaign`](crate::recipes::Election::campaign),
+    /// which a call on an `Election` reaches first, takes any bytes and
+    /// forwards here; through the trait, pass `b"…"`, `s.as_bytes()` or
+    /// `&vec`.
+    ///
     /// # Errors
     /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for a value
     /// over the data limit; the session's end; backend errors.
@@ -47,7 +54,8 @@ pub trait LeaderElection: Send + Sync + std::fmt::Debug {
     /// Cancel safe: dropped at any point, the offer is withdrawn.
     async fn campaign(&self, value: &[u8]) -> Result<Leadership>;
 
-    /// [`LeaderElection::campaign`], giving up after `timeout`.
+    /// [`LeaderElection::campaign`], giving up after `timeout` (`value`:
+    /// `&[u8]`, for the same reason).
     ///
     /// # Errors
     /// [`Error::Timeout`](crate::Error::Timeout) when it runs out (the
@@ -83,7 +91,8 @@ pub trait LeaderElection: Send + Sync + std::fmt::Debug {
 /// Scoped leadership for any [`LeaderElection`].
 #[async_trait]
 pub trait LeaderElectionExt: LeaderElection {
-    /// Campaign with `value`, run `body` as leader, resign. If leadership
+    /// Campaign with `value` (any bytes: `&str`, `String`, `&[u8]`,
+    /// `Vec<u8>`, `b"…"`), run `body` as leader, resign. If leadership
     /// is lost while `body` runs, `body` is dropped and the reason
     /// returned; see [`while_held`](crate::recipes::while_held).
     ///
@@ -104,13 +113,13 @@ pub trait LeaderElectionExt: LeaderElection {
     /// # Cancel safety
     /// Cancel safe in effect: dropped, `body` is dropped and the offer or
     /// leadership is withdrawn in the background.
-    async fn lead<F, Fut, T>(&self, value: &[u8], body: F) -> Result<T>
+    async fn lead<F, Fut, T>(&self, value: impl AsRef<[u8]> + Send, body: F) -> Result<T>
     where
         F: FnOnce(HoldContext) -> Fut + Send,
         Fut: Future<Output = T> + Send,
         T: Send,
     {
-        while_held(self.campaign(value).await?, body).await
+        while_held(self.campaign(value.as_ref()).await?, body).await
     }
 }
 

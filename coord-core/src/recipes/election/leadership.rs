@@ -18,7 +18,7 @@ pub struct Leadership {
 
 impl Leadership {
     /// Leadership through the offer `held`, made with `value`.
-    pub(crate) fn new(held: HeldNode, value: Vec<u8>) -> Self {
+    pub(crate) fn from_held(held: HeldNode, value: Vec<u8>) -> Self {
         Leadership { held, value }
     }
 
@@ -55,7 +55,8 @@ impl Leadership {
     }
 
     /// Change the leader's value without an election (etcd `Proclaim`):
-    /// observers see the new value on their next read.
+    /// observers see the new value on their next read. `value` is any
+    /// bytes (`&str`, `String`, `&[u8]`, `Vec<u8>`, `b"…"`).
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for an oversized value; [`Error::LockLost`]
@@ -63,7 +64,8 @@ impl Leadership {
     ///
     /// # Cancel safety
     /// Not cancel safe: the write may land after the drop.
-    pub async fn proclaim(&mut self, value: &[u8]) -> Result<()> {
+    pub async fn proclaim(&mut self, value: impl AsRef<[u8]>) -> Result<()> {
+        let value = value.as_ref();
         path::validate_data(value)?;
         self.held
             .write(Op::Set {

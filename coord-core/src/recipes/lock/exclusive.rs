@@ -93,14 +93,15 @@ impl Lock {
         })
     }
 
-    /// Data stored in each contender node (Curator stores the host address).
+    /// Data stored in each contender node (Curator stores the host address):
+    /// any bytes (`&str`, `String`, `&[u8]`, `Vec<u8>`, `b"…"`).
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] when larger than [`path::MAX_DATA_LEN`].
-    pub fn with_data(mut self, data: impl Into<Vec<u8>>) -> Result<Self> {
-        let data = data.into();
-        path::validate_data(&data)?;
-        self.data = data;
+    pub fn with_data(mut self, data: impl AsRef<[u8]>) -> Result<Self> {
+        let data = data.as_ref();
+        path::validate_data(data)?;
+        self.data = data.to_vec();
         Ok(self)
     }
 

@@ -178,17 +178,18 @@ impl Semaphore {
         })
     }
 
-    /// Data to store in each lease node (Curator's `setNodeData`).
+    /// Data to store in each lease node (Curator's `setNodeData`): any
+    /// bytes (`&str`, `String`, `&[u8]`, `Vec<u8>`, `b"…"`).
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] when larger than [`path::MAX_DATA_LEN`].
-    pub fn with_data(mut self, data: impl Into<Vec<u8>>) -> Result<Self> {
-        let data = data.into();
-        path::validate_data(&data)?;
+    pub fn with_data(mut self, data: impl AsRef<[u8]>) -> Result<Self> {
+        let data = data.as_ref();
+        path::validate_data(data)?;
         // Waiters queue on the internal lock: its nodes carry the data too,
         // so a waiter's data can be listed (`participants`).
-        self.lock = self.lock.with_data(data.clone())?;
-        self.data = data;
+        self.lock = self.lock.with_data(data)?;
+        self.data = data.to_vec();
         Ok(self)
     }
 

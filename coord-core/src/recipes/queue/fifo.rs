@@ -115,15 +115,14 @@ impl Queue {
         })
     }
 
-    /// The reliable form of the queue at `path`. Do not mix plain and
+    /// The reliable form of the queue at `path`: the same as
+    /// [`ReliableQueue::new`]`(session, path)`. Do not mix plain and
     /// reliable consumers on one queue: plain takes ignore leases.
     ///
     /// # Errors
     /// [`Error::InvalidPath`] for a bad path or `/`.
     pub fn reliable(session: &Session, path: &str) -> Result<ReliableQueue> {
-        Ok(ReliableQueue::new(Arc::new(Engine::new(
-            session, path, true,
-        )?)))
+        ReliableQueue::new(session, path)
     }
 
     /// Take items strictly in order (see [the queue's
@@ -149,7 +148,10 @@ impl Queue {
         &self.engine.dir
     }
 
-    /// Add an item at the tail.
+    /// Add an item at the tail: any bytes (`&str`, `String`, `&[u8]`,
+    /// `Vec<u8>`, `b"…"`). The [`WorkQueue`](crate::prelude::WorkQueue)
+    /// trait's `offer` takes `&[u8]` so that it stays usable as
+    /// `dyn WorkQueue`; a call on a `Queue` reaches this method first.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for data over the limit; session errors; [`Error::OutcomeUnknown`] when the
@@ -160,8 +162,8 @@ impl Queue {
     ///
     /// # Cancel safety
     /// Not cancel safe: dropped, the item may or may not have been added.
-    pub async fn offer(&self, data: &[u8]) -> Result<()> {
-        self.engine.offer(data).await
+    pub async fn offer(&self, data: impl AsRef<[u8]>) -> Result<()> {
+        self.engine.offer(data.as_ref()).await
     }
 
     /// The item at the head, without taking it; `None` when empty.

@@ -163,7 +163,7 @@ macro_rules! take_side {
 }
 
 fn leased(g: Got) -> Option<Delivery> {
-    g.leased().map(Delivery::new)
+    g.leased().map(Delivery::from_claim)
 }
 
 /// A distributed priority queue: items are taken lowest priority number
@@ -201,7 +201,8 @@ pub struct PriorityQueue {
     engine: Arc<Engine>,
 }
 
-/// The reliable form of [`PriorityQueue`] (see
+/// The reliable form of [`PriorityQueue`], made by
+/// [`ReliablePriorityQueue::new`]`(session, path)` (or, the same,
 /// [`PriorityQueue::reliable`]): a taken item is leased as a [`Delivery`]
 /// until acknowledged, and comes back if its consumer's session ends
 /// first.
@@ -223,20 +224,19 @@ impl PriorityQueue {
         })
     }
 
-    /// The reliable form of the priority queue at `path` (as
-    /// [`Queue::reliable`](super::Queue::reliable)). Do not mix plain and
+    /// The reliable form of the priority queue at `path`: the same as
+    /// [`ReliablePriorityQueue::new`]`(session, path)`. Do not mix plain and
     /// reliable consumers on one queue: plain takes ignore leases.
     ///
     /// # Errors
     /// [`Error::InvalidPath`] for a bad path or `/`.
     pub fn reliable(session: &Session, path: &str) -> Result<ReliablePriorityQueue> {
-        Ok(ReliablePriorityQueue {
-            engine: Arc::new(Engine::ordered(session, path, true, Order::Priority)?),
-        })
+        ReliablePriorityQueue::new(session, path)
     }
 
-    /// Add an item with `priority`: lower numbers are taken first; equal
-    /// ones in the order offered. Every `i32` is a valid priority.
+    /// Add an item (any bytes: `&str`, `String`, `&[u8]`, `Vec<u8>`,
+    /// `b"…"`) with `priority`: lower numbers are taken first; equal ones
+    /// in the order offered. Every `i32` is a valid priority.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for data over the limit (before any
@@ -248,8 +248,10 @@ impl PriorityQueue {
     ///
     /// # Cancel safety
     /// Not cancel safe: dropped, the item may or may not have been added.
-    pub async fn offer(&self, data: &[u8], priority: i32) -> Result<()> {
-        self.engine.offer_keyed(data, &priority_key(priority)).await
+    pub async fn offer(&self, data: impl AsRef<[u8]>, priority: i32) -> Result<()> {
+        self.engine
+            .offer_keyed(data.as_ref(), &priority_key(priority))
+            .await
     }
 
     fn default_key() -> String {
@@ -258,6 +260,19 @@ impl PriorityQueue {
 }
 
 impl ReliablePriorityQueue {
+    /// A reliable priority queue at `path` (a directory; made on first
+    /// use): a take leases the item to this session until acknowledged. Do
+    /// not mix plain and reliable consumers on one queue: plain takes
+    /// ignore leases.
+    ///
+    /// # Errors
+    /// [`Error::InvalidPath`] for a bad path or `/`.
+    pub fn new(session: &Session, path: &str) -> Result<Self> {
+        Ok(ReliablePriorityQueue {
+            engine: Arc::new(Engine::ordered(session, path, true, Order::Priority)?),
+        })
+    }
+
     /// Add an item with `priority`; see [`PriorityQueue::offer`].
     ///
     /// # Errors
@@ -265,8 +280,10 @@ impl ReliablePriorityQueue {
     ///
     /// # Cancel safety
     /// Not cancel safe: dropped, the item may or may not have been added.
-    pub async fn offer(&self, data: &[u8], priority: i32) -> Result<()> {
-        self.engine.offer_keyed(data, &priority_key(priority)).await
+    pub async fn offer(&self, data: impl AsRef<[u8]>, priority: i32) -> Result<()> {
+        self.engine
+            .offer_keyed(data.as_ref(), &priority_key(priority))
+            .await
     }
 
     fn default_key() -> String {
@@ -321,9 +338,11 @@ pub struct DelayQueue {
     engine: Arc<Engine>,
 }
 
-/// The reliable form of [`DelayQueue`] (see [`DelayQueue::reliable`]): a
-/// taken item is leased as a [`Delivery`] until acknowledged, and comes
-/// back if its consumer's session ends first.
+/// The reliable form of [`DelayQueue`], made by
+/// [`ReliableDelayQueue::new`]`(session, path)` (or, the same,
+/// [`DelayQueue::reliable`]): a taken item is leased as a [`Delivery`]
+/// until acknowledged, and comes back if its consumer's session ends
+/// first.
 #[derive(Clone)]
 pub struct ReliableDelayQueue {
     engine: Arc<Engine>,
@@ -342,19 +361,18 @@ impl DelayQueue {
         })
     }
 
-    /// The reliable form of the delay queue at `path` (as
-    /// [`Queue::reliable`](super::Queue::reliable)). Do not mix plain and
+    /// The reliable form of the delay queue at `path`: the same as
+    /// [`ReliableDelayQueue::new`]`(session, path)`. Do not mix plain and
     /// reliable consumers on one queue: plain takes ignore leases.
     ///
     /// # Errors
     /// [`Error::InvalidPath`] for a bad path or `/`.
     pub fn reliable(session: &Session, path: &str) -> Result<ReliableDelayQueue> {
-        Ok(ReliableDelayQueue {
-            engine: Arc::new(Engine::ordered(session, path, true, Order::Delay)?),
-        })
+        ReliableDelayQueue::new(session, path)
     }
 
-    /// Add an item due `delay` from now by this process's clock
+    /// Add an item (any bytes: `&str`, `String`, `&[u8]`, `Vec<u8>`,
+    /// `b"…"`) due `delay` from now by this process's clock
     /// ([`Duration::ZERO`]: at once). See the type's docs on clocks.
     ///
     /// # Errors
@@ -368,9 +386,9 @@ impl DelayQueue {
     ///
     /// # Cancel safety
     /// Not cancel safe: dropped, the item may or may not have been added.
-    pub async fn offer(&self, data: &[u8], delay: Duration) -> Result<()> {
+    pub async fn offer(&self, data: impl AsRef<[u8]>, delay: Duration) -> Result<()> {
         self.engine
-            .offer_keyed(data, &due_key(due_after(delay)?))
+            .offer_keyed(data.as_ref(), &due_key(due_after(delay)?))
             .await
     }
 
@@ -388,8 +406,10 @@ impl DelayQueue {
     ///
     /// # Cancel safety
     /// Not cancel safe: dropped, the item may or may not have been added.
-    pub async fn offer_at(&self, data: &[u8], at: SystemTime) -> Result<()> {
-        self.engine.offer_keyed(data, &due_key(due_at(at)?)).await
+    pub async fn offer_at(&self, data: impl AsRef<[u8]>, at: SystemTime) -> Result<()> {
+        self.engine
+            .offer_keyed(data.as_ref(), &due_key(due_at(at)?))
+            .await
     }
 
     fn default_key() -> String {
@@ -398,6 +418,19 @@ impl DelayQueue {
 }
 
 impl ReliableDelayQueue {
+    /// A reliable delay queue at `path` (a directory; made on first use):
+    /// a take leases the item to this session until acknowledged. Do not
+    /// mix plain and reliable consumers on one queue: plain takes ignore
+    /// leases.
+    ///
+    /// # Errors
+    /// [`Error::InvalidPath`] for a bad path or `/`.
+    pub fn new(session: &Session, path: &str) -> Result<Self> {
+        Ok(ReliableDelayQueue {
+            engine: Arc::new(Engine::ordered(session, path, true, Order::Delay)?),
+        })
+    }
+
     /// Add an item due `delay` from now; see [`DelayQueue::offer`].
     ///
     /// # Errors
@@ -405,9 +438,9 @@ impl ReliableDelayQueue {
     ///
     /// # Cancel safety
     /// Not cancel safe: dropped, the item may or may not have been added.
-    pub async fn offer(&self, data: &[u8], delay: Duration) -> Result<()> {
+    pub async fn offer(&self, data: impl AsRef<[u8]>, delay: Duration) -> Result<()> {
         self.engine
-            .offer_keyed(data, &due_key(due_after(delay)?))
+            .offer_keyed(data.as_ref(), &due_key(due_after(delay)?))
             .await
     }
 
@@ -418,8 +451,10 @@ impl ReliableDelayQueue {
     ///
     /// # Cancel safety
     /// Not cancel safe: dropped, the item may or may not have been added.
-    pub async fn offer_at(&self, data: &[u8], at: SystemTime) -> Result<()> {
-        self.engine.offer_keyed(data, &due_key(due_at(at)?)).await
+    pub async fn offer_at(&self, data: impl AsRef<[u8]>, at: SystemTime) -> Result<()> {
+        self.engine
+            .offer_keyed(data.as_ref(), &due_key(due_at(at)?))
+            .await
     }
 
     fn default_key() -> String {

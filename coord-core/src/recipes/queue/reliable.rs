@@ -12,9 +12,24 @@ use crate::machinery::stats::Stats;
 use crate::machinery::wait::Wait;
 use crate::recipes::queue::claim::Claim;
 use crate::recipes::queue::engine::{Engine, Got};
+use crate::session::Session;
 
-/// A queue whose taken items are leased until acknowledged; see
-/// [`Queue::reliable`](super::Queue::reliable) and [`Delivery`].
+/// A queue whose taken items are leased until acknowledged, made by
+/// [`ReliableQueue::new`]`(session, path)` (or, the same,
+/// [`Queue::reliable`](super::Queue::reliable)); see
+/// [`Queue`](super::Queue) for the layout and order and [`Delivery`] for
+/// what a take hands out.
+///
+/// ```
+/// # async fn demo(session: coord_core::Session) -> coord_core::Result<()> {
+/// use coord_core::recipes::ReliableQueue;
+/// let queue = ReliableQueue::new(&session, "/queues/jobs")?;
+/// queue.offer("job 1").await?;
+/// let delivery = queue.take().await?;
+/// assert_eq!(delivery.data(), b"job 1");
+/// delivery.ack().await?;
+/// # Ok(()) }
+/// ```
 #[derive(Clone)]
 pub struct ReliableQueue {
     engine: Arc<Engine>,
@@ -30,9 +45,17 @@ impl std::fmt::Debug for ReliableQueue {
 }
 
 impl ReliableQueue {
-    /// The reliable queue run by `engine` (made reliable).
-    pub(crate) fn new(engine: Arc<Engine>) -> Self {
-        ReliableQueue { engine }
+    /// A reliable queue at `path` (a directory; made on first use): a
+    /// take leases the item to this session until acknowledged. Do not mix
+    /// plain and reliable consumers on one queue: plain takes ignore
+    /// leases.
+    ///
+    /// # Errors
+    /// [`Error::InvalidPath`] for a bad path or `/`.
+    pub fn new(session: &Session, path: &str) -> Result<Self> {
+        Ok(ReliableQueue {
+            engine: Arc::new(Engine::new(session, path, true)?),
+        })
     }
 
     /// Claim items strictly in order, every consumer racing for each
@@ -54,15 +77,16 @@ impl ReliableQueue {
         &self.engine.dir
     }
 
-    /// Add an item at the tail; see [`Queue::offer`](super::Queue::offer).
+    /// Add an item at the tail (any bytes); see
+    /// [`Queue::offer`](super::Queue::offer).
     ///
     /// # Errors
     /// As [`Queue::offer`](super::Queue::offer).
     ///
     /// # Cancel safety
     /// Not cancel safe: dropped, the item may or may not have been added.
-    pub async fn offer(&self, data: &[u8]) -> Result<()> {
-        self.engine.offer(data).await
+    pub async fn offer(&self, data: impl AsRef<[u8]>) -> Result<()> {
+        self.engine.offer(data.as_ref()).await
     }
 
     /// The first item not leased to anyone, without taking it.
@@ -90,7 +114,7 @@ impl ReliableQueue {
             .take(Wait::No)
             .await?
             .and_then(Got::leased)
-            .map(Delivery::new))
+            .map(Delivery::from_claim))
     }
 
     /// Lease the first free item, waiting for one (an item whose lease
@@ -106,7 +130,7 @@ impl ReliableQueue {
             .take(Wait::Forever)
             .await?
             .and_then(Got::leased)
-            .map(Delivery::new)
+            .map(Delivery::from_claim)
             .ok_or_else(|| Error::backend(self.engine.session.backend(), "take ended empty"))
     }
 
@@ -126,7 +150,7 @@ impl ReliableQueue {
             .take(Wait::timeout(timeout)?)
             .await?
             .and_then(Got::leased)
-            .map(Delivery::new)
+            .map(Delivery::from_claim)
             .ok_or(Error::Timeout(timeout))
     }
 
@@ -165,7 +189,7 @@ pub struct Delivery {
 }
 
 impl Delivery {
-    pub(crate) fn new(claim: Claim) -> Self {
+    pub(crate) fn from_claim(claim: Claim) -> Self {
         Delivery {
             claim: claim.held,
             item: claim.item,

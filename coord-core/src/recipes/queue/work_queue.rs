@@ -42,6 +42,12 @@ pub trait WorkQueue: Send + Sync + std::fmt::Debug {
 
     /// Add an item at the tail.
     ///
+    /// `data` is `&[u8]` here, not `impl AsRef<[u8]>` as on the queues
+    /// themselves: a generic method would make the trait unusable as
+    /// `dyn WorkQueue`. Each queue's own `offer` (which a call on the queue
+    /// reaches first) takes any bytes; through the trait, pass `b"…"`,
+    /// `s.as_bytes()` or `&vec`.
+    ///
     /// # Errors
     /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for data
     /// over the limit; session errors.
