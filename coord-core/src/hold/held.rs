@@ -216,7 +216,7 @@ pub(crate) async fn lost_at(session: &Session, path: &str) -> Error {
 /// [`Error::LockLost`] if it lives. Through a lost connection the question
 /// is asked again, until the answer comes or the session is over here (its
 /// lease deadline bounds that wait).
-async fn why_gone(session: &Session, path: &str) -> Error {
+pub(crate) async fn why_gone(session: &Session, path: &str) -> Error {
     let mut attempt = 0;
     loop {
         if let Some(end) = session.state().end_error() {
