@@ -74,13 +74,7 @@ async fn hold_everything(session: &Session, dir: &str) -> Vec<Arc<dyn Hold>> {
 /// request (the waiters' own requests, sent first, are answered by then on
 /// a backend that answers in order).
 async fn wait_for_loss(session: &Session, holds: &[Arc<dyn Hold>]) -> Vec<JoinHandle<Error>> {
-    let waiters: Vec<_> = holds
-        .iter()
-        .map(|h| {
-            let h = Arc::clone(h);
-            tokio::spawn(async move { h.lost().await })
-        })
-        .collect();
+    let waiters = spawn_waiters(holds);
     for _ in 0..8 {
         tokio::task::yield_now().await;
     }
@@ -197,15 +191,15 @@ pub async fn loss_reason_lease_deadline(h: &dyn Harness) {
                 .await
                 .expect("wait for the node to go");
         }
-        let waiters = wait_for_loss_after(&holds);
+        let waiters = spawn_waiters(&holds);
         assert_reason("lease deadline, nodes gone", &holds, waiters, &want).await;
         let _ = observer.close().await;
     })
     .await;
 }
 
-/// Waiters on holds already lost (their `lost()` resolves at once).
-fn wait_for_loss_after(holds: &[Arc<dyn Hold>]) -> Vec<JoinHandle<Error>> {
+/// A task awaiting `lost()` on each hold.
+fn spawn_waiters(holds: &[Arc<dyn Hold>]) -> Vec<JoinHandle<Error>> {
     holds
         .iter()
         .map(|h| {
