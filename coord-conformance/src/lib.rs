@@ -76,6 +76,7 @@ pub mod inspect;
 pub mod latch;
 pub mod lock_kinds;
 pub mod locks;
+pub mod loss_reason;
 pub mod multi_lock;
 pub mod participants;
 pub mod partitioner;

@@ -647,6 +647,19 @@ impl Session {
         }
     }
 
+    /// Ask the server whether this session still lives there (see
+    /// [`PrimitiveSession::alive`]): what a holder that found its node gone
+    /// asks to tell "the session ended" from "someone deleted it".
+    ///
+    /// # Errors
+    /// The session's end; `ConnectionLost` while it cannot tell.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only reads.
+    pub(crate) async fn alive(&self) -> Result<()> {
+        self.run(self.inner.alive()).await
+    }
+
     /// Do `op` only while `fence` holds, atomically: the fence check and
     /// the write are one step on the server (a ZooKeeper multi, an etcd
     /// Txn, one Redis script, one step under the in-memory store's lock),

@@ -347,6 +347,32 @@ impl PrimitiveSession for EtcdSession {
         &self.shared.clock
     }
 
+    /// Ask for the lease's time to live: a read does not involve the
+    /// lease, so it cannot tell. A lease the server no longer knows (TTL
+    /// -1, or "not found") ends the session: `Expired`, or `Closed` when
+    /// our own `close` revoked it.
+    async fn alive(&self) -> Result<()> {
+        let shared = &self.shared;
+        shared.check_open()?;
+        let answer = shared
+            .call(true, || {
+                let mut lease = shared.client.lease_client();
+                let id = shared.lease;
+                async move { lease.time_to_live(id, None).await }
+            })
+            .await?;
+        // TTL -1 is etcd's "no such lease"; 0 is a live lease with less
+        // than a second left (its keep-alive may yet renew it).
+        if answer.ttl() >= 0 {
+            return Ok(());
+        }
+        if shared.closing.load(Ordering::SeqCst) {
+            return Err(Error::SessionClosed);
+        }
+        shared.set_state(SessionState::Expired);
+        Err(Error::SessionExpired)
+    }
+
     /// Stop the keep-alive, make the state `Expired` (watches in flight end
     /// with it), and revoke the lease: sent again after every connection
     /// error until the server answers, for at most TTL + request timeout

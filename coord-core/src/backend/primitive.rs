@@ -253,6 +253,24 @@ pub trait PrimitiveSession: Send + Sync + 'static {
     /// otherwise those of the operation.
     async fn guarded(&self, fence: &Fence, op: Op) -> Result<OpResult>;
 
+    /// Ask the server whether this session still lives there: `Ok` when it
+    /// does; the session's end when the server no longer has it (and the
+    /// state then says so). A holder asks when it finds its node gone: the
+    /// ephemeral node of a session that lives can only have been deleted by
+    /// another session, while a session's end takes its nodes with it, and
+    /// the deletion may reach a waiter before the end does.
+    ///
+    /// The default reads the root: right where the server refuses every
+    /// request of an ended session (ZooKeeper, Redis, in memory). A backend
+    /// whose reads do not involve the session (etcd, whose session is a
+    /// lease) asks otherwise.
+    ///
+    /// Errors: the session's end (`SessionClosed` when this session's own
+    /// close ended it); `ConnectionLost` while it cannot tell (ask again).
+    async fn alive(&self) -> Result<()> {
+        self.get("/").await.map(|_| ())
+    }
+
     /// End the session: its ephemeral nodes are deleted and its state
     /// becomes `Closed`. Closing a closed or expired session is `Ok`.
     async fn close(&self) -> Result<()>;

@@ -96,10 +96,25 @@ pub trait Hold: Send + Sync + std::fmt::Debug {
         self.write(Op::put(path, data)).await
     }
 
-    /// Resolve when the hold is lost: the session ended
-    /// ([`Error::SessionExpired`], [`Error::SessionClosed`]) or the node was
-    /// deleted under it ([`Error::LockLost`]). A suspended connection is not
-    /// a loss.
+    /// Resolve when the hold is lost, with one reason for each way a hold
+    /// ends, the same whether this was already awaited when it ended or is
+    /// awaited afterwards, on every backend and for every guard:
+    ///
+    /// | the hold ended because                                   | `lost()` gives |
+    /// |----------------------------------------------------------|----------------|
+    /// | the server ended the session (it missed its timeout, or was ended there) | [`Error::SessionExpired`] |
+    /// | its owner closed the session ([`Session::close`])        | [`Error::SessionClosed`] |
+    /// | the session's lease deadline passed: the client gave it up before the server could (see [`crate::backend::lease`]) | [`Error::SessionExpired`] |
+    /// | another session deleted the hold's node, this one living on | [`Error::LockLost`], with the node's path |
+    ///
+    /// A session's end takes its nodes with it, and the deletion may reach
+    /// this session before the news of the end does. So when the node is
+    /// found gone, the reason comes from whether the session still lives:
+    /// its state if it is over here already, else one round trip to the
+    /// server. `lost()` then resolves at most one round trip after the
+    /// deletion is seen (through a lost connection, once the server
+    /// answers or, at the latest, when the lease deadline passes). A
+    /// suspended connection is not a loss: the session may come back.
     ///
     /// # Errors
     /// None: it resolves *to* the reason the hold was lost.

@@ -5,6 +5,7 @@
 //! ours hear each other's requests on ZooKeeper.
 
 use crate::error::{Error, Result};
+use crate::hold::held::why_gone;
 use crate::machinery::retry::pause;
 use crate::session::Session;
 
@@ -38,11 +39,8 @@ pub(crate) async fn requested_at(session: &Session, node: &str) -> Result<()> {
     let mut attempt = 0;
     loop {
         match session.get_watch(node).await {
-            Ok(None) => {
-                return Err(session.state().end_error().unwrap_or(Error::LockLost {
-                    path: node.to_owned(),
-                }))
-            }
+            // The same reason `lost()` gives for the node found gone.
+            Ok(None) => return Err(why_gone(session, node).await),
             Ok(Some((node, changed))) => {
                 if node.data == REVOKE_REQUEST {
                     return Ok(());
