@@ -9,6 +9,7 @@ pub(crate) mod contend;
 pub(crate) mod contenders;
 mod contract;
 pub(crate) mod held;
+pub(crate) mod reason;
 pub mod revocation;
 
 pub use contenders::{Contender, ContenderState};

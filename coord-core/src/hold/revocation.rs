@@ -5,7 +5,7 @@
 //! ours hear each other's requests on ZooKeeper.
 
 use crate::error::{Error, Result};
-use crate::hold::held::why_gone;
+use crate::hold::reason::why_gone;
 use crate::machinery::retry::pause;
 use crate::session::Session;
 
