@@ -45,6 +45,7 @@
 //! | `backend/` | what only backend authors need ([`backend`]): the primitive contract and its node types (public at the root), the lease clock, backoff, redaction, TLS material |
 //! | `telemetry/` | spans, events and metrics ([`telemetry`]); told the backend and session id, it knows nothing of the layers above |
 //! | `session.rs` | [`Session`], the checked handle every recipe holds |
+//! | `client/` | [`Client`]: one live session at a time, the next opened after the last ends ([`client`]) |
 //! | `machinery/` | crate-private helpers: cancel-safe creates and deletes, retried reads, waits, counters, event streams that a dropped `next()` leaves intact |
 //! | `hold/` | what every guard is made of: the `Hold` trait and [`while_held`](recipes::while_held), the held node, contenders and queueing, revocation |
 //! | `recipes/` | one folder or file per family, its trait beside its recipes: `lock/`, `election/`, `queue/`, `cache/`, then group, partitioner, barrier, counter, periodic job (a family may use an earlier one: a semaphore or a periodic job holds a `Lock`) |
@@ -54,6 +55,7 @@
 #![warn(missing_docs)]
 
 pub mod backend;
+pub mod client;
 pub mod error;
 mod hold;
 pub mod inspect;
@@ -80,5 +82,6 @@ pub use backend::node::{
 };
 pub use backend::tls::TlsOptions;
 pub use backend::watch::{TreeChange, TreeWatch, Watch};
+pub use client::{Client, ClientEvent, ClientOptions};
 pub use error::{Error, PathErrorKind, Result};
 pub use session::Session;

@@ -72,6 +72,28 @@ impl MemStore {
         self.open_with_session_timeout(DEFAULT_SESSION_TIMEOUT)
     }
 
+    /// A supervised [`coord_core::Client`] on this store: each of its
+    /// sessions is opened with [`MemStore::open_with_session_timeout`]`(timeout)`,
+    /// so the store's hooks ([`MemStore::expire`], `suspend`) end them as a
+    /// server would, and the client opens the next one.
+    ///
+    /// # Panics
+    /// Outside a tokio runtime.
+    pub fn client(
+        &self,
+        timeout: Duration,
+        options: coord_core::ClientOptions,
+    ) -> coord_core::Client {
+        let store = self.clone();
+        coord_core::Client::start(
+            move || {
+                let session = store.open_with_session_timeout(timeout);
+                async move { Ok(session) }
+            },
+            options,
+        )
+    }
+
     /// Open a session that expires `timeout` (its TTL) after its last
     /// heartbeat once no handle keeps it alive (see [`MemStore`]). A
     /// timeout under 1 ms counts as 1 ms, one over

@@ -3,7 +3,7 @@
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use coord_core::Session;
+use coord_core::{Client, ClientOptions, Session};
 use coord_mem::MemStore;
 
 use crate::backend::Backend;
@@ -158,6 +158,43 @@ impl Connector {
     }
 }
 
+impl Connector {
+    /// A supervised [`Client`] on this URL: it opens a session now (so a
+    /// wrong URL, credential or address fails here, as [`Connector::connect`]
+    /// does), then keeps one live, opening the next after each one ends
+    /// (see [`Client`]).
+    ///
+    /// # Errors
+    /// As [`Connector::connect`], for the first session only; the client
+    /// retries every later one itself.
+    ///
+    /// # Cancel safety
+    /// Cancel safe in effect: dropped before it returns, the first
+    /// session is closed.
+    ///
+    /// # Panics
+    /// Outside a tokio runtime.
+    pub async fn client(&self, options: ClientOptions) -> Result<Client, ConnectError> {
+        let first = self.connect().await?;
+        let first = std::sync::Mutex::new(Some(first));
+        let connector = self.clone();
+        let client = Client::start(
+            move || {
+                let ready = first.lock().unwrap_or_else(|e| e.into_inner()).take();
+                let connector = connector.clone();
+                async move {
+                    match ready {
+                        Some(s) => Ok(s),
+                        None => connector.connect().await.map_err(coord_core::Error::from),
+                    }
+                }
+            },
+            options,
+        );
+        Ok(client)
+    }
+}
+
 impl std::fmt::Debug for Connector {
     /// Shows the URL with its password replaced by `***` (the backends'
     /// options would show it).
@@ -201,6 +238,31 @@ impl std::str::FromStr for Connector {
 /// Outside a tokio runtime.
 pub async fn connect(url: &str) -> Result<Session, ConnectError> {
     Connector::new(url)?.connect().await
+}
+
+/// A supervised [`Client`] on the backend `url` names, with the default
+/// [`ClientOptions`]: see [`Connector::client`].
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let client = coord::client("mem://").await?;
+/// let session = client.session().await?;
+/// assert_eq!(session.backend(), "mem");
+/// client.close().await?;
+/// # Ok(()) }
+/// ```
+///
+/// # Errors
+/// As [`connect`], for the first session.
+///
+/// # Cancel safety
+/// Cancel safe, as [`Connector::client`].
+///
+/// # Panics
+/// Outside a tokio runtime.
+pub async fn client(url: &str) -> Result<Client, ConnectError> {
+    Connector::new(url)?.client(ClientOptions::default()).await
 }
 
 #[cfg(test)]

@@ -120,12 +120,13 @@ pub mod recipes;
 mod url;
 
 pub use backend::{compiled_backends, Backend};
-pub use connect::{connect, default_mem_store, Connector};
+pub use connect::{client, connect, default_mem_store, Connector};
 pub use duration::{
     parse_duration, parse_period, parse_session_timeout, parse_timeout, ParseDurationError,
 };
 pub use error::ConnectError;
 
+pub use coord_core::client::{ClientEvents, Generation};
 pub use coord_core::recipes::{
     period_index, revocation, while_held, AddOutcome, Barrier, Contender, ContenderState, Counter,
     CounterWatcher, Delivery, DoubleBarrier, Election, ElectionEvent, ElectionLayout,
@@ -143,8 +144,9 @@ pub use coord_core::recipes::{
     SetPartitioner,
 };
 pub use coord_core::{
-    limits, path, Child, CreateMode, Created, Error, Fence, Node, Op, OpResult, Result, Session,
-    SessionId, SessionState, Stat, TlsOptions, MAX_NODE_TTL, MIN_NODE_TTL,
+    limits, path, Child, Client, ClientEvent, ClientOptions, CreateMode, Created, Error, Fence,
+    Node, Op, OpResult, Result, Session, SessionId, SessionState, Stat, TlsOptions, MAX_NODE_TTL,
+    MIN_NODE_TTL,
 };
 
 /// `use coord::prelude::*`: the traits every recipe implements
