@@ -47,6 +47,26 @@ pub trait Fault: Send + Sync {
     fn lose_next_answer(&self);
 }
 
+/// A shared fault injector is one: a client's opener keeps the proxy its
+/// sessions go through while the test holds the faults.
+impl<F: Fault + ?Sized> Fault for Arc<F> {
+    fn partition(&self) {
+        (**self).partition()
+    }
+    fn silence(&self) {
+        (**self).silence()
+    }
+    fn cut(&self) {
+        (**self).cut()
+    }
+    fn heal(&self) {
+        (**self).heal()
+    }
+    fn lose_next_answer(&self) {
+        (**self).lose_next_answer()
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Mode {
     Pass,

@@ -5,7 +5,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use coord_core::{Session, SessionState};
+use coord_core::{Client, ClientOptions, Session, SessionState};
 
 use crate::fault;
 
@@ -33,6 +33,18 @@ pub trait Harness: Send + Sync {
     /// seconds). Only that session's traffic is affected. Panics if the
     /// backend cannot be reached.
     async fn open_faulty(&self, session_timeout: Duration) -> (Session, Box<dyn fault::Fault>);
+
+    /// A supervised [`Client`] whose every session goes through one fault
+    /// injector (one [`fault::FaultProxy`] for all of them; in memory, the
+    /// store's hooks on each session it opens), each asking for
+    /// `session_timeout` as [`Harness::open_faulty`] does. A fault applies
+    /// to the live session and to the client's attempts to open the next
+    /// one; [`Harness::expire`] ends any of its sessions.
+    async fn faulty_client(
+        &self,
+        session_timeout: Duration,
+        options: ClientOptions,
+    ) -> (Client, Box<dyn fault::Fault>);
 
     /// Whether the backend offers [`Session::watch_tree`]. Where it says
     /// not, the suite checks the call is refused with `NotSupported`.

@@ -2,7 +2,7 @@
 //!
 //! One suite of tests that every coord backend runs, identically. A backend
 //! proves itself by implementing [`Harness`] (open a session, expire one,
-//! open one behind a [`fault::Fault`]) and
+//! open one or a supervised client behind a [`fault::Fault`]) and
 //! calling [`conformance_tests!`] in one short test file:
 //!
 //! ```no_run
@@ -30,6 +30,15 @@
 //!         // Put the session behind a FaultProxy in front of the server.
 //!         let proxy = coord_conformance::fault::FaultProxy::start("127.0.0.1:2181").await;
 //!         todo!("connect to {} with session timeout {timeout:?}", proxy.addr())
+//!     }
+//!     async fn faulty_client(
+//!         &self,
+//!         timeout: std::time::Duration,
+//!         options: coord_core::ClientOptions,
+//!     ) -> (coord_core::Client, Box<dyn coord_conformance::fault::Fault>) {
+//!         // Every session the client opens goes through one FaultProxy.
+//!         let proxy = coord_conformance::fault::FaultProxy::start("127.0.0.1:2181").await;
+//!         todo!("Client::start with an opener connecting to {} ({timeout:?}, {options:?})", proxy.addr())
 //!     }
 //! }
 //!

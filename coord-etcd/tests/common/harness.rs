@@ -1,12 +1,13 @@
 //! The conformance harness on etcd, for the plain server
 //! (tests/conformance.rs) and the secured one (tests/conformance_secure.rs).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use coord_conformance::fault::{Fault, FaultProxy};
 use coord_conformance::Harness;
-use coord_core::Session;
+use coord_core::{Client, ClientOptions, Session};
 use coord_etcd::EtcdOptions;
 
 use super::secure::SecureEtcd;
@@ -61,6 +62,20 @@ impl EtcdHarness {
         self.secured(EtcdOptions::from_endpoint_list(&self.endpoints))
     }
 
+    /// Options for a session through `proxy`, asking `session_timeout`
+    /// (whole seconds, at least 2).
+    fn proxied(&self, proxy: &FaultProxy, session_timeout: Duration) -> EtcdOptions {
+        let ttl_secs =
+            (session_timeout.as_secs() + u64::from(session_timeout.subsec_nanos() > 0)).max(2);
+        let timeout = faulty_request_timeout(ttl_secs);
+        self.secured(
+            EtcdOptions::new([format!("http://{}", proxy.addr())])
+                .with_session_timeout(Duration::from_secs(ttl_secs))
+                .with_request_timeout(timeout)
+                .with_connect_timeout(timeout),
+        )
+    }
+
     /// The first endpoint as `host:port`, for a proxy to dial.
     fn first_host_port(&self) -> String {
         let options = self.options();
@@ -113,21 +128,33 @@ impl Harness for EtcdHarness {
             .unwrap_or_else(|e| panic!("revoking lease {lease:x}: {e}"));
     }
 
+    /// Every session on its own client through one [`FaultProxy`], as
+    /// [`Harness::open_faulty`] opens them.
+    async fn faulty_client(
+        &self,
+        session_timeout: Duration,
+        options: ClientOptions,
+    ) -> (Client, Box<dyn Fault>) {
+        let proxy = Arc::new(FaultProxy::start(&self.first_host_port()).await);
+        let etcd = self.proxied(&proxy, session_timeout);
+        let kept = proxy.clone();
+        let client = Client::start(
+            move || {
+                let (etcd, _proxy) = (etcd.clone(), kept.clone());
+                async move { coord_etcd::connect(etcd).await }
+            },
+            options,
+        );
+        (client, Box::new(proxy))
+    }
+
     /// One session on its own client through a [`FaultProxy`] in front of
     /// the first endpoint (only that session's connections cross it; TLS
     /// passes through it, and the test certificates name 127.0.0.1). etcd
     /// counts whole seconds, with a minimum of 2 s here.
     async fn open_faulty(&self, session_timeout: Duration) -> (Session, Box<dyn Fault>) {
         let proxy = FaultProxy::start(&self.first_host_port()).await;
-        let ttl_secs =
-            (session_timeout.as_secs() + u64::from(session_timeout.subsec_nanos() > 0)).max(2);
-        let timeout = faulty_request_timeout(ttl_secs);
-        let options = self.secured(
-            EtcdOptions::new([format!("http://{}", proxy.addr())])
-                .with_session_timeout(Duration::from_secs(ttl_secs))
-                .with_request_timeout(timeout)
-                .with_connect_timeout(timeout),
-        );
+        let options = self.proxied(&proxy, session_timeout);
         match coord_etcd::connect(options).await {
             Ok(session) => (session, Box::new(proxy)),
             Err(e) => panic!(

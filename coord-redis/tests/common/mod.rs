@@ -191,6 +191,26 @@ impl coord_conformance::Harness for RedisHarness {
         }
     }
 
+    /// Every session through one [`FaultProxy`], as `open_faulty`'s.
+    async fn faulty_client(
+        &self,
+        session_timeout: Duration,
+        options: coord_core::ClientOptions,
+    ) -> (coord_core::Client, Box<dyn Fault>) {
+        let (proxy, redis) =
+            behind_proxy(&self.options().with_session_timeout(session_timeout)).await;
+        let proxy = std::sync::Arc::new(proxy);
+        let kept = proxy.clone();
+        let client = coord_core::Client::start(
+            move || {
+                let (redis, _proxy) = (redis.clone(), kept.clone());
+                async move { coord_redis::connect(redis).await }
+            },
+            options,
+        );
+        (client, Box::new(proxy))
+    }
+
     async fn expire(&self, session: &Session) {
         if let Err(e) = coord_redis::testing::expire(&self.options, &session.id()).await {
             panic!("cannot expire Redis session {}: {e}", session.id());

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use coord_conformance::fault::{Fault, FaultProxy};
 use coord_core::backend::PrimitiveSession;
-use coord_core::{Session, SessionId};
+use coord_core::{Client, ClientOptions, Session, SessionId};
 use coord_zk::{SessionCredentials, ZkOptions, ZkSession};
 
 /// A conformance harness over the ZooKeeper that `make` builds options for
@@ -19,7 +19,7 @@ pub struct ZkHarness {
     make: fn(&str) -> ZkOptions,
     options: ZkOptions,
     /// Every session opened, by id: `expire` takes one over.
-    credentials: Mutex<HashMap<SessionId, SessionCredentials>>,
+    credentials: Arc<Mutex<HashMap<SessionId, SessionCredentials>>>,
 }
 
 impl ZkHarness {
@@ -29,7 +29,7 @@ impl ZkHarness {
             name,
             make,
             options: make(connect),
-            credentials: Mutex::new(HashMap::new()),
+            credentials: Arc::default(),
         }
     }
 
@@ -64,6 +64,36 @@ impl coord_conformance::Harness for ZkHarness {
         let options = (self.make)(&proxy.addr().to_string()).with_session_timeout(session_timeout);
         let session = super::connect(&options).await;
         (self.register(session), Box::new(proxy))
+    }
+
+    /// Every session through one [`FaultProxy`] (kept alive by the
+    /// client's opener), each registered for `expire`.
+    async fn faulty_client(
+        &self,
+        session_timeout: Duration,
+        options: ClientOptions,
+    ) -> (Client, Box<dyn Fault>) {
+        let proxy = Arc::new(FaultProxy::start(self.options.hosts()).await);
+        let zk = (self.make)(&proxy.addr().to_string()).with_session_timeout(session_timeout);
+        let (credentials, kept) = (self.credentials.clone(), proxy.clone());
+        let client = Client::start(
+            move || {
+                let (zk, credentials, _proxy) = (zk.clone(), credentials.clone(), kept.clone());
+                async move {
+                    let session = ZkSession::connect(zk).await?;
+                    credentials
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .insert(
+                            PrimitiveSession::id(&session),
+                            session.session_credentials(),
+                        );
+                    Ok(Session::new(Arc::new(session)))
+                }
+            },
+            options,
+        );
+        (client, Box::new(proxy))
     }
 
     /// Take the session over with the same options (credentials and TLS)
