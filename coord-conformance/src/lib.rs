@@ -73,6 +73,7 @@
 pub mod barrier;
 pub mod caches;
 pub mod cluster;
+pub mod come_back;
 mod conditions;
 pub mod counter;
 mod each;

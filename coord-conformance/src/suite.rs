@@ -30,6 +30,7 @@ macro_rules! conformance_tests {
         $crate::__inspect_tests!($make);
         $crate::__fault_tests!($make);
         $crate::__loss_reason_tests!($make);
+        $crate::__come_back_tests!($make);
         $crate::__recipe_faults_tests!($make);
         $crate::__round_trips_tests!($make);
     };

@@ -82,6 +82,7 @@ pub use backend::node::{
 };
 pub use backend::tls::TlsOptions;
 pub use backend::watch::{TreeChange, TreeWatch, Watch};
-pub use client::{Client, ClientEvent, ClientOptions};
+pub use backend::Backoff;
+pub use client::{Client, ClientEvent, ClientEvents, ClientOptions, Generation};
 pub use error::{Error, PathErrorKind, Result};
 pub use session::Session;

@@ -126,7 +126,6 @@ pub use duration::{
 };
 pub use error::ConnectError;
 
-pub use coord_core::client::{ClientEvents, Generation};
 pub use coord_core::recipes::{
     period_index, revocation, while_held, AddOutcome, Barrier, Contender, ContenderState, Counter,
     CounterWatcher, Delivery, DoubleBarrier, Election, ElectionEvent, ElectionLayout,
@@ -141,12 +140,12 @@ pub use coord_core::recipes::{
 };
 pub use coord_core::recipes::{
     LatchEvent, LatchWatcher, LeaderLatch, PartitionState, PartitionWatcher, Partitioner,
-    SetPartitioner,
+    RejoiningLatch, RejoiningLatchWatcher, SetPartitioner,
 };
 pub use coord_core::{
-    limits, path, Child, Client, ClientEvent, ClientOptions, CreateMode, Created, Error, Fence,
-    Node, Op, OpResult, Result, Session, SessionId, SessionState, Stat, TlsOptions, MAX_NODE_TTL,
-    MIN_NODE_TTL,
+    limits, path, Backoff, Child, Client, ClientEvent, ClientEvents, ClientOptions, CreateMode,
+    Created, Error, Fence, Generation, Node, Op, OpResult, Result, Session, SessionId,
+    SessionState, Stat, TlsOptions, MAX_NODE_TTL, MIN_NODE_TTL,
 };
 
 /// `use coord::prelude::*`: the traits every recipe implements

@@ -1,17 +1,19 @@
 //! [`Client`]: a supervised client that keeps one live session and opens
 //! the next one after the last one ends, so that a service outlives its
 //! sessions. The recipes that come back (`PersistentNode`,
-//! `GroupMember`, `RejoiningLatch`,
+//! `GroupMember`, [`crate::recipes::RejoiningLatch`],
 //! `RejoiningPartitioner`, the caches'
 //! `follow`) are built on it.
 //!
 //! Files: `open.rs` (how a session is opened: [`Open`]), `events.rs` (the
-//! [`ClientEvent`] stream), `supervisor.rs` (the loop that opens, watches
-//! and re-opens), `handle.rs` ([`Client`] itself).
+//! [`ClientEvent`] stream), `state.rs` (what the handles share with the
+//! supervisor), `supervisor.rs` (the loop that opens, watches and
+//! re-opens), `handle.rs` ([`Client`] itself).
 
 mod events;
 mod handle;
 mod open;
+mod state;
 mod supervisor;
 
 pub use events::{ClientEvent, ClientEvents};

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use tokio::sync::watch;
 
 use super::events::ClientEvent;
-use super::handle::Shared;
+use super::state::Shared;
 use super::open::Open;
 use crate::backend::backoff::Backoff;
 use crate::backend::node::SessionState;

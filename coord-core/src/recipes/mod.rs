@@ -55,7 +55,8 @@ pub use cache::{CacheEvent, ChildrenCache, NodeCache, TreeCache};
 pub use counter::{AddOutcome, Counter, CounterWatcher};
 pub use election::{
     Election, ElectionEvent, ElectionLayout, ElectionState, LatchEvent, LatchWatcher, Leader,
-    LeaderLatch, LeaderObserver, Leadership, Participant, ParticipantStatus,
+    LeaderLatch, LeaderObserver, Leadership, Participant, ParticipantStatus, RejoiningLatch,
+    RejoiningLatchWatcher,
 };
 pub use group::{Group, GroupChange, GroupWatcher, Member, Membership};
 pub use lock::{

@@ -73,7 +73,7 @@ pub struct LeaderLatch {
 }
 
 /// The [`LatchEvent`] a participant's status amounts to.
-fn event_of(s: &ParticipantStatus) -> LatchEvent {
+pub(crate) fn event_of(s: &ParticipantStatus) -> LatchEvent {
     match (s.state, s.leader_token) {
         (ElectionState::Elected, Some(token)) => LatchEvent::IsLeader { token },
         _ => LatchEvent::NotLeader,
@@ -81,7 +81,7 @@ fn event_of(s: &ParticipantStatus) -> LatchEvent {
 }
 
 /// Whether the participant is over (failed or stopped): it will never lead.
-fn is_over(s: &ParticipantStatus) -> bool {
+pub(crate) fn is_over(s: &ParticipantStatus) -> bool {
     matches!(s.state, ElectionState::Failed | ElectionState::Stop)
 }
 
@@ -94,6 +94,11 @@ impl LeaderLatch {
             status,
             id,
         }
+    }
+
+    /// A watch of the participant's status underneath.
+    pub(crate) fn status_watch(&self) -> watch::Receiver<ParticipantStatus> {
+        self.status.clone()
     }
 
     /// The id this latch offered.
