@@ -73,6 +73,7 @@
 pub mod barrier;
 pub mod caches;
 pub mod cluster;
+pub mod come_back_nodes;
 mod conditions;
 pub mod counter;
 mod each;
@@ -90,6 +91,7 @@ pub mod multi_lock;
 pub mod participants;
 pub mod partitioner;
 pub mod periodic_job;
+pub mod persistent_node;
 pub mod primitives;
 pub mod priority_delay_queue;
 pub mod queue;

@@ -32,5 +32,7 @@ macro_rules! conformance_tests {
         $crate::__loss_reason_tests!($make);
         $crate::__recipe_faults_tests!($make);
         $crate::__round_trips_tests!($make);
+        $crate::__persistent_node_tests!($make);
+        $crate::__come_back_nodes_tests!($make);
     };
 }
