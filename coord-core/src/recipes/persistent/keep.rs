@@ -185,17 +185,24 @@ async fn take_over(session: &Session, path: &str, data: &[u8]) -> Result<HeldNod
 
 /// Write `data` into the held node, retrying through lost connections.
 /// `Ok(false)` when the node is gone (deleted, or with its session): the
-/// data is kept for the next make.
-async fn write(held: &HeldNode, data: &[u8]) -> Result<bool> {
+/// data is kept for the next make. An ephemeral node is written only while
+/// it is ours (a guarded write); a TTL node, which anyone may keep, with a
+/// plain set, which is also what restarts its TTL on every backend.
+async fn write(held: &HeldNode, data: &[u8], mode: PersistentMode) -> Result<bool> {
     let mut attempt = 0;
     loop {
-        let op = Op::Set {
-            path: held.path().to_owned(),
-            data: data.to_vec(),
-            version: None,
+        let written = if mode.is_ephemeral() {
+            let op = Op::Set {
+                path: held.path().to_owned(),
+                data: data.to_vec(),
+                version: None,
+            };
+            held.write(op).await.map(drop)
+        } else {
+            held.session().set(held.path(), data, None).await.map(drop)
         };
-        match held.write(op).await {
-            Ok(_) => return Ok(true),
+        match written {
+            Ok(()) => return Ok(true),
             Err(Error::LockLost { .. } | Error::NotFound { .. }) => return Ok(false),
             Err(e) if e.is_session_end() => return Ok(false),
             Err(e) if e.is_retryable() => retry::pause(held.session(), &mut attempt).await,
@@ -358,7 +365,7 @@ impl Keeper {
         let mut next_touch = touch.map(|t| tokio::time::Instant::now() + t);
         // Data set while the node was being made.
         if self.data() != written {
-            if let Err(e) = write(held, &self.data()).await {
+            if let Err(e) = write(held, &self.data(), self.mode).await {
                 tracing::warn!(path = %held.path(), error = %e, "writing a persistent node's data failed");
             }
         }
@@ -376,7 +383,7 @@ impl Keeper {
                 }
                 cmd = self.cmds.recv() => match cmd {
                     Some(Command::SetData(reply)) => {
-                        let _ = reply.send(write(held, &self.data()).await.map(drop));
+                        let _ = reply.send(write(held, &self.data(), self.mode).await.map(drop));
                     }
                     Some(Command::Close) => return Lost::Stop(Stop::Close),
                     None => return Lost::Stop(Stop::Dropped),
@@ -384,7 +391,7 @@ impl Keeper {
                 // A TTL node's data, again: a set restarts its TTL.
                 () = touched => {
                     next_touch = touch.map(|t| tokio::time::Instant::now() + t);
-                    if let Err(e) = write(held, &self.data()).await {
+                    if let Err(e) = write(held, &self.data(), self.mode).await {
                         tracing::warn!(path = %held.path(), error = %e, "writing a TTL node to keep it failed");
                     }
                 }
