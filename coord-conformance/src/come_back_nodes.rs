@@ -133,6 +133,14 @@ fn replacement(
             let (kids, changed) = match s.children_watch(&dir).await {
                 Ok(r) => r,
                 Err(e) if e.is_retryable() => continue,
+                // A ZooKeeper container, removed with its last child: a
+                // directory to watch, from now on.
+                Err(coord_core::Error::NotFound { .. }) => {
+                    s.ensure_dir(&dir)
+                        .await
+                        .unwrap_or_else(|e| panic!("ensure_dir({dir}): {e}"));
+                    continue;
+                }
                 Err(e) => panic!("children_watch({dir}): {e}"),
             };
             if let Some(a) = armed.take() {
