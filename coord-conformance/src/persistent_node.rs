@@ -438,6 +438,70 @@ pub async fn persistent_node_ttl_is_kept_and_taken_over(h: &dyn Harness) {
     let _ = viewer.close().await;
 }
 
+/// A node the server refuses for good is reported, not retried forever
+/// nor hidden: under another session's ephemeral node, where the backend
+/// refuses children (`NotSupported`, as a direct create is), the watcher
+/// reports `Failed` with that error, and `wait_present`, `set_data` and
+/// `close` return it. Where the backend makes such children, the node is
+/// made.
+pub async fn persistent_node_refusal_is_reported(h: &dyn Harness) {
+    let root = h.root("persistent_node_refusal_is_reported");
+    let other = h.open().await;
+    let eph = join(&root, "eph");
+    other
+        .create(&eph, b"", CreateMode::Ephemeral)
+        .await
+        .expect("an ephemeral node");
+    let refused = match other
+        .create(&join(&eph, "probe"), b"", CreateMode::Ephemeral)
+        .await
+    {
+        Ok(_) => false,
+        Err(Error::NotSupported { .. }) => true,
+        Err(e) => panic!("a child of an ephemeral node: {e}"),
+    };
+    let (client, _fault) = client(h).await;
+    let node = PersistentNode::start(
+        &client,
+        &join(&eph, "kept"),
+        b"k",
+        PersistentMode::Ephemeral,
+    )
+    .expect("start");
+    let made = within(
+        "the node is made or refused",
+        node.wait_present(RECOVERY_BOUND),
+    )
+    .await;
+    if !refused {
+        made.expect("made where the backend makes children of ephemeral nodes");
+        node.close().await.expect("close");
+    } else {
+        assert!(
+            matches!(made, Err(Error::NotSupported { .. })),
+            "wait_present: {made:?}"
+        );
+        let mut events = Recorder::of(node.watch());
+        match events.next("the refused node").await {
+            Some((_, Presence::Failed(e))) => {
+                assert!(matches!(*e, Error::NotSupported { .. }), "Failed with {e}")
+            }
+            other => panic!("the refused node reported {other:?}"),
+        }
+        assert!(matches!(
+            node.set_data(b"x").await,
+            Err(Error::NotSupported { .. })
+        ));
+        assert!(matches!(
+            node.close().await,
+            Err(Error::NotSupported { .. })
+        ));
+        assert!(events.next("the refused node's watcher").await.is_none());
+    }
+    client.close().await.expect("close the client");
+    let _ = other.close().await;
+}
+
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __persistent_node_tests {
@@ -448,6 +512,7 @@ macro_rules! __persistent_node_tests {
             persistent_node::persistent_node_set_data_is_carried,
             persistent_node::persistent_node_close_stops_it,
             persistent_node::persistent_node_ttl_is_kept_and_taken_over,
+            persistent_node::persistent_node_refusal_is_reported,
         );
     };
 }
