@@ -302,16 +302,14 @@ fn join_name_and_rejoin() {
         args.extend(["--", "sh", "-c", "echo member=$COORD_MEMBER; exit 3"]);
         let out = run(coordctl("mem://", &args), 20);
         assert_eq!(code(out.status), Some(3), "{out:?}");
-        let text = stdout(&out);
-        let name = text
-            .lines()
-            .next()
-            .and_then(|l| l.strip_prefix("joined "))
-            .unwrap_or_else(|| panic!("{out:?}"));
+        let name = joined_name(&out);
         if let Some(given) = named.get(1) {
             assert_eq!(name, *given, "{out:?}");
         }
-        assert!(text.contains(&format!("member={name}\n")), "{out:?}");
+        assert!(
+            stdout(&out).contains(&format!("member={name}\n")),
+            "{out:?}"
+        );
     }
     let out = run(
         coordctl(

@@ -1409,13 +1409,11 @@ fn lost_leadership_and_membership_stop_the_command(url: &str) {
         20,
     );
     assert!(out.status.success(), "{out:?}");
-    let text = stdout(&out);
-    let name = text
-        .lines()
-        .next()
-        .and_then(|l| l.strip_prefix("joined "))
-        .unwrap_or_else(|| panic!("{out:?}"));
-    assert!(text.contains(&format!("member={name}\n")), "{out:?}");
+    let name = joined_name(&out);
+    assert!(
+        stdout(&out).contains(&format!("member={name}\n")),
+        "{out:?}"
+    );
 
     for (args, says) in [
         (
@@ -1429,14 +1427,7 @@ fn lost_leadership_and_membership_stop_the_command(url: &str) {
         let termed = dir.join("termed");
         let termed_s = termed.to_string_lossy().into_owned();
         let mut all = args.clone();
-        all.extend([
-            "--",
-            "sh",
-            "-c",
-            r#"trap 'echo term > "$1"; exit 0' TERM; echo ready; while true; do sleep 0.05; done"#,
-            "sh",
-            &termed_s,
-        ]);
+        all.extend(["--", "sh", "-c", TRAPS_TERM, "sh", &termed_s]);
         let mut c = coordctl(url, &all);
         c.stderr(std::process::Stdio::piped());
         let mut holder = Running::start(c);
@@ -1483,7 +1474,7 @@ fn join_rejoin_keeps_the_membership(url: &str) {
             "--",
             "sh",
             "-c",
-            r#"trap 'echo term > "$1"; exit 0' TERM; echo ready; while true; do sleep 0.05; done"#,
+            TRAPS_TERM,
             "sh",
             &termed_s,
         ],
