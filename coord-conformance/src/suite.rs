@@ -33,5 +33,7 @@ macro_rules! conformance_tests {
         $crate::__come_back_tests!($make);
         $crate::__recipe_faults_tests!($make);
         $crate::__round_trips_tests!($make);
+        $crate::__persistent_node_tests!($make);
+        $crate::__come_back_nodes_tests!($make);
     };
 }

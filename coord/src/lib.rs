@@ -139,6 +139,9 @@ pub use coord_core::recipes::{
     DelayQueue, PriorityQueue, ReliableDelayQueue, ReliablePriorityQueue,
 };
 pub use coord_core::recipes::{
+    GroupMember, PersistentMode, PersistentNode, Presence, PresenceWatcher,
+};
+pub use coord_core::recipes::{
     LatchEvent, LatchWatcher, LeaderLatch, PartitionState, PartitionWatcher, Partitioner,
     RejoiningLatch, RejoiningLatchWatcher, SetPartitioner,
 };

@@ -267,6 +267,41 @@
 //! # Ok(()) }
 //! ```
 //!
+//! # [`GroupMember`] and [`PersistentNode`]: back after the session ends
+//!
+//! Built on a [`Client`] (a session now, the next one after it ends)
+//! rather than on one session: the member joins again, under the same name
+//! with the same data, on every new session (Curator's `GroupMember`); a
+//! [`PersistentNode`] is any node kept so (Curator's `PersistentNode`:
+//! ephemeral at a path, under a unique name, or a TTL node). Their
+//! [`Presence`] stream says `Absent` when the node is lost, always before
+//! it is `Present` again.
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::time::Duration;
+//! use coord::{Group, GroupMember, Presence};
+//!
+//! let client = coord::client("mem://").await?;
+//! let me = GroupMember::join(&client, "/groups/api", "host-7", b"10.0.0.7:8080")?;
+//! me.wait_joined(Duration::from_secs(5)).await?;
+//! let mut presence = me.watch();
+//! assert!(matches!(presence.next().await, Some(Presence::Present { generation: 1, .. })));
+//!
+//! // The server ends the session: the member is gone, then back.
+//! coord::default_mem_store().expire(&client.session().await?.id());
+//! assert!(matches!(presence.next().await, Some(Presence::Absent)));
+//! assert!(matches!(presence.next().await, Some(Presence::Present { generation: 2, .. })));
+//! let viewer = coord::connect("mem://").await?;
+//! let members = Group::new(&viewer, "/groups/api")?.members().await?;
+//! assert_eq!((members[0].name.as_str(), members[0].data.as_slice()), ("host-7", &b"10.0.0.7:8080"[..]));
+//!
+//! me.leave().await?;
+//! client.close().await?;
+//! # Ok(()) }
+//! ```
+//!
 //! # [`Barrier`] and [`DoubleBarrier`]
 //!
 //! ```

@@ -180,6 +180,15 @@ pub enum Command {
     /// Without CMD, stay a member until interrupted (exit 4 if membership
     /// is lost). With CMD, stay a member while CMD runs (it gets
     /// COORD_MEMBER=NAME) and exit with its status.
+    ///
+    /// The member's NAME is generated unless --name gives it. With
+    /// --rejoin the membership outlives its session: when the session ends
+    /// (expired on the server, or cut off past its timeout) or the member
+    /// node is deleted, coordctl says so on stderr and joins again under
+    /// the same NAME with the same DATA, on a new session once there is
+    /// one; CMD keeps running meanwhile. It never exits 4: it exits with
+    /// CMD's status when CMD ends (leaving first), 130/143 on a signal
+    /// without CMD, or 5/7 if the server refuses the membership for good.
     #[command(after_long_help = crate::exit::TABLE)]
     Join(JoinArgs),
 
@@ -531,6 +540,14 @@ pub struct JoinArgs {
     pub path: String,
     /// This member's data (its address, say).
     pub data: String,
+    /// Join under NAME (no `/`; a live member of that name is refused,
+    /// or with --rejoin waited for) instead of a generated name.
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// Join again (same name, same data) whenever the membership is lost,
+    /// on a new session if the session ended; CMD keeps running.
+    #[arg(long)]
+    pub rejoin: bool,
     /// A command to run while a member.
     #[arg(last = true, value_name = "CMD")]
     pub cmd: Vec<String>,

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use coord::{Connector, Session};
+use coord::{Client, Connector, Session};
 
 use crate::child::Children;
 use crate::exit::Failure;
@@ -49,6 +49,12 @@ impl Ctx {
         Ok(self.sessions.open().await?)
     }
 
+    /// Start a supervised client (a session now, and a new one after each
+    /// ends), to be closed at exit.
+    pub async fn client(&self) -> Result<Client, Failure> {
+        Ok(self.sessions.client().await?)
+    }
+
     /// Until the guard is dropped, a first SIGINT or SIGTERM lets the
     /// command finish instead of dropping its future: for a step that must
     /// not stop half way (acknowledging a queue item already printed). A
@@ -68,7 +74,7 @@ impl Ctx {
         self.interrupted.load(Ordering::SeqCst)
     }
 
-    /// Close every session: the server deletes their ephemeral nodes, so
+    /// Close every client and session: the server deletes their ephemeral nodes, so
     /// every lock, leadership, membership and queue lease is released.
     /// [`Session::close`] first waits for the session's clean-up still
     /// running in the background (a dropped guard's delete, a queue item
@@ -77,14 +83,22 @@ impl Ctx {
     /// ends the session at its timeout instead, which releases all the same
     /// (a leased queue item is then delivered again only after that).
     pub async fn close_all(&self) {
+        for c in self.sessions.take_clients() {
+            report_close(tokio::time::timeout(CLOSE_PATIENCE, c.close()).await);
+        }
         for s in self.sessions.take_all() {
-            match tokio::time::timeout(CLOSE_PATIENCE, s.close()).await {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => eprintln!("coordctl: closing the session: {e}"),
-                Err(_) => eprintln!(
-                    "coordctl: closing the session timed out; the server ends it at its timeout"
-                ),
-            }
+            report_close(tokio::time::timeout(CLOSE_PATIENCE, s.close()).await);
+        }
+    }
+}
+
+/// Say on stderr how closing a session went, unless it went well.
+fn report_close(closed: Result<coord::Result<()>, tokio::time::error::Elapsed>) {
+    match closed {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => eprintln!("coordctl: closing the session: {e}"),
+        Err(_) => {
+            eprintln!("coordctl: closing the session timed out; the server ends it at its timeout")
         }
     }
 }

@@ -40,7 +40,8 @@ Exit status:
   2        usage: bad arguments, malformed --url, backend not compiled in
   3        timed out (lock --timeout, queue pop --timeout)
   4        the lock, leadership or membership was lost while held
-           (CMD, if running, was sent SIGTERM, then SIGKILL 10s later)
+           (CMD, if running, was sent SIGTERM, then SIGKILL 10s later);
+           never from join --rejoin, which joins again instead
   5        backend error: cannot connect, session ended, server error;
            queue pop: stdout could not be written (the item stays queued)
   6        lock --revocable: a release was requested (coordctl revoke): CMD
@@ -69,7 +70,13 @@ impl Failure {
 
     /// A coord error met while doing `what`.
     pub fn coord(what: &str, e: Error) -> Self {
-        let code = match &e {
+        Self::coord_ref(what, &e)
+    }
+
+    /// [`Failure::coord`] for an error the caller does not own (one a
+    /// recipe reports as an event).
+    pub fn coord_ref(what: &str, e: &Error) -> Self {
+        let code = match e {
             Error::Timeout(_) => TIMEOUT,
             Error::LockLost { .. } => LOST,
             Error::InvalidPath { .. } | Error::InvalidArgument(_) => USAGE,

@@ -271,6 +271,60 @@ fn help_documents_participants_revoke_and_revocable() {
     assert!(stdout(&out).contains("  6 "), "{out:?}");
 }
 
+/// `join --name` joins under that name; `join --rejoin` (with or without
+/// `--name`) joins under one name, gives it to CMD and exits with CMD's
+/// status; a bad name is a usage error (2); `--help` documents both and
+/// that `--rejoin` never exits 4.
+#[test]
+fn join_name_and_rejoin() {
+    let out = run(
+        coordctl(
+            "mem://",
+            &[
+                "join",
+                "/g",
+                "x",
+                "--name",
+                "alpha",
+                "--",
+                "sh",
+                "-c",
+                "echo member=$COORD_MEMBER",
+            ],
+        ),
+        20,
+    );
+    assert_eq!(code(out.status), Some(0), "{out:?}");
+    assert_eq!(stdout(&out), "joined alpha\nmember=alpha\n", "{out:?}");
+    for named in [&["--name", "beta"][..], &[]] {
+        let mut args = vec!["join", "/g", "x", "--rejoin"];
+        args.extend_from_slice(named);
+        args.extend(["--", "sh", "-c", "echo member=$COORD_MEMBER; exit 3"]);
+        let out = run(coordctl("mem://", &args), 20);
+        assert_eq!(code(out.status), Some(3), "{out:?}");
+        let name = joined_name(&out);
+        if let Some(given) = named.get(1) {
+            assert_eq!(name, *given, "{out:?}");
+        }
+        assert!(
+            stdout(&out).contains(&format!("member={name}\n")),
+            "{out:?}"
+        );
+    }
+    let out = run(
+        coordctl(
+            "mem://",
+            &["join", "/g", "x", "--rejoin", "--name", "a/b", "--", "true"],
+        ),
+        20,
+    );
+    assert_eq!(code(out.status), Some(2), "{out:?}");
+    let out = run(bare(&["join", "--help"]), 20);
+    assert!(stdout(&out).contains("--rejoin"), "{out:?}");
+    assert!(stdout(&out).contains("--name <NAME>"), "{out:?}");
+    assert!(stdout(&out).contains("never from join --rejoin"), "{out:?}");
+}
+
 /// `--write` and `--leases N` in memory: the command runs under the hold,
 /// and its status is passed on.
 #[test]

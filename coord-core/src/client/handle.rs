@@ -89,8 +89,8 @@ impl Drop for Owner {
 /// reported lost by its own recipe: the client never takes it again by
 /// itself. What a service *declares* persistent comes back on each new
 /// session through the recipes built on the client:
-/// `PersistentNode`,
-/// `GroupMember`,
+/// [`PersistentNode`](crate::recipes::PersistentNode),
+/// [`GroupMember`](crate::recipes::GroupMember),
 /// [`RejoiningLatch`](crate::recipes::RejoiningLatch),
 /// `RejoiningPartitioner`, and
 /// the caches' `follow`.

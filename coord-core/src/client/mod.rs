@@ -1,7 +1,7 @@
 //! [`Client`]: a supervised client that keeps one live session and opens
 //! the next one after the last one ends, so that a service outlives its
-//! sessions. The recipes that come back (`PersistentNode`,
-//! `GroupMember`, [`crate::recipes::RejoiningLatch`],
+//! sessions. The recipes that come back ([`PersistentNode`](crate::recipes::PersistentNode),
+//! [`GroupMember`](crate::recipes::GroupMember), [`RejoiningLatch`](crate::recipes::RejoiningLatch),
 //! `RejoiningPartitioner`, the caches'
 //! `follow`) are built on it.
 //!

@@ -19,8 +19,8 @@ use std::sync::Arc;
 use tokio::sync::watch;
 
 use super::events::ClientEvent;
-use super::state::Shared;
 use super::open::Open;
+use super::state::Shared;
 use crate::backend::backoff::Backoff;
 use crate::backend::node::SessionState;
 use crate::error::Error;

@@ -4,7 +4,10 @@
 //! [`SemaphoreMutex`], [`SimpleLock`], [`MultiLock`], [`ReentrantLock`],
 //! [`Barrier`] and [`DoubleBarrier`], [`Election`] (and its
 //! [`LeaderLatch`]), [`Group`], [`Queue`] and the other queues,
-//! [`PeriodicJob`], [`Counter`], [`Partitioner`], the caches;
+//! [`PeriodicJob`], [`Counter`], [`Partitioner`], the caches; and, built
+//! on a [`Client`](crate::Client) rather than one session, the recipes
+//! that come back after a session ends: [`PersistentNode`] and
+//! [`GroupMember`];
 //! [`Contender`] says who holds and who waits, [`revocation`] asks a holder
 //! to let go. Each recipe is made by its own constructor, and its type's
 //! doc says what it writes on the server, what it guarantees and which
@@ -44,6 +47,7 @@ pub(crate) mod group;
 pub(crate) mod lock;
 pub(crate) mod partitioner;
 pub(crate) mod periodic_job;
+pub(crate) mod persistent;
 pub(crate) mod queue;
 
 pub use crate::hold::revocation;
@@ -65,6 +69,7 @@ pub use lock::{
 };
 pub use partitioner::{PartitionState, PartitionWatcher, Partitioner, SetPartitioner};
 pub use periodic_job::{period_index, OnCrash, PeriodicJob, RunContext, RunOutcome};
+pub use persistent::{GroupMember, PersistentMode, PersistentNode, Presence, PresenceWatcher};
 pub use queue::{
     DelayQueue, Delivery, PriorityQueue, Queue, ReliableDelayQueue, ReliablePriorityQueue,
     ReliableQueue,

@@ -1,29 +1,116 @@
-//! `coordctl join PATH DATA [-- CMD…]` and `coordctl members PATH [--watch]`.
+//! `coordctl join PATH DATA [--name NAME] [--rejoin] [-- CMD…]` and
+//! `coordctl members PATH [--watch]`.
 
 use std::collections::HashMap;
 
-use coord::Group;
+use coord::{Group, GroupMember, Presence};
 
 use super::hold::{Held, UnderHold};
 use super::output::print_line;
 use crate::cli::{JoinArgs, WatchArgs};
 use crate::ctx::Ctx;
 use crate::exit::{self, Failure};
+use crate::logging::say;
 
 pub async fn join(ctx: &Ctx, a: JoinArgs) -> Result<u8, Failure> {
+    if a.rejoin {
+        return rejoin(ctx, a).await;
+    }
     let session = ctx.open().await?;
     let what = format!("join {}", a.path);
     let group = Group::new(&session, &a.path).map_err(|e| Failure::coord(&what, e))?;
-    let me = group
-        .join(a.data.as_bytes())
-        .await
-        .map_err(|e| Failure::coord(&what, e))?;
+    let joined = match &a.name {
+        Some(name) => group.join_as(name, a.data.as_bytes()).await,
+        None => group.join(a.data.as_bytes()).await,
+    };
+    let me = joined.map_err(|e| Failure::coord(&what, e))?;
     let name = me.name().to_owned();
     let under = UnderHold::new(ctx, Held::Membership(&a.path), &a.cmd)
         .announce(format!("joined {name}"))
         .env("COORD_MEMBER", name);
     let member = coord::while_held(me, |hold| under.body(hold)).await;
     under.outcome(member).await
+}
+
+/// `join --rejoin`: a [`GroupMember`] on a supervised client, so the
+/// membership comes back, same name and data, after its session ends or
+/// its node is deleted; CMD runs on through that. Each loss and comeback
+/// is said on stderr. Ends when CMD does (leaving first), on a signal
+/// (dropped: the member leaves in the background and the client is closed
+/// at exit), or when the server refuses the membership for good (CMD is
+/// stopped first).
+async fn rejoin(ctx: &Ctx, a: JoinArgs) -> Result<u8, Failure> {
+    let what = format!("join {}", a.path);
+    let name = a
+        .name
+        .clone()
+        .unwrap_or_else(|| format!("member-{}", uuid::Uuid::new_v4().simple()));
+    let client = ctx.client().await?;
+    let me = GroupMember::join(&client, &a.path, &name, a.data.as_bytes())
+        .map_err(|e| Failure::coord(&what, e))?;
+    let mut presence = me.watch();
+    // Joined once before CMD starts (waiting, if need be, for a member of
+    // the same name to leave).
+    loop {
+        match presence.next().await {
+            Some(Presence::Present { .. }) => break,
+            Some(Presence::Failed(e)) => return Err(Failure::coord_ref(&what, &e)),
+            None => {
+                return Err(Failure::new(
+                    exit::BACKEND,
+                    format!("{what}: the client closed"),
+                ))
+            }
+            Some(_) => {}
+        }
+    }
+    print_line(format!("joined {name}").as_bytes())?;
+    let proc = match a.cmd.is_empty() {
+        true => None,
+        false => Some(
+            ctx.children
+                .spawn(&a.cmd, &[("COORD_MEMBER", name.clone())])?,
+        ),
+    };
+    let cmd_ended = async {
+        match &proc {
+            Some(p) => p.wait().await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::pin!(cmd_ended);
+    loop {
+        tokio::select! {
+            code = &mut cmd_ended => {
+                if let Err(e) = me.leave().await {
+                    say(format_args!("leaving {}: {e}", a.path));
+                }
+                return Ok(code);
+            }
+            event = presence.next() => match event {
+                Some(Presence::Absent) => say(format_args!(
+                    "lost membership of {} as {name}; joining again (the command keeps running)",
+                    a.path
+                )),
+                Some(Presence::Present { generation, .. }) => say(format_args!(
+                    "joined {} again as {name} (session {generation})",
+                    a.path
+                )),
+                Some(Presence::Failed(e)) => {
+                    let failure = Failure::coord_ref(&what, &e);
+                    if let Some(p) = &proc {
+                        eprintln!("coordctl: {}; sending the command SIGTERM", failure.message);
+                        p.terminate().await;
+                    }
+                    return Err(failure);
+                }
+                None => {
+                    return Err(Failure::new(exit::BACKEND, format!("{what}: the client closed")))
+                }
+                Some(_) => {}
+            },
+        }
+    }
 }
 
 pub async fn members(ctx: &Ctx, a: WatchArgs) -> Result<u8, Failure> {

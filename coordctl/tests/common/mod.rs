@@ -206,6 +206,31 @@ pub fn wait_for_file(path: &std::path::Path, secs: u64) -> String {
     }
 }
 
+/// A CMD for `sh -c SCRIPT sh FILE`: prints `ready`, then runs until
+/// SIGTERM, which it records by writing `term` to FILE before exiting 0.
+pub const TRAPS_TERM: &str =
+    r#"trap 'echo term > "$1"; exit 0' TERM; echo ready; while true; do sleep 0.05; done"#;
+
+/// The member name of a `join` that printed `joined NAME` first.
+pub fn joined_name(out: &Output) -> String {
+    stdout(out)
+        .lines()
+        .next()
+        .and_then(|l| l.strip_prefix("joined "))
+        .unwrap_or_else(|| panic!("no `joined NAME` line: {out:?}"))
+        .to_owned()
+}
+
+/// Wait until `ok()` holds, checking every 50 ms; panics naming `what`
+/// after `secs`.
+pub fn wait_until(secs: u64, what: &str, mut ok: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while !ok() {
+        assert!(Instant::now() < deadline, "{what}: not within {secs}s");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// Run `f` with a session of the coord library on `url` (the test's own,
 /// not coordctl's), on a runtime of its own.
 pub fn with_session<T>(url: &str, f: impl AsyncFnOnce(&coord::Session) -> T) -> T {
@@ -280,6 +305,13 @@ impl Blackhole {
     pub fn cut(&self) {
         use coord_conformance::fault::Fault;
         self.proxy.partition();
+    }
+
+    /// Let traffic through again (the connections carry on where they
+    /// stopped).
+    pub fn heal(&self) {
+        use coord_conformance::fault::Fault;
+        self.proxy.heal();
     }
 }
 
