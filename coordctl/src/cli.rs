@@ -135,6 +135,13 @@ pub enum Command {
     /// With CMD, run CMD as the leader (with COORD_FENCING_TOKEN), resign when
     /// it ends and exit with its status; leadership lost sends CMD SIGTERM
     /// and exits 4.
+    ///
+    /// With --rejoin leadership outlives its session: when a term ends (the
+    /// session lost, the offer deleted) CMD is sent SIGTERM as above, then
+    /// coordctl campaigns again (on a new session if need be) and runs CMD
+    /// again, with the new term's larger COORD_FENCING_TOKEN, once elected.
+    /// It exits only when CMD ends by itself (with CMD's status) or on a
+    /// signal; never 4.
     #[command(after_long_help = crate::exit::TABLE)]
     Elect(ElectArgs),
 
@@ -417,6 +424,10 @@ pub struct ElectArgs {
     /// other either way; on etcd and Redis only the key's name changes.
     #[arg(long, value_enum, default_value_t = Layout::Latch)]
     pub layout: Layout,
+    /// Campaign again after losing leadership, on a new session if the
+    /// old one ended, and run CMD again when elected (see above).
+    #[arg(long)]
+    pub rejoin: bool,
     /// A command to run as the leader.
     #[arg(last = true, value_name = "CMD")]
     pub cmd: Vec<String>,
