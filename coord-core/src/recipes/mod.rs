@@ -4,7 +4,8 @@
 //! [`SemaphoreMutex`], [`SimpleLock`], [`MultiLock`], [`ReentrantLock`],
 //! [`Barrier`] and [`DoubleBarrier`], [`Election`] (and its
 //! [`LeaderLatch`]), [`Group`], [`Queue`] and the other queues,
-//! [`PeriodicJob`], [`Counter`], [`Partitioner`], the caches;
+//! [`PeriodicJob`], [`Counter`], [`Partitioner`] (and its
+//! [`RejoiningPartitioner`]), the caches;
 //! [`Contender`] says who holds and who waits, [`revocation`] asks a holder
 //! to let go. Each recipe is made by its own constructor, and its type's
 //! doc says what it writes on the server, what it guarantees and which
@@ -62,7 +63,9 @@ pub use lock::{
     Lease, Lock, LockGuard, MultiLock, MultiLockGuard, ReadLock, ReentrantLock, RwLock, Semaphore,
     SemaphoreMutex, SimpleLock, WriteLock,
 };
-pub use partitioner::{PartitionState, PartitionWatcher, Partitioner, SetPartitioner};
+pub use partitioner::{
+    PartitionState, PartitionWatcher, Partitioner, RejoiningPartitioner, SetPartitioner,
+};
 pub use periodic_job::{period_index, OnCrash, PeriodicJob, RunContext, RunOutcome};
 pub use queue::{
     DelayQueue, Delivery, PriorityQueue, Queue, ReliableDelayQueue, ReliablePriorityQueue,

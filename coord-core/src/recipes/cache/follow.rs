@@ -29,7 +29,7 @@ pub(crate) fn spawn(
 /// Whether `e`, which ended a run on `session`, is that session's end (the
 /// next session takes over) rather than an error of its own.
 fn session_ended(session: &Session, e: &Error) -> bool {
-    session.state().is_terminal() || matches!(e, Error::SessionExpired | Error::SessionClosed)
+    session.state().is_terminal() || e.is_session_end()
 }
 
 /// Mirror on every session of `client`, one after another; the error that
