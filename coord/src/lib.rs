@@ -141,7 +141,7 @@ pub use coord_core::recipes::{
 };
 pub use coord_core::recipes::{
     LatchEvent, LatchWatcher, LeaderLatch, PartitionState, PartitionWatcher, Partitioner,
-    SetPartitioner,
+    RejoiningPartitioner, SetPartitioner,
 };
 pub use coord_core::{
     limits, path, Child, Client, ClientEvent, ClientOptions, CreateMode, Created, Error, Fence,

@@ -154,8 +154,8 @@ impl Drop for Owner {
 /// `PersistentNode`,
 /// `GroupMember`,
 /// `RejoiningLatch`,
-/// `RejoiningPartitioner`, and
-/// the caches' `follow`.
+/// [`RejoiningPartitioner`](crate::recipes::RejoiningPartitioner), and
+/// the caches' [`follow`](crate::recipes::TreeCache::follow).
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
