@@ -79,6 +79,7 @@ mod each;
 pub mod election;
 pub mod fault;
 pub mod faults;
+pub mod follow_caches;
 pub mod group;
 mod harness;
 pub mod inspect;

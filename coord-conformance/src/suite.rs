@@ -32,5 +32,6 @@ macro_rules! conformance_tests {
         $crate::__loss_reason_tests!($make);
         $crate::__recipe_faults_tests!($make);
         $crate::__round_trips_tests!($make);
+        $crate::__follow_caches_tests!($make);
     };
 }
