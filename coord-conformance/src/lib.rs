@@ -96,6 +96,7 @@ pub mod priority_delay_queue;
 pub mod queue;
 pub mod recipe_faults;
 pub mod reentrant;
+pub mod rejoining_partitioner;
 pub mod revocation;
 pub mod round_trips;
 pub mod rwlock;

@@ -33,5 +33,6 @@ macro_rules! conformance_tests {
         $crate::__recipe_faults_tests!($make);
         $crate::__round_trips_tests!($make);
         $crate::__follow_caches_tests!($make);
+        $crate::__rejoining_partitioner_tests!($make);
     };
 }
