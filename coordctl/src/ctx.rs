@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use coord::{Connector, Session};
+use coord::{Client, Connector, Session};
 
 use crate::child::Children;
 use crate::exit::Failure;
@@ -49,6 +49,12 @@ impl Ctx {
         Ok(self.sessions.open().await?)
     }
 
+    /// Open a supervised client: it opens a new session after each one
+    /// ends. Closed at exit.
+    pub async fn client(&self) -> Result<Client, Failure> {
+        Ok(self.sessions.client().await?)
+    }
+
     /// Until the guard is dropped, a first SIGINT or SIGTERM lets the
     /// command finish instead of dropping its future: for a step that must
     /// not stop half way (acknowledging a queue item already printed). A
@@ -68,8 +74,9 @@ impl Ctx {
         self.interrupted.load(Ordering::SeqCst)
     }
 
-    /// Close every session: the server deletes their ephemeral nodes, so
-    /// every lock, leadership, membership and queue lease is released.
+    /// Close every client (its live session) and session: the server
+    /// deletes their ephemeral nodes, so every lock, leadership, membership
+    /// and queue lease is released.
     /// [`Session::close`] first waits for the session's clean-up still
     /// running in the background (a dropped guard's delete, a queue item
     /// given back), which takes a round trip on a server that answers.
@@ -77,14 +84,23 @@ impl Ctx {
     /// ends the session at its timeout instead, which releases all the same
     /// (a leased queue item is then delivered again only after that).
     pub async fn close_all(&self) {
+        for c in self.sessions.take_clients() {
+            close_within_patience(c.close()).await;
+        }
         for s in self.sessions.take_all() {
-            match tokio::time::timeout(CLOSE_PATIENCE, s.close()).await {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => eprintln!("coordctl: closing the session: {e}"),
-                Err(_) => eprintln!(
-                    "coordctl: closing the session timed out; the server ends it at its timeout"
-                ),
-            }
+            close_within_patience(s.close()).await;
+        }
+    }
+}
+
+/// Await one close, for at most [`CLOSE_PATIENCE`], saying on stderr what
+/// went wrong.
+async fn close_within_patience(close: impl std::future::Future<Output = coord::Result<()>>) {
+    match tokio::time::timeout(CLOSE_PATIENCE, close).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => eprintln!("coordctl: closing the session: {e}"),
+        Err(_) => {
+            eprintln!("coordctl: closing the session timed out; the server ends it at its timeout")
         }
     }
 }

@@ -1,15 +1,17 @@
-//! Sessions opened through one connector and kept, so that whoever opened
-//! them can close them all at the end.
+//! Sessions (and supervised clients) opened through one connector and
+//! kept, so that whoever opened them can close them all at the end.
 
 use std::sync::Mutex;
 
-use coord::{ConnectError, Connector, Session};
+use coord::{Client, ClientOptions, ConnectError, Connector, Session};
 
-/// The sessions opened through one [`Connector`], each kept until
-/// [`Sessions::take_all`] hands them over to be closed.
+/// The sessions and clients opened through one [`Connector`], each kept
+/// until [`Sessions::take_all`] (or [`Sessions::take_clients`]) hands them
+/// over to be closed.
 pub struct Sessions {
     connector: Connector,
     kept: Mutex<Vec<Session>>,
+    clients: Mutex<Vec<Client>>,
 }
 
 impl Sessions {
@@ -18,6 +20,7 @@ impl Sessions {
         Sessions {
             connector,
             kept: Mutex::new(Vec::new()),
+            clients: Mutex::new(Vec::new()),
         }
     }
 
@@ -33,6 +36,23 @@ impl Sessions {
             all.push(session.clone());
         }
         Ok(session)
+    }
+
+    /// Open a supervised client (its first session now) and keep it.
+    pub async fn client(&self) -> Result<Client, ConnectError> {
+        let client = self.connector.client(ClientOptions::default()).await?;
+        if let Ok(mut all) = self.clients.lock() {
+            all.push(client.clone());
+        }
+        Ok(client)
+    }
+
+    /// Every client kept so far, no longer kept: the caller closes them.
+    pub fn take_clients(&self) -> Vec<Client> {
+        self.clients
+            .lock()
+            .map(|mut c| std::mem::take(&mut *c))
+            .unwrap_or_default()
     }
 
     /// Every session kept so far, no longer kept: the caller closes them.

@@ -281,6 +281,12 @@ impl Blackhole {
         use coord_conformance::fault::Fault;
         self.proxy.partition();
     }
+
+    /// Let traffic through again (the connections carry on).
+    pub fn heal(&self) {
+        use coord_conformance::fault::Fault;
+        self.proxy.heal();
+    }
 }
 
 /// `url` with its `host:port` replaced by `addr`.
