@@ -68,6 +68,19 @@ pub(crate) fn report(h: &dyn Harness, test: &str, mut times: Vec<Duration>) {
     );
 }
 
+/// Record the time since `since` (an expiry or a heal) that `what` took
+/// to come back in round `round`, and assert it is within
+/// [`recovery_bound`].
+pub(crate) fn came_back(times: &mut Vec<Duration>, since: Instant, what: &str, round: usize) {
+    let took = since.elapsed();
+    times.push(took);
+    assert!(
+        took <= recovery_bound(),
+        "round {round}: {what} took {took:?} (bound {:?})",
+        recovery_bound()
+    );
+}
+
 /// Wait for the client to report the end of generation `generation`.
 pub(crate) async fn await_lost(events: &mut ClientEvents, generation: u64) {
     within("the client reports its session lost", async {
@@ -417,12 +430,11 @@ pub async fn follow_caches_converge_after_expiry(h: &dyn Harness) {
             c.until_reset().await;
             c.reload().await;
         }
-        times.push(expired.elapsed());
-        assert!(
-            expired.elapsed() <= recovery_bound(),
-            "round {r}: the caches came back {:?} after the expiry (bound {:?})",
-            expired.elapsed(),
-            recovery_bound()
+        came_back(
+            &mut times,
+            expired,
+            "the caches came back after the expiry",
+            r,
         );
         for c in &mut caches {
             let want = c.server(&writer).await;
@@ -493,13 +505,7 @@ pub async fn follow_caches_converge_after_partition(h: &dyn Harness) {
             assert_eq!(c.model, want, "{}: round {r}: the reloaded view", c.name);
             assert_eq!(c.view(), want, "{}: round {r}: current()", c.name);
         }
-        times.push(healed.elapsed());
-        assert!(
-            healed.elapsed() <= recovery_bound(),
-            "round {r}: the caches came back {:?} after the heal (bound {:?})",
-            healed.elapsed(),
-            recovery_bound()
-        );
+        came_back(&mut times, healed, "the caches came back after the heal", r);
     }
     report(h, "follow_caches_converge_after_partition", times);
     let _ = client.close().await;

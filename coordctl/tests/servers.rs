@@ -1817,6 +1817,18 @@ fn demo_runs(url: &str) {
     assert!(stdout(&out).contains("invariants held"), "{out:?}");
 }
 
+/// The first lines of `coordctl watch ROOT` over ROOT and its one child
+/// `a` (data `one`): both added, in either order, then `initialized`.
+fn expect_initial_load(watch: &Running, root: &str, a: &str) {
+    let mut initial = vec![watch.line(20), watch.line(20)];
+    initial.sort();
+    assert_eq!(
+        initial,
+        [format!("added {root} "), format!("added {a} one")]
+    );
+    assert_eq!(watch.line(20), "initialized");
+}
+
 /// `coordctl watch`: prints the nodes present, `initialized`, then one
 /// line per change made through the library by another session; SIGINT
 /// ends it with 130.
@@ -1829,13 +1841,7 @@ fn watch_prints_cache_events(url: &str) {
             .unwrap_or_else(|e| panic!("create: {e}"))
     });
     let mut watch = Running::start(coordctl(url, &["watch", &root]));
-    let mut initial = vec![watch.line(20), watch.line(20)];
-    initial.sort();
-    assert_eq!(
-        initial,
-        [format!("added {root} "), format!("added {a} one")]
-    );
-    assert_eq!(watch.line(20), "initialized");
+    expect_initial_load(&watch, &root, &a);
     with_session(url, async |s| {
         s.create(&b, b"two", coord::CreateMode::Persistent)
             .await
@@ -1906,13 +1912,7 @@ fn watch_follows_across_session_loss(url: &str) {
         &cut_url,
         &["--session-timeout", "2s", "watch", &root],
     ));
-    let mut initial = vec![watch.line(20), watch.line(20)];
-    initial.sort();
-    assert_eq!(
-        initial,
-        [format!("added {root} "), format!("added {a} one")]
-    );
-    assert_eq!(watch.line(20), "initialized");
+    expect_initial_load(&watch, &root, &a);
     let cut = Instant::now();
     proxy.cut();
     with_session(url, async |s| {

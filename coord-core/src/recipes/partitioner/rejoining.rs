@@ -5,8 +5,8 @@
 use std::collections::BTreeMap;
 
 use tokio::sync::{mpsc, oneshot, watch};
-use tokio::task::JoinHandle;
 
+use super::handle::{refuse_until_closed, Command, Handle};
 use super::set::{Partitioner, SetPartitioner};
 use super::state::{PartitionState, PartitionWatcher, Status};
 use crate::backend::backoff::Backoff;
@@ -59,10 +59,7 @@ impl SetPartitioner<Client> {
         let task = tokio::spawn(rejoiner.run(cmd_rx, joined_tx));
         // Dropped from here on, the handle closes the task.
         let handle = RejoiningPartitioner {
-            status: status_rx,
-            cmds: cmd_tx,
-            task: Some(task),
-            member: self.member.clone(),
+            handle: Handle::new(status_rx, cmd_tx, task, &self.member),
         };
         match joined_rx.await {
             Ok(Ok(())) => Ok(handle),
@@ -131,43 +128,40 @@ impl SetPartitioner<Client> {
 #[must_use = "dropping a partitioner releases its items and leaves the party"]
 #[derive(Debug)]
 pub struct RejoiningPartitioner {
-    status: watch::Receiver<Status>,
-    cmds: mpsc::UnboundedSender<Command>,
-    task: Option<JoinHandle<Result<()>>>,
-    member: String,
+    handle: Handle,
 }
 
 impl RejoiningPartitioner {
     /// This member's id.
     pub fn member_id(&self) -> &str {
-        &self.member
+        self.handle.member_id()
     }
 
     /// The state now.
     pub fn state(&self) -> PartitionState {
-        self.status.borrow().state.clone()
+        self.handle.state()
     }
 
     /// The items this member owns now, on the live session (see
     /// [`Partitioner::owned`]); none after a loss until it acquires again.
     pub fn owned(&self) -> Vec<String> {
-        self.status.borrow().tokens.keys().cloned().collect()
+        self.handle.owned()
     }
 
     /// The fencing token of an owned item: strictly larger for every later
     /// owner of the item, this member on a later session included.
     pub fn fencing_token(&self, item: &str) -> Option<u64> {
-        self.status.borrow().tokens.get(item).copied()
+        self.handle.fencing_token(item)
     }
 
     /// How many times this member lost what it held ([`PartitionState::Lost`]).
     pub fn losses(&self) -> u64 {
-        self.status.borrow().losses
+        self.handle.losses()
     }
 
     /// Follow the state; see [`PartitionWatcher`].
     pub fn watch(&self) -> PartitionWatcher {
-        PartitionWatcher::new(self.status.clone())
+        self.handle.watch()
     }
 
     /// Wait until the state is [`PartitionState::Acquired`] and return the
@@ -180,21 +174,7 @@ impl RejoiningPartitioner {
     /// # Cancel safety
     /// Cancel safe: it only watches.
     pub async fn wait_acquired(&self) -> Result<Vec<String>> {
-        let mut rx = self.status.clone();
-        let r = rx
-            .wait_for(|s| {
-                matches!(
-                    s.state,
-                    PartitionState::Acquired(_) | PartitionState::Failed | PartitionState::Closed
-                )
-            })
-            .await;
-        match r.as_deref().map(|s| &s.state) {
-            Ok(PartitionState::Acquired(items)) => Ok(items.clone()),
-            _ => Err(Error::LockLost {
-                path: self.member.clone(),
-            }),
-        }
+        self.handle.wait_acquired().await
     }
 
     /// Acknowledge [`PartitionState::Release`], as
@@ -209,15 +189,11 @@ impl RejoiningPartitioner {
     /// Cancel safe in effect: once called, the release goes on in the
     /// partitioner's task even if this future is dropped.
     pub async fn release(&self) -> Result<()> {
-        let gone = || Error::LockLost {
-            path: self.member.clone(),
-        };
-        let (tx, rx) = oneshot::channel();
-        self.cmds.send(Command::Release(tx)).map_err(|_| gone())?;
-        rx.await.map_err(|_| gone())?
+        self.handle.release().await
     }
 
-    /// Release every item and leave the party; no more rejoining.
+    /// Release every item and leave the party; no more rejoining. Dropping
+    /// the partitioner does the same in the background.
     ///
     /// # Errors
     /// The error that made it fail ([`Error::SessionClosed`] once the
@@ -226,27 +202,9 @@ impl RejoiningPartitioner {
     ///
     /// # Cancel safety
     /// Cancel safe in effect: once called, the close goes on in the task.
-    pub async fn close(mut self) -> Result<()> {
-        let _ = self.cmds.send(Command::Close);
-        match self.task.take() {
-            Some(task) => task
-                .await
-                .unwrap_or_else(|e| Err(Error::backend("coord", e))),
-            None => Ok(()),
-        }
+    pub async fn close(self) -> Result<()> {
+        self.handle.close().await
     }
-}
-
-impl Drop for RejoiningPartitioner {
-    fn drop(&mut self) {
-        // The task sees the close, releases everything and leaves.
-        let _ = self.cmds.send(Command::Close);
-    }
-}
-
-enum Command {
-    Release(oneshot::Sender<Result<()>>),
-    Close,
 }
 
 /// How the task's rounds ended.
@@ -313,16 +271,7 @@ impl Rejoiner {
                     None => e,
                 };
                 // Answer release() with the failure until closed.
-                while let Some(cmd) = cmds.recv().await {
-                    match cmd {
-                        Command::Release(tx) => {
-                            let _ = tx.send(Err(Error::LockLost {
-                                path: member.clone(),
-                            }));
-                        }
-                        Command::Close => break,
-                    }
-                }
+                refuse_until_closed(&mut cmds, &member).await;
                 Err(e)
             }
         }

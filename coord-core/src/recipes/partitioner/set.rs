@@ -7,9 +7,10 @@ use std::pin::Pin;
 use std::task::Poll;
 use std::time::Duration;
 
-use tokio::sync::{mpsc, oneshot, watch};
-use tokio::task::{JoinHandle, JoinSet};
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinSet;
 
+use super::handle::{refuse_until_closed, Command, Handle};
 use super::state::{PartitionState, PartitionWatcher, Status};
 use crate::error::{Error, Result};
 use crate::layout;
@@ -143,17 +144,9 @@ impl SetPartitioner {
         };
         let task = tokio::spawn(member.run(cmd_rx));
         Ok(Partitioner {
-            status: state_rx,
-            cmds: cmd_tx,
-            task: Some(task),
-            member: self.member.clone(),
+            handle: Handle::new(state_rx, cmd_tx, task, &self.member),
         })
     }
-}
-
-enum Command {
-    Release(oneshot::Sender<Result<()>>),
-    Close,
 }
 
 /// One member of a set partition, running kazoo's `SetPartitioner` state
@@ -229,44 +222,41 @@ enum Command {
 #[must_use = "dropping a partitioner releases its items and leaves the party"]
 #[derive(Debug)]
 pub struct Partitioner {
-    status: watch::Receiver<Status>,
-    cmds: mpsc::UnboundedSender<Command>,
-    task: Option<JoinHandle<Result<()>>>,
-    member: String,
+    handle: Handle,
 }
 
 impl Partitioner {
     /// This member's id.
     pub fn member_id(&self) -> &str {
-        &self.member
+        self.handle.member_id()
     }
 
     /// The state now.
     pub fn state(&self) -> PartitionState {
-        self.status.borrow().state.clone()
+        self.handle.state()
     }
 
     /// The items this member owns now: its share while
     /// [`PartitionState::Acquired`] and, until [`Partitioner::release`] is
     /// called, while [`PartitionState::Release`]; none otherwise.
     pub fn owned(&self) -> Vec<String> {
-        self.status.borrow().tokens.keys().cloned().collect()
+        self.handle.owned()
     }
 
     /// The fencing token of an owned item (its lock's token): strictly
     /// larger for every later owner of the item.
     pub fn fencing_token(&self, item: &str) -> Option<u64> {
-        self.status.borrow().tokens.get(item).copied()
+        self.handle.fencing_token(item)
     }
 
     /// The channel of its status, for a partitioner that follows this one.
     pub(crate) fn status(&self) -> watch::Receiver<Status> {
-        self.status.clone()
+        self.handle.status()
     }
 
     /// Follow the state; see [`PartitionWatcher`].
     pub fn watch(&self) -> PartitionWatcher {
-        PartitionWatcher::new(self.status.clone())
+        self.handle.watch()
     }
 
     /// Wait until the state is [`PartitionState::Acquired`] and return the
@@ -278,21 +268,7 @@ impl Partitioner {
     /// # Cancel safety
     /// Cancel safe: it only watches.
     pub async fn wait_acquired(&self) -> Result<Vec<String>> {
-        let mut rx = self.status.clone();
-        let r = rx
-            .wait_for(|s| {
-                matches!(
-                    s.state,
-                    PartitionState::Acquired(_) | PartitionState::Failed | PartitionState::Closed
-                )
-            })
-            .await;
-        match r.as_deref().map(|s| &s.state) {
-            Ok(PartitionState::Acquired(items)) => Ok(items.clone()),
-            _ => Err(Error::LockLost {
-                path: self.member.clone(),
-            }),
-        }
+        self.handle.wait_acquired().await
     }
 
     /// Acknowledge [`PartitionState::Release`] (kazoo's `release_set`):
@@ -308,15 +284,11 @@ impl Partitioner {
     /// Cancel safe in effect: once called, the release goes on in the
     /// partitioner's task even if this future is dropped.
     pub async fn release(&self) -> Result<()> {
-        let gone = || Error::LockLost {
-            path: self.member.clone(),
-        };
-        let (tx, rx) = oneshot::channel();
-        self.cmds.send(Command::Release(tx)).map_err(|_| gone())?;
-        rx.await.map_err(|_| gone())?
+        self.handle.release().await
     }
 
-    /// Release every item and leave the party (kazoo's `finish`).
+    /// Release every item and leave the party (kazoo's `finish`). Dropping
+    /// the partitioner does the same in the background.
     ///
     /// # Errors
     /// The error that made the partitioner fail, if it did; the error of
@@ -324,21 +296,8 @@ impl Partitioner {
     ///
     /// # Cancel safety
     /// Cancel safe in effect: once called, the close goes on in the task.
-    pub async fn close(mut self) -> Result<()> {
-        let _ = self.cmds.send(Command::Close);
-        match self.task.take() {
-            Some(task) => task
-                .await
-                .unwrap_or_else(|e| Err(Error::backend("coord", e))),
-            None => Ok(()),
-        }
-    }
-}
-
-impl Drop for Partitioner {
-    fn drop(&mut self) {
-        // The task sees the close and releases everything.
-        let _ = self.cmds.send(Command::Close);
+    pub async fn close(self) -> Result<()> {
+        self.handle.close().await
     }
 }
 
@@ -432,16 +391,7 @@ impl Member {
                 self.held.clear();
                 self.publish(PartitionState::Failed);
                 // Answer release() with the failure until closed.
-                while let Some(cmd) = cmds.recv().await {
-                    match cmd {
-                        Command::Release(tx) => {
-                            let _ = tx.send(Err(Error::LockLost {
-                                path: self.id.clone(),
-                            }));
-                        }
-                        Command::Close => break,
-                    }
-                }
+                refuse_until_closed(&mut cmds, &self.id).await;
                 Err(e)
             }
         }

@@ -141,3 +141,38 @@ impl Stream for PartitionWatcher {
         Poll::Ready(Some(state))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn status(state: PartitionState, losses: u64) -> Status {
+        Status {
+            state,
+            tokens: BTreeMap::new(),
+            losses,
+        }
+    }
+
+    /// A loss published and overtaken before the watcher looked is still
+    /// returned, before the state that overtook it; one seen as such is
+    /// returned once.
+    #[tokio::test]
+    async fn a_watcher_never_skips_a_loss() {
+        let acquired = PartitionState::Acquired(vec!["x".into()]);
+        let (tx, rx) = watch::channel(status(acquired.clone(), 0));
+        let mut w = PartitionWatcher::new(rx);
+        assert_eq!(w.next().await, Some(acquired.clone()));
+        tx.send_replace(status(PartitionState::Lost, 1));
+        tx.send_replace(status(PartitionState::Allocating, 1));
+        tx.send_replace(status(acquired.clone(), 1));
+        assert_eq!(w.next().await, Some(PartitionState::Lost));
+        assert_eq!(w.next().await, Some(acquired.clone()));
+        tx.send_replace(status(PartitionState::Lost, 2));
+        assert_eq!(w.next().await, Some(PartitionState::Lost));
+        tx.send_replace(status(acquired.clone(), 2));
+        assert_eq!(w.next().await, Some(acquired));
+        drop(tx);
+        assert_eq!(w.next().await, None);
+    }
+}
