@@ -36,6 +36,10 @@ pub(crate) fn split(items: &[String], members: &[String], member: &str) -> Vec<S
 /// The way into a set partition: a member's settings, checked before any
 /// I/O ([`SetPartitioner::new`], then [`SetPartitioner::settle`] if
 /// wanted); [`SetPartitioner::join`] starts the member, a [`Partitioner`].
+/// On a [`Client`](crate::Client) instead of a session,
+/// [`SetPartitioner::on_client`], whose `join` starts a
+/// [`RejoiningPartitioner`](crate::recipes::RejoiningPartitioner): the same
+/// member, made again on each new session.
 #[derive(Debug, Clone)]
 pub struct SetPartitioner<On = Session> {
     /// What it runs on: a [`Session`], or a
