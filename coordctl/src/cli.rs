@@ -179,6 +179,14 @@ pub enum Command {
     /// per line instead: {"event":…,"path":…,"data":…,"data_hex":…}, with
     /// path and data only where the event has them, data_hex the exact
     /// bytes.
+    ///
+    /// It follows across session loss: when the session ends (expired on
+    /// the server, or the server unreachable past the session timeout) it
+    /// prints `reset`, opens a new session (retrying until the server
+    /// answers), prints only what changed meanwhile, then `initialized`,
+    /// and goes on. It exits only on a signal (130/143), a bad PATH (2), a
+    /// first connection that fails (5, or 7 if refused), or an error that
+    /// is not a session's end (7 for permission denied, else 5).
     #[command(after_long_help = crate::exit::TABLE)]
     Watch(CacheWatchArgs),
 

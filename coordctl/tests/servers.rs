@@ -1899,6 +1899,18 @@ fn demo_runs(url: &str) {
     assert!(stdout(&out).contains("invariants held"), "{out:?}");
 }
 
+/// The first lines of `coordctl watch ROOT` over ROOT and its one child
+/// `a` (data `one`): both added, in either order, then `initialized`.
+fn expect_initial_load(watch: &Running, root: &str, a: &str) {
+    let mut initial = vec![watch.line(20), watch.line(20)];
+    initial.sort();
+    assert_eq!(
+        initial,
+        [format!("added {root} "), format!("added {a} one")]
+    );
+    assert_eq!(watch.line(20), "initialized");
+}
+
 /// `coordctl watch`: prints the nodes present, `initialized`, then one
 /// line per change made through the library by another session; SIGINT
 /// ends it with 130.
@@ -1911,13 +1923,7 @@ fn watch_prints_cache_events(url: &str) {
             .unwrap_or_else(|e| panic!("create: {e}"))
     });
     let mut watch = Running::start(coordctl(url, &["watch", &root]));
-    let mut initial = vec![watch.line(20), watch.line(20)];
-    initial.sort();
-    assert_eq!(
-        initial,
-        [format!("added {root} "), format!("added {a} one")]
-    );
-    assert_eq!(watch.line(20), "initialized");
+    expect_initial_load(&watch, &root, &a);
     with_session(url, async |s| {
         s.create(&b, b"two", coord::CreateMode::Persistent)
             .await
@@ -1967,6 +1973,57 @@ fn watch_json_prints_cache_events(url: &str) {
     });
     assert_eq!(next(), serde_json::json!({"event": "removed", "path": a}));
     assert_eq!(code(watch.signal_and_wait(Signal::SIGINT, 20)), Some(130));
+}
+
+/// `coordctl watch` follows across session loss: cut off from the server
+/// (behind a proxy that stops passing anything) past its 2 s session
+/// timeout, it prints `reset` and keeps running; once the server is
+/// reachable again it prints exactly what another session changed
+/// meanwhile, `initialized`, and then goes on printing changes.
+fn watch_follows_across_session_loss(url: &str) {
+    let proxy = Blackhole::start(&host_port(url));
+    let cut_url = via(url, &proxy.addr);
+    let root = unique("watchfollow");
+    let (a, b) = (format!("{root}/a"), format!("{root}/b"));
+    with_session(url, async |s| {
+        s.create(&a, b"one", coord::CreateMode::Persistent)
+            .await
+            .unwrap_or_else(|e| panic!("create: {e}"))
+    });
+    let mut watch = Running::start(coordctl(
+        &cut_url,
+        &["--session-timeout", "2s", "watch", &root],
+    ));
+    expect_initial_load(&watch, &root, &a);
+    let cut = Instant::now();
+    proxy.cut();
+    with_session(url, async |s| {
+        s.set(&a, b"uno", None)
+            .await
+            .unwrap_or_else(|e| panic!("set: {e}"));
+        s.create(&b, b"two", coord::CreateMode::Persistent)
+            .await
+            .unwrap_or_else(|e| panic!("create: {e}"))
+    });
+    // The session is given up at its lease deadline, while cut off.
+    assert_eq!(watch.line(20), "reset");
+    assert!(
+        watch.child.try_wait().ok().flatten().is_none(),
+        "watch exited on losing its session"
+    );
+    let lost = cut.elapsed();
+    proxy.heal();
+    assert_eq!(watch.line(30), format!("updated {a} uno"));
+    assert_eq!(watch.line(20), format!("added {b} two"));
+    assert_eq!(watch.line(20), "initialized");
+    with_session(url, async |s| {
+        s.delete(&b, None)
+            .await
+            .unwrap_or_else(|e| panic!("delete: {e}"))
+    });
+    assert_eq!(watch.line(20), format!("removed {b}"));
+    assert_eq!(code(watch.signal_and_wait(Signal::SIGINT, 20)), Some(130));
+    eprintln!("watch on {url}: reset {lost:?} after the cut");
 }
 
 macro_rules! on_backend {
@@ -2092,6 +2149,11 @@ macro_rules! on_backend {
             #[test]
             fn watch_json_prints_cache_events() {
                 super::watch_json_prints_cache_events(&$url());
+            }
+
+            #[test]
+            fn watch_follows_across_session_loss() {
+                super::watch_follows_across_session_loss(&$url());
             }
 
             #[test]

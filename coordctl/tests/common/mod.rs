@@ -307,8 +307,7 @@ impl Blackhole {
         self.proxy.partition();
     }
 
-    /// Let traffic through again (the connections carry on where they
-    /// stopped).
+    /// Let traffic through again (the connections carry on).
     pub fn heal(&self) {
         use coord_conformance::fault::Fault;
         self.proxy.heal();
