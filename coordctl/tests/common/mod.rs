@@ -366,3 +366,15 @@ impl Rng {
         self.next() % n
     }
 }
+
+/// The first lines of `coordctl watch ROOT` over ROOT and its one child
+/// `a` (data `one`): both added, in either order, then `initialized`.
+pub fn expect_initial_load(watch: &Running, root: &str, a: &str) {
+    let mut initial = vec![watch.line(20), watch.line(20)];
+    initial.sort();
+    assert_eq!(
+        initial,
+        [format!("added {root} "), format!("added {a} one")]
+    );
+    assert_eq!(watch.line(20), "initialized");
+}

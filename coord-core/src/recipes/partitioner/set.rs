@@ -389,7 +389,7 @@ impl Member {
                 released.and(left)
             }
             Err(e) => {
-                tracing::warn!(member = self.id.as_str(), error = %e, "set partitioner failed");
+                tracing::warn!(target: crate::telemetry::TARGET, member = self.id.as_str(), error = %e, "set partitioner failed");
                 // Dropped guards release in the background (the session's
                 // end is the backstop); we own nothing from here on.
                 self.held.clear();
