@@ -49,7 +49,12 @@ impl Shared {
             }
             _ => tracing::info!(target: crate::telemetry::TARGET, ?event, "coord client"),
         }
+        let last = matches!(event, ClientEvent::Closed);
         subscribers.retain(|s| s.send(event.clone()).is_ok());
+        if last {
+            // `Closed` is the last event: every stream ends after it.
+            subscribers.clear();
+        }
     }
 
     pub(super) fn subscribe(&self) -> ClientEvents {
