@@ -52,6 +52,7 @@
 //! a verdict.
 
 mod all;
+mod beliefs;
 mod calls;
 mod counter;
 mod findings;
