@@ -29,6 +29,7 @@
 
 pub mod check;
 pub mod history;
+pub mod tree;
 
 pub use check::{check, Report, Violation, ViolationKind};
 pub use history::{Event, HistoryWriter, Kind};

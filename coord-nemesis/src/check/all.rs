@@ -4,7 +4,9 @@ use std::collections::HashSet;
 
 use super::calls::{fault_intervals, Clock};
 use super::counter::counter;
+use super::finale::finale;
 use super::holds::holds;
+use super::leader::leader;
 use super::queue::queue;
 use super::report::{Report, Violation, ViolationKind};
 use super::throughput::throughput;
@@ -35,5 +37,7 @@ pub fn check(events: &[Event]) -> Report {
     holds(events, &clock, &faults, &mut r);
     queue(events, &mut r);
     throughput(events, &clock, &faults, &mut r);
+    leader(events, &clock, &faults, &mut r);
+    finale(events, &mut r);
     r
 }

@@ -4,6 +4,8 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
+use super::services_report::ServicesSummary;
+
 /// The kinds of violation the checker reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ViolationKind {
@@ -23,6 +25,24 @@ pub enum ViolationKind {
     QueueDuplicate,
     /// A queue item consumed that no producer offered.
     QueuePhantom,
+    /// Two processes led the election at once: a term began while another
+    /// process's term was still believed, and that process was not paused.
+    LeaderOverlap,
+    /// Terms out of order: a token taken by two processes' terms, a term
+    /// with a smaller token than a term that had ended before it began, or
+    /// a term begun before the same process's last term was reported over.
+    LeaderTerms,
+    /// A fenced leader write accepted under a token older than one already
+    /// accepted (or read back after a newer one's).
+    LeaderStaleWrite,
+    /// A member process alive at the end was not in the group (or with
+    /// other data) once things settled.
+    MemberMissing,
+    /// A member in the group at the end that no live process holds.
+    MemberStale,
+    /// A cache's view differed from the server's tree once things settled
+    /// (or the cache did not say what it held).
+    CacheDiverged,
     /// The history lacks what the check needs (no final read).
     Incomplete,
 }
@@ -38,8 +58,28 @@ impl ViolationKind {
             ViolationKind::QueueLost => "queue-lost",
             ViolationKind::QueueDuplicate => "queue-duplicate",
             ViolationKind::QueuePhantom => "queue-phantom",
+            ViolationKind::LeaderOverlap => "leader-overlap",
+            ViolationKind::LeaderTerms => "leader-terms",
+            ViolationKind::LeaderStaleWrite => "leader-stale-write",
+            ViolationKind::MemberMissing => "member-missing",
+            ViolationKind::MemberStale => "member-stale",
+            ViolationKind::CacheDiverged => "cache-diverged",
             ViolationKind::Incomplete => "incomplete",
         }
+    }
+
+    /// Whether it is a rule of the long-lived services (the latch, the
+    /// members, the caches), which the unfenced control does not touch.
+    pub fn is_service(self) -> bool {
+        matches!(
+            self,
+            ViolationKind::LeaderOverlap
+                | ViolationKind::LeaderTerms
+                | ViolationKind::LeaderStaleWrite
+                | ViolationKind::MemberMissing
+                | ViolationKind::MemberStale
+                | ViolationKind::CacheDiverged
+        )
     }
 }
 
@@ -122,6 +162,8 @@ pub struct Report {
     pub faults: Vec<FaultWindow>,
     /// Counter writes per second and queue acks per second over the run.
     pub overall: (f64, f64),
+    /// The long-lived services' counts.
+    pub services: ServicesSummary,
 }
 
 impl Report {
@@ -180,6 +222,7 @@ impl fmt::Display for Report {
             "throughput over the run: {:.1} counter writes/s, {:.1} queue acks/s",
             self.overall.0, self.overall.1
         )?;
+        write!(out, "{}", self.services)?;
         if !self.faults.is_empty() {
             writeln!(
                 out,
