@@ -35,5 +35,7 @@ macro_rules! conformance_tests {
         $crate::__round_trips_tests!($make);
         $crate::__persistent_node_tests!($make);
         $crate::__come_back_nodes_tests!($make);
+        $crate::__follow_caches_tests!($make);
+        $crate::__rejoining_partitioner_tests!($make);
     };
 }

@@ -24,7 +24,9 @@
 //! * `Item = Result<T>` where reading can fail. An error that ends the
 //!   stream (the session's end, a closed cache, a watch that is over) is
 //!   yielded once as `Some(Err(e))`; then the stream ends (`None`) — for
-//!   a cache, until `restart`. An error that leaves the stream usable (a
+//!   a cache, until `restart` (a cache that follows a [`Client`] reports a
+//!   session's end as [`CacheEvent::Reset`](recipes::CacheEvent::Reset)
+//!   instead, and goes on). An error that leaves the stream usable (a
 //!   lost connection the watcher will ride out, a counter holding a value
 //!   that is not a number) is `Some(Err(e))` and the stream goes on.
 //! * `Item = T` where a task reports its own failures as events (an
@@ -48,7 +50,7 @@
 //! | `client/` | [`Client`]: one live session at a time, the next opened after the last ends ([`client`]) |
 //! | `machinery/` | crate-private helpers: cancel-safe creates and deletes, retried reads, waits, counters, event streams that a dropped `next()` leaves intact |
 //! | `hold/` | what every guard is made of: the `Hold` trait and [`while_held`](recipes::while_held), the held node, contenders and queueing, revocation |
-//! | `recipes/` | one folder or file per family, its trait beside its recipes: `lock/`, `election/`, `queue/`, `cache/`, then group, partitioner, barrier, counter, periodic job (a family may use an earlier one: a semaphore or a periodic job holds a `Lock`) |
+//! | `recipes/` | one folder or file per family, its trait beside its recipes: `lock/`, `election/`, `queue/`, `cache/`, then group, `partitioner/`, barrier, counter, periodic job (a family may use an earlier one: a semaphore or a periodic job holds a `Lock`) |
 //! | `inspect/` | what lives at a path ([`inspect`]), one file per family |
 //!
 //! `mod.rs` files only declare and re-export.

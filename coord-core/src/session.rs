@@ -95,7 +95,7 @@ impl Drop for LastHandle {
         if self.local.state.borrow().is_terminal() || !self.inner.closes_on_drop() {
             return;
         }
-        tracing::debug!(session = %self.inner.id(), "last handle dropped without close: closing the session");
+        tracing::debug!(target: crate::telemetry::TARGET, session = %self.inner.id(), "last handle dropped without close: closing the session");
         let closing = Box::pin(close_session(
             Arc::clone(&self.inner),
             Arc::clone(&self.local),
@@ -401,7 +401,7 @@ impl Session {
     /// session is over (every operation then fails at once).
     pub(crate) fn spawn_work(&self, work: impl std::future::Future<Output = ()> + Send + 'static) {
         let Ok(rt) = tokio::runtime::Handle::try_current() else {
-            tracing::warn!(
+            tracing::warn!(target: crate::telemetry::TARGET,
                 session = %self.id(),
                 "no tokio runtime to finish a clean-up in; the session's end is left to do it"
             );

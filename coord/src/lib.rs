@@ -143,7 +143,7 @@ pub use coord_core::recipes::{
 };
 pub use coord_core::recipes::{
     LatchEvent, LatchWatcher, LeaderLatch, PartitionState, PartitionWatcher, Partitioner,
-    RejoiningLatch, RejoiningLatchWatcher, SetPartitioner,
+    RejoiningLatch, RejoiningLatchWatcher, RejoiningPartitioner, SetPartitioner,
 };
 pub use coord_core::{
     limits, path, Backoff, Child, Client, ClientEvent, ClientEvents, ClientOptions, CreateMode,

@@ -222,7 +222,11 @@
 //!
 //! kazoo's `SetPartitioner`: each item has one owner (a lock per item), and
 //! owners release before the set is split again. One way in:
-//! [`SetPartitioner::new`] (then `settle`, if wanted), then `join`.
+//! [`SetPartitioner::new`] (then `settle`, if wanted), then `join`. On a
+//! [`Client`], [`SetPartitioner::on_client`] makes a
+//! [`RejoiningPartitioner`]: after a session
+//! ends it reports `PartitionState::Lost`, joins again on the client's next
+//! session and takes its share afresh, with larger fencing tokens.
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
@@ -500,6 +504,10 @@
 //!
 //! A node, a directory's children, or a subtree to a depth, kept current;
 //! each change arrives as a [`CacheEvent`], and no change is missed.
+//! `start(&session, ..)` caches on one session; `follow(&client, ..)` on
+//! every session of a [`Client`], reloading after each
+//! session's end and reporting only what changed (after a
+//! [`CacheEvent::Reset`]).
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]

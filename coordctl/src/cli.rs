@@ -135,6 +135,13 @@ pub enum Command {
     /// With CMD, run CMD as the leader (with COORD_FENCING_TOKEN), resign when
     /// it ends and exit with its status; leadership lost sends CMD SIGTERM
     /// and exits 4.
+    ///
+    /// With --rejoin leadership outlives its session: when a term ends (the
+    /// session lost, the offer deleted) CMD is sent SIGTERM as above, then
+    /// coordctl campaigns again (on a new session if need be) and runs CMD
+    /// again, with the new term's larger COORD_FENCING_TOKEN, once elected.
+    /// It exits only when CMD ends by itself (with CMD's status) or on a
+    /// signal; never 4.
     #[command(after_long_help = crate::exit::TABLE)]
     Elect(ElectArgs),
 
@@ -172,6 +179,14 @@ pub enum Command {
     /// per line instead: {"event":…,"path":…,"data":…,"data_hex":…}, with
     /// path and data only where the event has them, data_hex the exact
     /// bytes.
+    ///
+    /// It follows across session loss: when the session ends (expired on
+    /// the server, or the server unreachable past the session timeout) it
+    /// prints `reset`, opens a new session (retrying until the server
+    /// answers), prints only what changed meanwhile, then `initialized`,
+    /// and goes on. It exits only on a signal (130/143), a bad PATH (2), a
+    /// first connection that fails (5, or 7 if refused), or an error that
+    /// is not a session's end (7 for permission denied, else 5).
     #[command(after_long_help = crate::exit::TABLE)]
     Watch(CacheWatchArgs),
 
@@ -417,6 +432,10 @@ pub struct ElectArgs {
     /// other either way; on etcd and Redis only the key's name changes.
     #[arg(long, value_enum, default_value_t = Layout::Latch)]
     pub layout: Layout,
+    /// Campaign again after losing leadership, on a new session if the
+    /// old one ended, and run CMD again when elected (see above).
+    #[arg(long)]
+    pub rejoin: bool,
     /// A command to run as the leader.
     #[arg(last = true, value_name = "CMD")]
     pub cmd: Vec<String>,

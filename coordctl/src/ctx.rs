@@ -49,8 +49,8 @@ impl Ctx {
         Ok(self.sessions.open().await?)
     }
 
-    /// Start a supervised client (a session now, and a new one after each
-    /// ends), to be closed at exit.
+    /// Open a supervised client: it opens a new session after each one
+    /// ends. Closed at exit.
     pub async fn client(&self) -> Result<Client, Failure> {
         Ok(self.sessions.client().await?)
     }
@@ -74,8 +74,9 @@ impl Ctx {
         self.interrupted.load(Ordering::SeqCst)
     }
 
-    /// Close every client and session: the server deletes their ephemeral nodes, so
-    /// every lock, leadership, membership and queue lease is released.
+    /// Close every client (its live session) and session: the server
+    /// deletes their ephemeral nodes, so every lock, leadership, membership
+    /// and queue lease is released.
     /// [`Session::close`] first waits for the session's clean-up still
     /// running in the background (a dropped guard's delete, a queue item
     /// given back), which takes a round trip on a server that answers.
@@ -84,17 +85,18 @@ impl Ctx {
     /// (a leased queue item is then delivered again only after that).
     pub async fn close_all(&self) {
         for c in self.sessions.take_clients() {
-            report_close(tokio::time::timeout(CLOSE_PATIENCE, c.close()).await);
+            close_within_patience(c.close()).await;
         }
         for s in self.sessions.take_all() {
-            report_close(tokio::time::timeout(CLOSE_PATIENCE, s.close()).await);
+            close_within_patience(s.close()).await;
         }
     }
 }
 
-/// Say on stderr how closing a session went, unless it went well.
-fn report_close(closed: Result<coord::Result<()>, tokio::time::error::Elapsed>) {
-    match closed {
+/// Await one close, for at most [`CLOSE_PATIENCE`], saying on stderr what
+/// went wrong.
+async fn close_within_patience(close: impl std::future::Future<Output = coord::Result<()>>) {
+    match tokio::time::timeout(CLOSE_PATIENCE, close).await {
         Ok(Ok(())) => {}
         Ok(Err(e)) => eprintln!("coordctl: closing the session: {e}"),
         Err(_) => {

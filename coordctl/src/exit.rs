@@ -13,8 +13,9 @@ pub const USAGE: u8 = 2;
 pub const TIMEOUT: u8 = 3;
 /// The lock, leadership or membership was lost (CMD was sent SIGTERM).
 pub const LOST: u8 = 4;
-/// The backend failed: cannot connect, session ended, server error; or
-/// `queue pop` could not write its item to stdout (the item stays queued).
+/// The backend failed: cannot connect, session ended (except `watch`,
+/// which goes on on a new session), server error; or `queue pop` could
+/// not write its item to stdout (the item stays queued).
 pub const BACKEND: u8 = 5;
 /// `lock --revocable`: a release was asked for (`coordctl revoke`), so CMD
 /// was sent SIGTERM and, once it ended, the lock was released.
@@ -41,8 +42,10 @@ Exit status:
   3        timed out (lock --timeout, queue pop --timeout)
   4        the lock, leadership or membership was lost while held
            (CMD, if running, was sent SIGTERM, then SIGKILL 10s later);
-           never from join --rejoin, which joins again instead
-  5        backend error: cannot connect, session ended, server error;
+           never from join --rejoin or elect --rejoin, which join or
+           campaign again instead
+  5        backend error: cannot connect, session ended (watch: never; it
+           goes on on a new session), server error;
            queue pop: stdout could not be written (the item stays queued)
   6        lock --revocable: a release was requested (coordctl revoke): CMD
            was sent SIGTERM (SIGKILL 10s later), then the lock was released

@@ -5,8 +5,9 @@ use std::sync::Mutex;
 
 use coord::{Client, ClientOptions, ConnectError, Connector, Session};
 
-/// The sessions opened through one [`Connector`], each kept until
-/// [`Sessions::take_all`] hands them over to be closed.
+/// The sessions and clients opened through one [`Connector`], each kept
+/// until [`Sessions::take_all`] (or [`Sessions::take_clients`]) hands them
+/// over to be closed.
 pub struct Sessions {
     connector: Connector,
     kept: Mutex<Vec<Session>>,
@@ -37,7 +38,7 @@ impl Sessions {
         Ok(session)
     }
 
-    /// Start a supervised client (its first session opened) and keep it.
+    /// Open a supervised client (its first session now) and keep it.
     pub async fn client(&self) -> Result<Client, ConnectError> {
         let client = self.connector.client(ClientOptions::default()).await?;
         if let Ok(mut all) = self.clients.lock() {

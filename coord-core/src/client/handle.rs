@@ -92,8 +92,8 @@ impl Drop for Owner {
 /// [`PersistentNode`](crate::recipes::PersistentNode),
 /// [`GroupMember`](crate::recipes::GroupMember),
 /// [`RejoiningLatch`](crate::recipes::RejoiningLatch),
-/// `RejoiningPartitioner`, and
-/// the caches' `follow`.
+/// [`RejoiningPartitioner`](crate::recipes::RejoiningPartitioner), and
+/// the caches' [`follow`](crate::recipes::TreeCache::follow).
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]

@@ -2,8 +2,8 @@
 //! the next one after the last one ends, so that a service outlives its
 //! sessions. The recipes that come back ([`PersistentNode`](crate::recipes::PersistentNode),
 //! [`GroupMember`](crate::recipes::GroupMember), [`RejoiningLatch`](crate::recipes::RejoiningLatch),
-//! `RejoiningPartitioner`, the caches'
-//! `follow`) are built on it.
+//! [`RejoiningPartitioner`](crate::recipes::RejoiningPartitioner), the caches'
+//! [`follow`](crate::recipes::TreeCache::follow)) are built on it.
 //!
 //! Files: `open.rs` (how a session is opened: [`Open`]), `events.rs` (the
 //! [`ClientEvent`] stream), `state.rs` (what the handles share with the

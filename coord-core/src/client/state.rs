@@ -45,9 +45,9 @@ impl Shared {
         self.current.send_modify(change);
         match &event {
             ClientEvent::Lost { .. } | ClientEvent::OpenFailed { .. } => {
-                tracing::warn!(?event, "coord client")
+                tracing::warn!(target: crate::telemetry::TARGET, ?event, "coord client")
             }
-            _ => tracing::info!(?event, "coord client"),
+            _ => tracing::info!(target: crate::telemetry::TARGET, ?event, "coord client"),
         }
         subscribers.retain(|s| s.send(event.clone()).is_ok());
     }

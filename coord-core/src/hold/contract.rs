@@ -241,7 +241,7 @@ where
             Ok(()) => Ok(t),
             Err(e) if matches!(e, Error::LockLost { .. }) || e.is_session_end() => Err(e),
             Err(e) => {
-                tracing::warn!(error = %e, "release after a scoped hold failed; the node is deleted in the background");
+                tracing::warn!(target: crate::telemetry::TARGET, error = %e, "release after a scoped hold failed; the node is deleted in the background");
                 Ok(t)
             }
         },

@@ -173,7 +173,7 @@ impl HeldNode {
                 }
                 Err(e) if e.is_retryable() => {
                     tried = true;
-                    tracing::debug!(path = %self.node.path, error = %e, "release failed; retrying once the connection is back");
+                    tracing::debug!(target: crate::telemetry::TARGET, path = %self.node.path, error = %e, "release failed; retrying once the connection is back");
                     retry::pause(&self.session, &mut attempt).await;
                 }
                 // Not known to be deleted: `Drop` tries again in the background.

@@ -34,7 +34,7 @@ pub(crate) async fn why_gone(session: &Session, path: &str) -> Error {
             Err(e) if e.is_retryable() => retry::pause(session, &mut attempt).await,
             Err(e) => {
                 // The server cannot say: the node is gone, so the hold is.
-                tracing::debug!(%path, error = %e, "cannot ask whether the session lives; counting the loss as a deletion");
+                tracing::debug!(target: crate::telemetry::TARGET, %path, error = %e, "cannot ask whether the session lives; counting the loss as a deletion");
                 return Error::LockLost {
                     path: path.to_owned(),
                 };

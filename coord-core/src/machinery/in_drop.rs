@@ -92,12 +92,12 @@ pub(crate) fn close_on_drop(closing: SessionEnder, ender: Option<SessionEnder>) 
         match tokio::time::timeout(CLOSE_BUDGET, closing).await {
             Ok(Ok(())) => {}
             Ok(Err(e)) => {
-                tracing::debug!(error = %e, "closing a dropped session failed; ending it over a connection of its own");
+                tracing::debug!(target: crate::telemetry::TARGET, error = %e, "closing a dropped session failed; ending it over a connection of its own");
                 if let Some(ender) = fallback.0.take() {
                     let _ = tokio::time::timeout(CLOSE_BUDGET, ender).await;
                 }
             }
-            Err(_) => tracing::warn!(
+            Err(_) => tracing::warn!(target: crate::telemetry::TARGET,
                 "no answer to the close of a dropped session within {CLOSE_BUDGET:?}; the server ends it by its timeout"
             ),
         }
@@ -124,7 +124,7 @@ impl Drop for Fallback {
     fn drop(&mut self) {
         if let Some(ender) = self.0.take() {
             if !run_elsewhere(ender, CLOSE_BUDGET) {
-                tracing::debug!("could not end a dropped session over a connection of its own; the server ends it by its timeout");
+                tracing::debug!(target: crate::telemetry::TARGET, "could not end a dropped session over a connection of its own; the server ends it by its timeout");
             }
         }
     }

@@ -182,7 +182,7 @@ pub(crate) async fn delete_until_gone(session: &Session, node: &Created) -> Resu
     loop {
         match delete_own_if_present(session, node).await {
             Err(e) if e.is_retryable() => {
-                tracing::debug!(path = %node.path, error = %e, "delete failed; retrying once the connection is back");
+                tracing::debug!(target: crate::telemetry::TARGET, path = %node.path, error = %e, "delete failed; retrying once the connection is back");
                 retry::pause(session, &mut attempt).await;
             }
             done => return done,
@@ -237,7 +237,7 @@ pub(crate) fn delete_in_background_then(
         match delete_until_gone(&s, &node).await {
             Ok(()) => deleted(),
             Err(e) => {
-                tracing::warn!(path = %node.path, error = %e, "could not delete a node this session no longer needs");
+                tracing::warn!(target: crate::telemetry::TARGET, path = %node.path, error = %e, "could not delete a node this session no longer needs");
             }
         }
     }));
@@ -267,7 +267,7 @@ impl Drop for PendingNode {
                 self.session.spawn_work(async move {
                     if let Ok(c) = create.await {
                         if let Err(e) = delete_until_gone(&session, &c).await {
-                            tracing::warn!(path = %c.path, error = %e, "could not delete the node of a withdrawn create");
+                            tracing::warn!(target: crate::telemetry::TARGET, path = %c.path, error = %e, "could not delete the node of a withdrawn create");
                         }
                     }
                 });

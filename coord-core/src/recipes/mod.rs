@@ -6,8 +6,9 @@
 //! [`LeaderLatch`]), [`Group`], [`Queue`] and the other queues,
 //! [`PeriodicJob`], [`Counter`], [`Partitioner`], the caches; and, built
 //! on a [`Client`](crate::Client) rather than one session, the recipes
-//! that come back after a session ends: [`PersistentNode`] and
-//! [`GroupMember`];
+//! that come back after a session ends: [`PersistentNode`],
+//! [`GroupMember`], [`RejoiningLatch`], [`RejoiningPartitioner`] and the
+//! caches' `follow`;
 //! [`Contender`] says who holds and who waits, [`revocation`] asks a holder
 //! to let go. Each recipe is made by its own constructor, and its type's
 //! doc says what it writes on the server, what it guarantees and which
@@ -67,7 +68,9 @@ pub use lock::{
     Lease, Lock, LockGuard, MultiLock, MultiLockGuard, ReadLock, ReentrantLock, RwLock, Semaphore,
     SemaphoreMutex, SimpleLock, WriteLock,
 };
-pub use partitioner::{PartitionState, PartitionWatcher, Partitioner, SetPartitioner};
+pub use partitioner::{
+    PartitionState, PartitionWatcher, Partitioner, RejoiningPartitioner, SetPartitioner,
+};
 pub use periodic_job::{period_index, OnCrash, PeriodicJob, RunContext, RunOutcome};
 pub use persistent::{GroupMember, PersistentMode, PersistentNode, Presence, PresenceWatcher};
 pub use queue::{

@@ -286,7 +286,7 @@ impl PeriodicJob {
             tokio::select! {
                 r = run => r,
                 e = guard.lost() => {
-                    tracing::warn!(period, error = %e, "lock lost during the run; the job was stopped");
+                    tracing::warn!(target: crate::telemetry::TARGET, period, error = %e, "lock lost during the run; the job was stopped");
                     return Err(e);
                 }
             }
@@ -332,7 +332,7 @@ impl PeriodicJob {
             Err(e @ (Error::VersionMismatch { .. } | Error::AlreadyExists { .. })) => {
                 // Someone wrote the record while we held the lock: only a
                 // runner without the lock could, so refuse to overwrite.
-                tracing::error!(period, node, error = %e, "run record changed under the lock");
+                tracing::error!(target: crate::telemetry::TARGET, period, node, error = %e, "run record changed under the lock");
                 Err(e)
             }
             Err(e) => Err(e),

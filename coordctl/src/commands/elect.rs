@@ -1,15 +1,19 @@
-//! `coordctl elect PATH VALUE [-- CMD…]` and `coordctl leader PATH [--watch]`.
+//! `coordctl elect PATH VALUE [--rejoin] [-- CMD…]` and `coordctl leader PATH [--watch]`.
 
 use coord::prelude::*;
-use coord::{Election, Error, Session};
+use coord::{Election, Error, RejoiningLatch, Session};
 
 use super::hold::{Held, UnderHold};
 use super::output::print_line;
 use crate::cli::{ElectArgs, WatchArgs};
 use crate::ctx::Ctx;
 use crate::exit::{self, Failure};
+use crate::logging::say;
 
 pub async fn elect(ctx: &Ctx, a: ElectArgs) -> Result<u8, Failure> {
+    if a.rejoin {
+        return elect_again(ctx, a).await;
+    }
     let session = ctx.open().await?;
     let what = format!("elect {}", a.path);
     let election = Election::new(&session, &a.path)
@@ -22,6 +26,56 @@ pub async fn elect(ctx: &Ctx, a: ElectArgs) -> Result<u8, Failure> {
         .lead(a.value.as_bytes(), |term| under.body(term))
         .await;
     under.outcome(led).await
+}
+
+/// `elect --rejoin`: a [`RejoiningLatch`] on a supervised client. Each
+/// time it leads, print `leader VALUE` and run CMD (with that term's
+/// COORD_FENCING_TOKEN); when the term ends (its session lost, its offer
+/// deleted) CMD is sent SIGTERM (SIGKILL after the grace) and coordctl
+/// campaigns again, on a new session if need be, and runs CMD again once
+/// it leads again. Without CMD it holds leadership the same way. It ends
+/// when CMD ends by itself (resigning first, with CMD's status) or on a
+/// signal (forwarded to a running CMD, whose status is then the exit
+/// status); never with 4.
+async fn elect_again(ctx: &Ctx, a: ElectArgs) -> Result<u8, Failure> {
+    let what = format!("elect {}", a.path);
+    let client = ctx.client().await?;
+    let latch =
+        RejoiningLatch::start_with_layout(&client, &a.path, a.value.as_bytes(), a.layout.into())
+            .map_err(|e| Failure::coord(&what, e))?;
+    loop {
+        let token = latch
+            .await_leadership()
+            .await
+            .map_err(|e| Failure::new(exit::BACKEND, format!("{what}: the client closed ({e})")))?;
+        print_line(format!("leader {}", a.value).as_bytes())?;
+        if a.cmd.is_empty() {
+            latch.term_ended(token).await;
+            say(format_args!(
+                "lost leadership of {} (token {token}); campaigning again",
+                a.path
+            ));
+            continue;
+        }
+        let proc = ctx
+            .children
+            .spawn(&a.cmd, &[("COORD_FENCING_TOKEN", token.to_string())])?;
+        tokio::select! {
+            code = proc.wait() => {
+                if let Err(e) = latch.close().await {
+                    say(format_args!("resigning {}: {e}", a.path));
+                }
+                return Ok(code);
+            }
+            () = latch.term_ended(token) => {
+                say(format_args!(
+                    "lost leadership of {} (token {token}); stopping the command, then campaigning again",
+                    a.path
+                ));
+                proc.terminate().await;
+            }
+        }
+    }
 }
 
 pub async fn leader(ctx: &Ctx, a: WatchArgs) -> Result<u8, Failure> {

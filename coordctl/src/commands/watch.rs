@@ -1,4 +1,5 @@
-//! `coordctl watch PATH [--children|--node]`: print a cache's events.
+//! `coordctl watch PATH [--children|--node]`: print the events of a cache
+//! that follows the client across session loss.
 
 use coord::{CacheEvent, ChildrenCache, NodeCache, TreeCache};
 
@@ -56,27 +57,33 @@ fn line(event: &CacheEvent, json: bool) -> Option<String> {
     Some(l)
 }
 
+/// Print the events of a cache that follows a supervised client: a
+/// session's end is a `reset` line, then the difference on the next
+/// session, then `initialized`; only an error that is not a session's end
+/// (permission denied, …) ends it.
 pub async fn watch(ctx: &Ctx, a: CacheWatchArgs) -> Result<u8, Failure> {
-    let session = ctx.open().await?;
     let what = format!("watch {}", a.path);
     let fail = |e| Failure::coord(&what, e);
+    // Checked before anything is opened: a bad path is a usage error.
+    coord::path::validate(&a.path).map_err(fail)?;
+    let client = ctx.client().await?;
     // A cache ends only after an error, which `?` returns.
     if a.node {
-        let mut c = NodeCache::start(&session, &a.path).map_err(fail)?;
+        let mut c = NodeCache::follow(&client, &a.path).map_err(fail)?;
         while let Some(event) = c.next().await {
             if let Some(l) = line(&event.map_err(fail)?, a.json) {
                 print_line(l.as_bytes())?;
             }
         }
     } else if a.children {
-        let mut c = ChildrenCache::start(&session, &a.path).map_err(fail)?;
+        let mut c = ChildrenCache::follow(&client, &a.path).map_err(fail)?;
         while let Some(event) = c.next().await {
             if let Some(l) = line(&event.map_err(fail)?, a.json) {
                 print_line(l.as_bytes())?;
             }
         }
     } else {
-        let mut c = TreeCache::start(&session, &a.path, a.depth).map_err(fail)?;
+        let mut c = TreeCache::follow(&client, &a.path, a.depth).map_err(fail)?;
         while let Some(event) = c.next().await {
             if let Some(l) = line(&event.map_err(fail)?, a.json) {
                 print_line(l.as_bytes())?;

@@ -307,8 +307,7 @@ impl Blackhole {
         self.proxy.partition();
     }
 
-    /// Let traffic through again (the connections carry on where they
-    /// stopped).
+    /// Let traffic through again (the connections carry on).
     pub fn heal(&self) {
         use coord_conformance::fault::Fault;
         self.proxy.heal();
@@ -366,4 +365,16 @@ impl Rng {
     pub fn below(&mut self, n: u64) -> u64 {
         self.next() % n
     }
+}
+
+/// The first lines of `coordctl watch ROOT` over ROOT and its one child
+/// `a` (data `one`): both added, in either order, then `initialized`.
+pub fn expect_initial_load(watch: &Running, root: &str, a: &str) {
+    let mut initial = vec![watch.line(20), watch.line(20)];
+    initial.sort();
+    assert_eq!(
+        initial,
+        [format!("added {root} "), format!("added {a} one")]
+    );
+    assert_eq!(watch.line(20), "initialized");
 }

@@ -29,11 +29,14 @@ pub enum CacheEvent {
         /// Its path.
         path: String,
     },
-    /// The initial load (or a reload after [`TreeCache::restart`](crate::recipes::TreeCache::restart)) is
+    /// The initial load (or a reload after a `Reset`) is
     /// complete: [`TreeCache::current`](crate::recipes::TreeCache::current) is the server's state as of then.
     Initialized,
-    /// A [`TreeCache::restart`](crate::recipes::TreeCache::restart) began: the events up to the next
-    /// `Initialized` are the difference from the view before it.
+    /// The view is stale and a reload follows: a
+    /// [`TreeCache::restart`](crate::recipes::TreeCache::restart) began, or
+    /// the session of a cache made by `follow` ended (it reloads on the
+    /// client's next session). The events up to the next `Initialized` are
+    /// the difference from the view before it.
     Reset,
 }
 

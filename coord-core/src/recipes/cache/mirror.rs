@@ -8,9 +8,11 @@ use std::task::{ready, Context, Poll};
 use tokio::sync::mpsc;
 
 use crate::backend::node::Node;
+use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::path;
 use crate::recipes::cache::event::{CacheEvent, Shape, Shared};
+use crate::recipes::cache::follow;
 use crate::recipes::cache::worker::spawn;
 use crate::session::Session;
 
@@ -25,36 +27,50 @@ pub(crate) enum Run {
     Ended,
 }
 
+/// What a cache runs on.
+#[derive(Debug, Clone)]
+pub(crate) enum Source {
+    /// One session: the cache ends with it.
+    Session(Session),
+    /// Every session of a client, one after another.
+    Client(Client),
+}
+
 #[derive(Debug)]
 pub(crate) struct Mirror {
     pub(crate) root: String,
     pub(crate) shape: Shape,
     pub(crate) view: Shared,
     pub(crate) events: mpsc::UnboundedReceiver<Result<CacheEvent>>,
-    pub(crate) session: Session,
+    pub(crate) source: Source,
     pub(crate) run: Run,
     pub(crate) task: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl Mirror {
-    pub(crate) fn start(session: &Session, root: &str, shape: Shape) -> Result<Mirror> {
+    pub(crate) fn start(source: Source, root: &str, shape: Shape) -> Result<Mirror> {
         path::validate(root)?;
         let view: Shared = Arc::default();
         let (tx, rx) = mpsc::unbounded_channel();
-        let task = spawn(
-            session.clone(),
-            root.to_string(),
-            shape,
-            view.clone(),
-            tx,
-            false,
-        );
+        let task = match &source {
+            Source::Session(session) => spawn(
+                session.clone(),
+                root.to_string(),
+                shape,
+                view.clone(),
+                tx,
+                false,
+            ),
+            Source::Client(client) => {
+                follow::spawn(client.clone(), root.to_string(), shape, view.clone(), tx)
+            }
+        };
         Ok(Mirror {
             root: root.to_string(),
             shape,
             view,
             events: rx,
-            session: session.clone(),
+            source,
             run: Run::Live,
             task: Some(task),
         })
@@ -67,7 +83,7 @@ impl Mirror {
         let (tx, rx) = mpsc::unbounded_channel();
         self.events = rx;
         self.run = Run::Live;
-        self.session = session.clone();
+        self.source = Source::Session(session.clone());
         self.task = Some(spawn(
             session.clone(),
             self.root.clone(),
@@ -95,10 +111,10 @@ impl Mirror {
     }
 
     pub(crate) fn end_error(&self) -> Error {
-        self.session
-            .state()
-            .end_error()
-            .unwrap_or(Error::SessionClosed)
+        match &self.source {
+            Source::Session(session) => session.state().end_error().unwrap_or(Error::SessionClosed),
+            Source::Client(_) => Error::SessionClosed,
+        }
     }
 
     pub(crate) fn current(&self) -> BTreeMap<String, Node> {

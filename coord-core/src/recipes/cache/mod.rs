@@ -2,6 +2,7 @@
 //! subtree, with an event stream ([`TreeCache`] says how they work).
 
 mod event;
+mod follow;
 mod mirror;
 mod views;
 mod worker;

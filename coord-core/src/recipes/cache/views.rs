@@ -7,9 +7,10 @@ use std::task::{Context, Poll};
 use futures_core::Stream;
 
 use crate::backend::node::Node;
+use crate::client::Client;
 use crate::error::Result;
 use crate::recipes::cache::event::{CacheEvent, Shape};
-use crate::recipes::cache::mirror::Mirror;
+use crate::recipes::cache::mirror::{Mirror, Source};
 use crate::session::Session;
 
 macro_rules! cache_api {
@@ -26,6 +27,11 @@ macro_rules! cache_api {
             /// session's end
             /// ([`Error::SessionExpired`](crate::Error::SessionExpired), [`Error::SessionClosed`](crate::Error::SessionClosed)) or a
             /// backend error; `SessionClosed` after [`close`](Self::close).
+            /// A cache made by `follow` does not end with a session: it
+            /// reports [`CacheEvent::Reset`] and goes on on the client's
+            /// next session; it ends with `SessionClosed` once the client
+            /// is closed, or with an error that is not a session's end (an
+            /// ACL refusing a read).
             ///
             /// # Cancel safety
             /// Cancel safe: an event is only taken when it is returned.
@@ -36,7 +42,9 @@ macro_rules! cache_api {
             /// Reload on `session` (a new one, after the old session
             /// ended): emits [`CacheEvent::Reset`], the difference from the
             /// last view, then [`CacheEvent::Initialized`]. Undelivered
-            /// events of the old run are dropped.
+            /// events of the old run are dropped. A cache made by `follow`
+            /// stops following its client and runs on `session` from then
+            /// on, as one made by `start`.
             pub fn restart(&mut self, session: &Session) {
                 self.0.restart(session)
             }
@@ -59,10 +67,31 @@ macro_rules! cache_api {
     };
 }
 
+/// A [`NodeCache`]: the node only.
+const NODE: Shape = Shape {
+    max_depth: 0,
+    include_root: true,
+};
+
+/// A [`ChildrenCache`]: one level, without the directory itself.
+const CHILDREN: Shape = Shape {
+    max_depth: 1,
+    include_root: false,
+};
+
+/// A [`TreeCache`] down to `max_depth`.
+fn tree(max_depth: usize) -> Shape {
+    Shape {
+        max_depth,
+        include_root: true,
+    }
+}
+
 /// One node's data, kept current; see [`TreeCache`].
 ///
 /// An [event stream](crate#event-streams) of `Result<CacheEvent>`: an
-/// error ends it, until [`restart`](Self::restart).
+/// error ends it, until [`restart`](Self::restart); made by
+/// [`follow`](Self::follow), it follows a client's sessions instead.
 ///
 /// ```
 /// # async fn demo(session: coord_core::Session) -> coord_core::Result<()> {
@@ -83,11 +112,26 @@ impl NodeCache {
     /// # Errors
     /// [`Error::InvalidPath`](crate::Error::InvalidPath) for a bad path, before any I/O.
     pub fn start(session: &Session, node: &str) -> Result<Self> {
-        let shape = Shape {
-            max_depth: 0,
-            include_root: true,
-        };
-        Ok(NodeCache(Mirror::start(session, node, shape)?))
+        Ok(NodeCache(Mirror::start(
+            Source::Session(session.clone()),
+            node,
+            NODE,
+        )?))
+    }
+
+    /// Cache the node at `node` on every session of `client`, one after
+    /// another: a session's end is reported as [`CacheEvent::Reset`], and
+    /// the next session's reload reports only the difference (see
+    /// [`TreeCache`], "Following a client"). Needs a tokio runtime.
+    ///
+    /// # Errors
+    /// [`Error::InvalidPath`](crate::Error::InvalidPath) for a bad path, before any I/O.
+    pub fn follow(client: &Client, node: &str) -> Result<Self> {
+        Ok(NodeCache(Mirror::start(
+            Source::Client(client.clone()),
+            node,
+            NODE,
+        )?))
     }
 
     /// The node as last seen; `None` when it does not exist.
@@ -101,7 +145,8 @@ cache_api!(NodeCache);
 /// [`TreeCache`].
 ///
 /// An [event stream](crate#event-streams) of `Result<CacheEvent>`: an
-/// error ends it, until [`restart`](Self::restart).
+/// error ends it, until [`restart`](Self::restart); made by
+/// [`follow`](Self::follow), it follows a client's sessions instead.
 #[derive(Debug)]
 pub struct ChildrenCache(Mirror);
 
@@ -111,11 +156,25 @@ impl ChildrenCache {
     /// # Errors
     /// [`Error::InvalidPath`](crate::Error::InvalidPath) for a bad path, before any I/O.
     pub fn start(session: &Session, dir: &str) -> Result<Self> {
-        let shape = Shape {
-            max_depth: 1,
-            include_root: false,
-        };
-        Ok(ChildrenCache(Mirror::start(session, dir, shape)?))
+        Ok(ChildrenCache(Mirror::start(
+            Source::Session(session.clone()),
+            dir,
+            CHILDREN,
+        )?))
+    }
+
+    /// Cache the children of `dir` on every session of `client`, one
+    /// after another (see [`TreeCache`], "Following a client"). Needs a
+    /// tokio runtime.
+    ///
+    /// # Errors
+    /// [`Error::InvalidPath`](crate::Error::InvalidPath) for a bad path, before any I/O.
+    pub fn follow(client: &Client, dir: &str) -> Result<Self> {
+        Ok(ChildrenCache(Mirror::start(
+            Source::Client(client.clone()),
+            dir,
+            CHILDREN,
+        )?))
     }
 
     /// The children as last seen, by full path.
@@ -126,10 +185,13 @@ impl ChildrenCache {
 cache_api!(ChildrenCache);
 
 /// A node and its descendants down to `max_depth` levels below it, made by
-/// [`TreeCache::start`]`(session, root, max_depth)`.
+/// [`TreeCache::start`]`(session, root, max_depth)` (on one session) or
+/// [`TreeCache::follow`]`(client, root, max_depth)` (on every session of a
+/// client, see "Following a client" below).
 ///
 /// An [event stream](crate#event-streams) of `Result<CacheEvent>`: an
-/// error ends it, until [`restart`](Self::restart).
+/// error ends it, until [`restart`](Self::restart); a session's end does
+/// not end one made by `follow`.
 ///
 /// How the three caches work (Curator's `CuratorCache`, `NodeCache`,
 /// `PathChildrenCache`, `TreeCache`; kazoo's `DataWatch`, `ChildrenWatch`,
@@ -166,6 +228,52 @@ cache_api!(ChildrenCache);
 /// emits the difference from that last view (`Added` / `Updated` /
 /// `Removed`), then `Initialized` again; [`CacheEvent::Reset`] is emitted
 /// first, so a consumer can tell a rebuild from ordinary changes.
+///
+/// ## Following a client
+/// A cache made by `follow` ([`TreeCache::follow`]`(client, root,
+/// max_depth)`, [`ChildrenCache::follow`], [`NodeCache::follow`]) runs on
+/// every session of a [`Client`], one after another, and does that
+/// `restart` itself: when the live session ends (expired on the server,
+/// given up at its lease deadline), [`next`](TreeCache::next) yields
+/// [`CacheEvent::Reset`] — the view is stale from then on, and
+/// [`current`](TreeCache::current) keeps the last one — and once the
+/// client has opened its next session, the cache reloads there and emits
+/// only the difference from that last view (`Added` / `Updated` /
+/// `Removed`: what changed on the server meanwhile, nothing else), then
+/// `Initialized`. So `next` never ends because a session did: the events
+/// up to each `Initialized` take [`current`](TreeCache::current) to the
+/// server's state, as of that reload. A session that ends during a reload
+/// adds no second `Reset`: the next reload still reports the difference
+/// from the last view shown. The stream ends (`SessionClosed`, then
+/// `None`) only when the client is closed ([`Client::close`]) or the
+/// cache is ([`close`](TreeCache::close), or dropped), or with an error
+/// that is not a session's end (an ACL refusing a read). The cache holds
+/// a handle on the client, so the client stays open while the cache runs.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> coord_core::Result<()> {
+/// use std::time::Duration;
+/// use coord_core::recipes::{CacheEvent, ChildrenCache};
+/// use coord_core::{ClientOptions, CreateMode};
+/// let store = coord_mem::MemStore::new();
+/// let client = store.client(Duration::from_secs(10), ClientOptions::default());
+/// let writer = store.open();
+/// writer.create("/svc/a", b"1", CreateMode::Persistent).await?;
+/// let mut cache = ChildrenCache::follow(&client, "/svc")?;
+/// while cache.next().await.transpose()? != Some(CacheEvent::Initialized) {}
+/// store.expire(&client.session().await?.id()); // the server ends the session
+/// assert_eq!(cache.next().await.transpose()?, Some(CacheEvent::Reset));
+/// // Reloaded on the client's next session: nothing changed meanwhile, so
+/// // no event but Initialized.
+/// assert_eq!(cache.next().await.transpose()?, Some(CacheEvent::Initialized));
+/// assert_eq!(cache.current()["/svc/a"].data, b"1");
+/// writer.set("/svc/a", b"2", None).await?; // and it goes on
+/// let a = CacheEvent::Updated { path: "/svc/a".into(), data: b"2".to_vec() };
+/// assert_eq!(cache.next().await.transpose()?, Some(a));
+/// client.close().await?;
+/// assert!(matches!(cache.next().await, Some(Err(coord_core::Error::SessionClosed))));
+/// # Ok(()) }
+/// ```
 ///
 /// ## Tree watches
 /// Where the backend offers [`Session::watch_tree`](crate::Session::watch_tree) (ZooKeeper ≥ 3.6's
@@ -209,11 +317,25 @@ impl TreeCache {
     /// # Errors
     /// [`Error::InvalidPath`](crate::Error::InvalidPath) for a bad path, before any I/O.
     pub fn start(session: &Session, root: &str, max_depth: usize) -> Result<Self> {
-        let shape = Shape {
-            max_depth,
-            include_root: true,
-        };
-        Ok(TreeCache(Mirror::start(session, root, shape)?))
+        Ok(TreeCache(Mirror::start(
+            Source::Session(session.clone()),
+            root,
+            tree(max_depth),
+        )?))
+    }
+
+    /// Cache `root` and its descendants down to `max_depth` levels below
+    /// it on every session of `client`, one after another (see
+    /// "Following a client" above). Needs a tokio runtime.
+    ///
+    /// # Errors
+    /// [`Error::InvalidPath`](crate::Error::InvalidPath) for a bad path, before any I/O.
+    pub fn follow(client: &Client, root: &str, max_depth: usize) -> Result<Self> {
+        Ok(TreeCache(Mirror::start(
+            Source::Client(client.clone()),
+            root,
+            tree(max_depth),
+        )?))
     }
 
     /// Every cached node as last seen, by full path.

@@ -24,19 +24,39 @@ pub(crate) fn spawn(
     reset: bool,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
-        let mut w = Worker {
-            session,
-            root,
-            shape,
-            map: HashMap::new(),
-            watches: JoinSet::new(),
-            tree: None,
-            out: Vec::new(),
-        };
-        if let Err(e) = w.run(&view, &tx, reset).await {
-            let _ = tx.send(Err(e));
-        }
+        let mut loaded = false;
+        let e = mirror(session, root, shape, &view, &tx, reset, &mut loaded).await;
+        let _ = tx.send(Err(e));
     })
+}
+
+/// Load `root` on `session`, report the difference from `view` (after
+/// [`CacheEvent::Reset`] with `reset`) and `Initialized`, then keep `view`
+/// current until the session ends: returns the error that ended it.
+/// `loaded` is set once the initial load was published.
+pub(crate) async fn mirror(
+    session: Session,
+    root: String,
+    shape: Shape,
+    view: &Shared,
+    tx: &mpsc::UnboundedSender<Result<CacheEvent>>,
+    reset: bool,
+    loaded: &mut bool,
+) -> Error {
+    let mut w = Worker {
+        session,
+        root,
+        shape,
+        map: HashMap::new(),
+        watches: JoinSet::new(),
+        tree: None,
+        out: Vec::new(),
+    };
+    match w.run(view, tx, reset, loaded).await {
+        Err(e) => e,
+        // `run` only ends with an error.
+        Ok(()) => Error::SessionClosed,
+    }
 }
 
 struct Worker {
@@ -83,6 +103,7 @@ impl Worker {
         view: &Shared,
         tx: &mpsc::UnboundedSender<Result<CacheEvent>>,
         reset: bool,
+        loaded: &mut bool,
     ) -> Result<()> {
         // A tree watch, where there is one, is armed before the initial
         // load reads anything.
@@ -100,6 +121,7 @@ impl Worker {
         events.push(CacheEvent::Initialized);
         self.out.clear();
         self.publish(view, tx, events);
+        *loaded = true;
         if self.tree.is_some() {
             return self.follow_tree(view, tx).await;
         }

@@ -303,7 +303,7 @@ async fn run(
             return r;
         }
         Some(Err(e)) => {
-            tracing::warn!(election = election.dir.as_str(), error = %e, "election participant failed");
+            tracing::warn!(target: crate::telemetry::TARGET, election = election.dir.as_str(), error = %e, "election participant failed");
             out.emit(ElectionEvent::Failed);
             let _ = stop.await;
             out.emit(ElectionEvent::StopStart);
@@ -325,7 +325,7 @@ async fn run(
     };
     match lost {
         Some(e) => {
-            tracing::warn!(election = election.dir.as_str(), error = %e, "leadership lost");
+            tracing::warn!(target: crate::telemetry::TARGET, election = election.dir.as_str(), error = %e, "leadership lost");
             out.emit(ElectionEvent::Failed);
             drop(held);
             let _ = stop.await;

@@ -354,7 +354,7 @@ async fn run(
             break closed;
         }
         if let Err(e) = &closed {
-            tracing::info!(dir = %dir, error = %e, "rejoining latch: the latch on generation {} ended; joining again", generation.number);
+            tracing::info!(target: crate::telemetry::TARGET, dir = %dir, error = %e, "rejoining latch: the latch on generation {} ended; joining again", generation.number);
         }
         if generation.session.state().is_terminal() {
             after = generation.number;

@@ -160,7 +160,7 @@ async fn give_back(taken: Vec<LockGuard>, e: Error) -> Error {
 async fn release_all(taken: Vec<LockGuard>) {
     for g in taken.into_iter().rev() {
         if let Err(e) = g.release().await {
-            tracing::debug!(error = %e, "releasing part of an abandoned multi-lock");
+            tracing::debug!(target: crate::telemetry::TARGET, error = %e, "releasing part of an abandoned multi-lock");
         }
     }
 }

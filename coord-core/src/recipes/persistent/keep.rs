@@ -294,7 +294,7 @@ impl Keeper {
                     Ok(Err(e)) if e.is_session_end() => return Over::Session,
                     Ok(Err(e)) if fatal(&e) => return Over::Failed(e),
                     Ok(Err(e)) => {
-                        tracing::debug!(path = %old, error = %e, "waiting for a node to go failed; trying again");
+                        tracing::debug!(target: crate::telemetry::TARGET, path = %old, error = %e, "waiting for a node to go failed; trying again");
                         if let Err(stop) =
                             until(&mut self.cmds, retry::pause(session, &mut attempt)).await
                         {
@@ -319,7 +319,7 @@ impl Keeper {
                         Error::AlreadyExists { path } => self.last = Some(path.clone()),
                         Error::NotFound { .. } => {}
                         _ => {
-                            tracing::warn!(path = %self.path, error = %e, "making a persistent node failed; trying again")
+                            tracing::warn!(target: crate::telemetry::TARGET, path = %self.path, error = %e, "making a persistent node failed; trying again")
                         }
                     }
                     if let Err(stop) =
@@ -366,7 +366,7 @@ impl Keeper {
         // Data set while the node was being made.
         if self.data() != written {
             if let Err(e) = write(held, &self.data(), self.mode).await {
-                tracing::warn!(path = %held.path(), error = %e, "writing a persistent node's data failed");
+                tracing::warn!(target: crate::telemetry::TARGET, path = %held.path(), error = %e, "writing a persistent node's data failed");
             }
         }
         loop {
@@ -392,7 +392,7 @@ impl Keeper {
                 () = touched => {
                     next_touch = touch.map(|t| tokio::time::Instant::now() + t);
                     if let Err(e) = write(held, &self.data(), self.mode).await {
-                        tracing::warn!(path = %held.path(), error = %e, "writing a TTL node to keep it failed");
+                        tracing::warn!(target: crate::telemetry::TARGET, path = %held.path(), error = %e, "writing a TTL node to keep it failed");
                     }
                 }
             }
@@ -419,7 +419,7 @@ impl Keeper {
     /// End with an error no retry mends: report it, and answer with it
     /// until closed or dropped.
     async fn fail(mut self, e: Error) -> Result<()> {
-        tracing::warn!(path = %self.path, error = %e, "a persistent node cannot be kept");
+        tracing::warn!(target: crate::telemetry::TARGET, path = %self.path, error = %e, "a persistent node cannot be kept");
         self.publish(Presence::Failed(Arc::new(again(&e))));
         while let Some(cmd) = self.cmds.recv().await {
             match cmd {

@@ -94,11 +94,11 @@ impl Drop for Engine {
                         Ok(_) => break,
                         Err(e) if e.is_retryable() => pause(&s, &mut attempt).await,
                         Err(e @ Error::OutcomeUnknown { .. }) => {
-                            tracing::warn!(item = %item.name, error = %e, "a dropped take's item may or may not be back in the queue (if back, it may be taken already)");
+                            tracing::warn!(target: crate::telemetry::TARGET, item = %item.name, error = %e, "a dropped take's item may or may not be back in the queue (if back, it may be taken already)");
                             break;
                         }
                         Err(e) => {
-                            tracing::error!(item = %item.name, error = %e, "could not put a dropped take's item back");
+                            tracing::error!(target: crate::telemetry::TARGET, item = %item.name, error = %e, "could not put a dropped take's item back");
                             break;
                         }
                     }

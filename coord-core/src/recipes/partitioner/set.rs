@@ -1,43 +1,24 @@
-//! A set partitioner (`Partitioner`, `SetPartitioner`, `PartitionWatcher`): group members split a set of work items, one owner each.
+//! A set partitioner on one session (`SetPartitioner`, `Partitioner`):
+//! group members split a set of work items, one owner each.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::pin::Pin;
-use std::task::{ready, Context, Poll};
+use std::task::Poll;
 use std::time::Duration;
 
-use futures_core::Stream;
-use tokio::sync::{mpsc, oneshot, watch};
-use tokio::task::{JoinHandle, JoinSet};
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinSet;
 
+use super::handle::{refuse_until_closed, Command, Handle};
+use super::state::{PartitionState, PartitionWatcher, Status};
 use crate::error::{Error, Result};
 use crate::layout;
-use crate::machinery::stream::ChangeWait;
 use crate::path;
 use crate::recipes::group::{Group, GroupWatcher, Membership};
 use crate::recipes::lock::exclusive::Lock;
 use crate::recipes::lock::guard::LockGuard;
 use crate::session::Session;
-
-/// The state of a [`Partitioner`] (kazoo's `PartitionState`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum PartitionState {
-    /// Splitting the set: reading the members and taking the locks of this
-    /// member's share. Owns nothing.
-    Allocating,
-    /// This member owns these items (sorted) until the next `Release`.
-    Acquired(Vec<String>),
-    /// The membership changed: finish with the items owned, then call
-    /// [`Partitioner::release`]. They stay owned (locked) until then.
-    Release,
-    /// Ended by an error (the session's end, a lock deleted under us):
-    /// owns nothing, final. [`Partitioner::close`] returns the error.
-    Failed,
-    /// Closed by its owner ([`Partitioner::close`] or drop): owns nothing,
-    /// final.
-    Closed,
-}
 
 /// The members' split of the items: kazoo's default. `items` and `members`
 /// need not be sorted; returns `member`'s share, sorted, or nothing if it
@@ -55,13 +36,19 @@ pub(crate) fn split(items: &[String], members: &[String], member: &str) -> Vec<S
 /// The way into a set partition: a member's settings, checked before any
 /// I/O ([`SetPartitioner::new`], then [`SetPartitioner::settle`] if
 /// wanted); [`SetPartitioner::join`] starts the member, a [`Partitioner`].
+/// On a [`Client`](crate::Client) instead of a session,
+/// [`SetPartitioner::on_client`], whose `join` starts a
+/// [`RejoiningPartitioner`](crate::recipes::RejoiningPartitioner): the same
+/// member, made again on each new session.
 #[derive(Debug, Clone)]
-pub struct SetPartitioner {
-    session: Session,
-    dir: String,
-    member: String,
-    items: Vec<String>,
-    settle: Duration,
+pub struct SetPartitioner<On = Session> {
+    /// What it runs on: a [`Session`], or a
+    /// [`Client`](crate::Client) ([`SetPartitioner::on_client`]).
+    pub(crate) on: On,
+    pub(crate) dir: String,
+    pub(crate) member: String,
+    pub(crate) items: Vec<String>,
+    pub(crate) settle: Duration,
 }
 
 /// Check that `name` is one path segment under `dir`.
@@ -77,14 +64,10 @@ fn check_segment(dir: &str, name: &str) -> Result<String> {
     Ok(node)
 }
 
-impl SetPartitioner {
-    /// Member `member_id` of the partitioner at `path`, splitting `items`
-    /// (duplicates count once). Every member must be given the same items.
-    ///
-    /// # Errors
-    /// [`Error::InvalidPath`] for a bad path, or a member id or an item
-    /// that is not one path segment (empty, with a `/`, …).
-    pub fn new<I, S>(session: &Session, path: &str, member_id: &str, items: I) -> Result<Self>
+impl<On> SetPartitioner<On> {
+    /// The settings, checked before any I/O, of member `member_id` at
+    /// `path` splitting `items`, to run on `on`.
+    pub(crate) fn check<I, S>(on: On, path: &str, member_id: &str, items: I) -> Result<Self>
     where
         I: IntoIterator<Item = S>,
         S: Into<String>,
@@ -97,7 +80,7 @@ impl SetPartitioner {
             check_segment(&locks, item)?;
         }
         Ok(SetPartitioner {
-            session: session.clone(),
+            on,
             dir: path.to_owned(),
             member: member_id.to_owned(),
             items: items.into_iter().collect(),
@@ -117,6 +100,24 @@ impl SetPartitioner {
         self.settle = settle;
         Ok(self)
     }
+}
+
+impl SetPartitioner {
+    /// Member `member_id` of the partitioner at `path`, splitting `items`
+    /// (duplicates count once), on `session`. Every member must be given
+    /// the same items. [`SetPartitioner::on_client`] makes one that joins
+    /// again on each new session of a client.
+    ///
+    /// # Errors
+    /// [`Error::InvalidPath`] for a bad path, or a member id or an item
+    /// that is not one path segment (empty, with a `/`, …).
+    pub fn new<I, S>(session: &Session, path: &str, member_id: &str, items: I) -> Result<Self>
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        Self::check(session.clone(), path, member_id, items)
+    }
 
     /// Join the party and start splitting in a task of its own. Needs a
     /// tokio runtime.
@@ -130,15 +131,12 @@ impl SetPartitioner {
     /// Cancel safe: dropped before it returns, no member node is left
     /// behind and no task runs.
     pub async fn join(&self) -> Result<Partitioner> {
-        let party = Group::new(
-            &self.session,
-            &path::join(&self.dir, layout::PARTITIONER_PARTY),
-        )?;
+        let party = Group::new(&self.on, &path::join(&self.dir, layout::PARTITIONER_PARTY))?;
         let membership = party.join_as(&self.member, b"").await?;
         let (state_tx, state_rx) = watch::channel(Status::default());
         let (cmd_tx, cmd_rx) = mpsc::unbounded_channel();
         let member = Member {
-            session: self.session.clone(),
+            session: self.on.clone(),
             locks: path::join(&self.dir, layout::PARTITIONER_LOCKS),
             id: self.member.clone(),
             items: self.items.clone(),
@@ -150,33 +148,9 @@ impl SetPartitioner {
         };
         let task = tokio::spawn(member.run(cmd_rx));
         Ok(Partitioner {
-            status: state_rx,
-            cmds: cmd_tx,
-            task: Some(task),
-            member: self.member.clone(),
+            handle: Handle::new(state_rx, cmd_tx, task, &self.member),
         })
     }
-}
-
-/// What the task publishes: the state and the tokens of the items held.
-#[derive(Debug, Clone)]
-struct Status {
-    state: PartitionState,
-    tokens: BTreeMap<String, u64>,
-}
-
-impl Default for Status {
-    fn default() -> Self {
-        Status {
-            state: PartitionState::Allocating,
-            tokens: BTreeMap::new(),
-        }
-    }
-}
-
-enum Command {
-    Release(oneshot::Sender<Result<()>>),
-    Close,
 }
 
 /// One member of a set partition, running kazoo's `SetPartitioner` state
@@ -225,7 +199,10 @@ enum Command {
 /// `Allocating` → `Acquired(items)` → (membership changes) `Release` → the
 /// user calls [`Partitioner::release`] → `Allocating` → …; `Failed` is
 /// final (the session ended, or a lock was deleted under the member):
-/// start a new partitioner on a new session; so is `Closed`.
+/// start a new partitioner on a new session — or make the member with
+/// [`SetPartitioner::on_client`], a
+/// [`RejoiningPartitioner`](crate::recipes::RejoiningPartitioner) that does
+/// so by itself; so is `Closed`.
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
@@ -249,43 +226,41 @@ enum Command {
 #[must_use = "dropping a partitioner releases its items and leaves the party"]
 #[derive(Debug)]
 pub struct Partitioner {
-    status: watch::Receiver<Status>,
-    cmds: mpsc::UnboundedSender<Command>,
-    task: Option<JoinHandle<Result<()>>>,
-    member: String,
+    handle: Handle,
 }
 
 impl Partitioner {
     /// This member's id.
     pub fn member_id(&self) -> &str {
-        &self.member
+        self.handle.member_id()
     }
 
     /// The state now.
     pub fn state(&self) -> PartitionState {
-        self.status.borrow().state.clone()
+        self.handle.state()
     }
 
     /// The items this member owns now: its share while
     /// [`PartitionState::Acquired`] and, until [`Partitioner::release`] is
     /// called, while [`PartitionState::Release`]; none otherwise.
     pub fn owned(&self) -> Vec<String> {
-        self.status.borrow().tokens.keys().cloned().collect()
+        self.handle.owned()
     }
 
     /// The fencing token of an owned item (its lock's token): strictly
     /// larger for every later owner of the item.
     pub fn fencing_token(&self, item: &str) -> Option<u64> {
-        self.status.borrow().tokens.get(item).copied()
+        self.handle.fencing_token(item)
+    }
+
+    /// The channel of its status, for a partitioner that follows this one.
+    pub(crate) fn status(&self) -> watch::Receiver<Status> {
+        self.handle.status()
     }
 
     /// Follow the state; see [`PartitionWatcher`].
     pub fn watch(&self) -> PartitionWatcher {
-        PartitionWatcher {
-            status: self.status.clone(),
-            first: true,
-            change: ChangeWait::default(),
-        }
+        self.handle.watch()
     }
 
     /// Wait until the state is [`PartitionState::Acquired`] and return the
@@ -297,21 +272,7 @@ impl Partitioner {
     /// # Cancel safety
     /// Cancel safe: it only watches.
     pub async fn wait_acquired(&self) -> Result<Vec<String>> {
-        let mut rx = self.status.clone();
-        let r = rx
-            .wait_for(|s| {
-                matches!(
-                    s.state,
-                    PartitionState::Acquired(_) | PartitionState::Failed | PartitionState::Closed
-                )
-            })
-            .await;
-        match r.as_deref().map(|s| &s.state) {
-            Ok(PartitionState::Acquired(items)) => Ok(items.clone()),
-            _ => Err(Error::LockLost {
-                path: self.member.clone(),
-            }),
-        }
+        self.handle.wait_acquired().await
     }
 
     /// Acknowledge [`PartitionState::Release`] (kazoo's `release_set`):
@@ -327,15 +288,11 @@ impl Partitioner {
     /// Cancel safe in effect: once called, the release goes on in the
     /// partitioner's task even if this future is dropped.
     pub async fn release(&self) -> Result<()> {
-        let gone = || Error::LockLost {
-            path: self.member.clone(),
-        };
-        let (tx, rx) = oneshot::channel();
-        self.cmds.send(Command::Release(tx)).map_err(|_| gone())?;
-        rx.await.map_err(|_| gone())?
+        self.handle.release().await
     }
 
-    /// Release every item and leave the party (kazoo's `finish`).
+    /// Release every item and leave the party (kazoo's `finish`). Dropping
+    /// the partitioner does the same in the background.
     ///
     /// # Errors
     /// The error that made the partitioner fail, if it did; the error of
@@ -343,69 +300,8 @@ impl Partitioner {
     ///
     /// # Cancel safety
     /// Cancel safe in effect: once called, the close goes on in the task.
-    pub async fn close(mut self) -> Result<()> {
-        let _ = self.cmds.send(Command::Close);
-        match self.task.take() {
-            Some(task) => task
-                .await
-                .unwrap_or_else(|e| Err(Error::backend("coord", e))),
-            None => Ok(()),
-        }
-    }
-}
-
-impl Drop for Partitioner {
-    fn drop(&mut self) {
-        // The task sees the close and releases everything.
-        let _ = self.cmds.send(Command::Close);
-    }
-}
-
-/// Follows a [`Partitioner`]'s state: the first [`PartitionWatcher::next`]
-/// returns the state now, each later one the state after the next change.
-/// It reads the latest state, so a brief `Allocating` may be skipped, but
-/// `Release` waits for [`Partitioner::release`], so a watcher never misses
-/// that it must let go.
-///
-/// An [event stream](crate#event-streams) of `PartitionState`: a failure
-/// shows as [`PartitionState::Failed`]; it ends when the task is over.
-#[derive(Debug, Clone)]
-pub struct PartitionWatcher {
-    status: watch::Receiver<Status>,
-    first: bool,
-    change: ChangeWait,
-}
-
-impl PartitionWatcher {
-    /// The state now on the first call, then the next state; `None` once
-    /// the partitioner's task is over and its last state was returned. The
-    /// same as
-    /// [`StreamExt::next`](https://docs.rs/futures/latest/futures/stream/trait.StreamExt.html#method.next).
-    ///
-    /// # Errors
-    /// None: failures show as [`PartitionState::Failed`].
-    ///
-    /// # Cancel safety
-    /// Cancel safe: dropped, nothing is consumed.
-    pub async fn next(&mut self) -> Option<PartitionState> {
-        std::future::poll_fn(|cx| Pin::new(&mut *self).poll_next(cx)).await
-    }
-}
-
-impl Stream for PartitionWatcher {
-    type Item = PartitionState;
-
-    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<PartitionState>> {
-        let this = self.get_mut();
-        if std::mem::take(&mut this.first) {
-            return Poll::Ready(Some(this.status.borrow_and_update().state.clone()));
-        }
-        let open = ready!(this.change.poll_changed(&this.status, cx));
-        if open || this.status.has_changed().unwrap_or(false) {
-            Poll::Ready(Some(this.status.borrow_and_update().state.clone()))
-        } else {
-            Poll::Ready(None)
-        }
+    pub async fn close(self) -> Result<()> {
+        self.handle.close().await
     }
 }
 
@@ -462,7 +358,11 @@ impl Member {
             .iter()
             .map(|(k, g)| (k.clone(), g.fencing_token()))
             .collect();
-        self.status.send_replace(Status { state, tokens });
+        self.status.send_replace(Status {
+            state,
+            tokens,
+            losses: 0,
+        });
     }
 
     /// Release every held lock; the first error, after trying them all.
@@ -489,22 +389,13 @@ impl Member {
                 released.and(left)
             }
             Err(e) => {
-                tracing::warn!(member = self.id.as_str(), error = %e, "set partitioner failed");
+                tracing::warn!(target: crate::telemetry::TARGET, member = self.id.as_str(), error = %e, "set partitioner failed");
                 // Dropped guards release in the background (the session's
                 // end is the backstop); we own nothing from here on.
                 self.held.clear();
                 self.publish(PartitionState::Failed);
                 // Answer release() with the failure until closed.
-                while let Some(cmd) = cmds.recv().await {
-                    match cmd {
-                        Command::Release(tx) => {
-                            let _ = tx.send(Err(Error::LockLost {
-                                path: self.id.clone(),
-                            }));
-                        }
-                        Command::Close => break,
-                    }
-                }
+                refuse_until_closed(&mut cmds, &self.id).await;
                 Err(e)
             }
         }
