@@ -1,5 +1,6 @@
 //! What the client processes (worker, producer, consumer) share: how they
-//! are told to stop, their sessions, how an error is logged.
+//! are told to stop, their sessions, how an error is logged; and the
+//! paths of a run, which the services use too.
 
 use std::time::Duration;
 
@@ -133,7 +134,8 @@ pub fn parse_counter(data: &[u8]) -> Option<(u64, u64)> {
     Some((v.parse().ok()?, t.parse().ok()?))
 }
 
-/// The lock, counter and queue of a run, under its root path.
+/// The lock, counter and queue of a run, and its services' election,
+/// leader key, group and tree, under its root path.
 pub struct Paths {
     /// The lock's directory.
     pub lock: String,
@@ -141,7 +143,19 @@ pub struct Paths {
     pub counter: String,
     /// The queue's directory.
     pub queue: String,
+    /// The latch processes' election.
+    pub election: String,
+    /// The key leaders write `"<token> <seq>"` to, fenced by their term.
+    pub leader: String,
+    /// The member processes' group.
+    pub group: String,
+    /// The subtree the writer mutates and the caches follow.
+    pub tree: String,
 }
+
+/// How deep the caches follow the tree (and the writer writes): its
+/// root's children and grandchildren.
+pub const TREE_DEPTH: usize = 2;
 
 impl Paths {
     /// Under `root`.
@@ -151,6 +165,10 @@ impl Paths {
             lock: format!("{root}/lock"),
             counter: format!("{root}/counter"),
             queue: format!("{root}/queue"),
+            election: format!("{root}/election"),
+            leader: format!("{root}/leader"),
+            group: format!("{root}/members"),
+            tree: format!("{root}/tree"),
         }
     }
 }

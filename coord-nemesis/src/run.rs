@@ -1,7 +1,8 @@
 //! The orchestrator: proxies, client processes, the fault schedule, the
 //! end of the run, and the verdict.
 //!
-//! Every client process (worker, producer, consumer) connects only through
+//! Every client process (worker, producer, consumer, and the services:
+//! latch, member, cache, writer) connects only through
 //! [`FaultProxy`]s hosted here, one per server member, so "partition this
 //! process" or "cut its connections" is a method call on its proxies. Its
 //! signals (SIGKILL, SIGSTOP, SIGCONT) go to the pid this process spawned.
@@ -21,6 +22,7 @@ use nix::unistd::Pid;
 use tokio::process::{Child, ChildStdin, Command};
 
 use crate::common::{parse_counter, Paths, Rng};
+use crate::settle::{self, Part, Proc};
 
 /// The orchestrator's options.
 #[derive(Debug, clap::Args)]
@@ -73,6 +75,25 @@ pub struct RunArgs {
     /// Workers' mean work between read and write, in ms.
     #[arg(long, default_value_t = 20)]
     pub work_ms: u64,
+    /// The long-lived services: how many latch, member and cache
+    /// processes, `N` (of each) or `L,M,C`; 0 for none. A tree writer
+    /// runs when there are caches.
+    #[arg(long, default_value = "2")]
+    pub services: String,
+}
+
+/// How many latch, member and cache processes `--services` asks for.
+fn services_of(arg: &str) -> Result<[usize; 3], String> {
+    let bad = || format!("--services {arg:?}: expected N or L,M,C");
+    let n: Vec<usize> = arg
+        .split(',')
+        .map(|n| n.trim().parse().map_err(|_| bad()))
+        .collect::<Result<_, _>>()?;
+    match n[..] {
+        [n] => Ok([n; 3]),
+        [l, m, c] => Ok([l, m, c]),
+        _ => Err(bad()),
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -80,6 +101,10 @@ enum Role {
     Worker,
     Producer,
     Consumer,
+    Latch,
+    Member,
+    Cache,
+    Writer,
 }
 
 impl Role {
@@ -88,7 +113,16 @@ impl Role {
             Role::Worker => "worker",
             Role::Producer => "producer",
             Role::Consumer => "consumer",
+            Role::Latch => "latch",
+            Role::Member => "member",
+            Role::Cache => "cache",
+            Role::Writer => "writer",
         }
+    }
+
+    /// Whether it runs until the end rounds (its end state is read).
+    fn lasts(self) -> bool {
+        matches!(self, Role::Member | Role::Cache)
     }
 }
 
@@ -135,6 +169,8 @@ struct Orchestrator {
     h: HistoryWriter,
     slots: Vec<Slot>,
     rng: Rng,
+    /// Latch, member and cache processes.
+    services: [usize; 3],
 }
 
 /// The URL scheme for a backend name; `Err` for mem and unknown names.
@@ -157,6 +193,7 @@ fn scheme_of(backend: &str) -> Result<&'static str, String> {
 /// Run the whole thing; the exit code is the verdict.
 pub async fn run(args: RunArgs) -> Result<ExitCode, String> {
     let scheme = scheme_of(&args.backend)?;
+    let services = services_of(&args.services)?;
     let session_timeout =
         coord::parse_session_timeout(&args.session_timeout).map_err(|e| e.to_string())?;
     let seed = args.seed.unwrap_or_else(|| history::now() % 1_000_000_007);
@@ -178,6 +215,7 @@ pub async fn run(args: RunArgs) -> Result<ExitCode, String> {
         h,
         slots: Vec::new(),
         rng: Rng::new(seed),
+        services,
         args,
     };
 
@@ -233,11 +271,17 @@ impl Orchestrator {
             .create(&self.paths.counter, b"0 0", CreateMode::Persistent)
             .await
             .map_err(|e| format!("creating the counter: {e}"))?;
+        admin
+            .create(&self.paths.tree, b"", CreateMode::Persistent)
+            .await
+            .map_err(|e| format!("creating the cached tree: {e}"))?;
         // Idle for the whole run (and faulted by member kills): the end
         // state is read through a session of its own.
         let _ = tokio::time::timeout(Duration::from_secs(10), admin.close()).await;
+        let [latches, member_procs, caches] = self.services;
         println!(
-            "nemesis: {} workers ({} mode), 1 producer, {} consumers on {} under {}; \
+            "nemesis: {} workers ({} mode), 1 producer, {} consumers, {latches} latch, \
+             {member_procs} member and {caches} cache services{} on {} under {}; \
              session timeout {:?}; faults for {} s",
             self.args.workers,
             if self.args.unfenced {
@@ -246,6 +290,7 @@ impl Orchestrator {
                 "fenced"
             },
             self.args.consumers,
+            if caches > 0 { " and a tree writer" } else { "" },
             connector.url(),
             self.root,
             self.session_timeout,
@@ -260,6 +305,16 @@ impl Orchestrator {
         bases.push(("q0".to_string(), Role::Producer));
         for i in 0..self.args.consumers {
             bases.push((format!("c{i}"), Role::Consumer));
+        }
+        for (n, prefix, role) in [
+            (latches, "l", Role::Latch),
+            (member_procs, "m", Role::Member),
+            (caches, "t", Role::Cache),
+            (caches.min(1), "x", Role::Writer),
+        ] {
+            for i in 0..n {
+                bases.push((format!("{prefix}{i}"), role));
+            }
         }
         for (base, role) in bases {
             let mut proxies = Vec::new();
@@ -297,15 +352,18 @@ impl Orchestrator {
         // Cool-down: the last fault's "after" window.
         tokio::time::sleep(Duration::from_secs(5)).await;
 
-        // Stop the workers and the producer, then let the consumers drain
-        // the queue, then stop them.
+        // Stop the workers, the producer, the latch processes and the
+        // writer, then let the consumers drain the queue, then stop them;
+        // the member and cache processes last, once their end state is
+        // read.
         let bound = self.session_timeout * 3 + Duration::from_secs(10);
-        let (mut first, mut last): (Vec<usize>, Vec<usize>) = (Vec::new(), Vec::new());
+        let (mut first, mut last, mut services): (Vec<usize>, Vec<usize>, Vec<usize>) =
+            (Vec::new(), Vec::new(), Vec::new());
         for (i, s) in self.slots.iter().enumerate() {
-            if s.role == Role::Consumer {
-                last.push(i);
-            } else {
-                first.push(i);
+            match s.role {
+                Role::Consumer => last.push(i),
+                r if r.lasts() => services.push(i),
+                _ => first.push(i),
             }
         }
         self.stop_slots(&first, bound).await;
@@ -313,6 +371,9 @@ impl Orchestrator {
             .connect()
             .await
             .map_err(|e| format!("cannot connect to {}: {e}", connector.url()))?;
+        if latches > 0 {
+            settle::read_leader(&admin, &self.h, &self.paths).await;
+        }
         let q = Queue::reliable(&admin, &self.paths.queue).map_err(|e| e.to_string())?;
         let drain_until =
             tokio::time::Instant::now() + (self.session_timeout * 6).max(Duration::from_secs(30));
@@ -340,6 +401,10 @@ impl Orchestrator {
             Ok(n) => h.log(h.ev(Kind::Ok, "queue-final").n(n as u64)),
             Err(e) => h.log(h.ev(Kind::Fail, "queue-final").err(e)),
         }
+        if !services.is_empty() {
+            self.settle_services(&admin, &services).await;
+            self.stop_slots(&services, bound).await;
+        }
         let connections: Vec<String> = self
             .slots
             .iter()
@@ -354,6 +419,45 @@ impl Orchestrator {
         );
         let _ = tokio::time::timeout(Duration::from_secs(10), admin.close()).await;
         Ok(())
+    }
+
+    /// Read the members and caches in rounds until they agree with the
+    /// server, for up to three session timeouts + 10 s: long enough for a
+    /// process resumed or restarted by the last fault to open a new
+    /// session and come back.
+    async fn settle_services(&mut self, admin: &coord::Session, which: &[usize]) {
+        let within = self.session_timeout * 3 + Duration::from_secs(10);
+        let dir = self.args.history_dir.clone();
+        let mut procs: Vec<Proc<'_>> = Vec::new();
+        for (i, s) in self.slots.iter_mut().enumerate() {
+            let name = s.name();
+            let (Some(child), true) = (s.child.as_mut(), which.contains(&i)) else {
+                continue;
+            };
+            procs.push(Proc {
+                history: dir.join(format!("{name}.jsonl")),
+                name,
+                part: if s.role == Role::Cache {
+                    Part::Cache
+                } else {
+                    Part::Member
+                },
+                child,
+                stdin: s.stdin.as_mut(),
+            });
+        }
+        let start = tokio::time::Instant::now();
+        let (rounds, agreed) =
+            settle::settle(admin, &self.h, &self.paths, &mut procs, within).await;
+        println!(
+            "nemesis: the services {} after {rounds} end rounds ({:.1} s)",
+            if agreed {
+                "agree with the server"
+            } else {
+                "did NOT settle"
+            },
+            start.elapsed().as_secs_f64()
+        );
     }
 
     fn url(&self, hosts: &str) -> String {
@@ -420,6 +524,7 @@ impl Orchestrator {
             Role::Consumer => {
                 cmd.arg("--interval-ms").arg("20");
             }
+            Role::Latch | Role::Member | Role::Cache | Role::Writer => {}
         }
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::null())
@@ -482,12 +587,23 @@ impl Orchestrator {
             FaultKind::Stop => {
                 let pause = Duration::from_secs_f64(t + self.rng.range(1.0, 2.5));
                 let fallback = self.rng.below(self.slots.len());
-                // Between its read and its write: where a pause hurts.
+                // Between its read and its write: where a pause hurts. A
+                // third of the time (not in the unfenced control, which is
+                // about the workers) the leader between its read of the
+                // leader key and its fenced write.
                 let mid_work: fn(&Event) -> bool = |ev| ev.kind == Kind::Ok && ev.f == "read";
-                let i = self
-                    .worker_in(mid_work, Duration::from_secs(1))
-                    .await
-                    .unwrap_or(fallback);
+                let mid_beat: fn(&Event) -> bool = |ev| ev.kind == Kind::Ok && ev.f == "lread";
+                let within = Duration::from_secs(1);
+                let leader = if !self.args.unfenced && self.rng.below(3) == 0 {
+                    self.slot_in(Role::Latch, mid_beat, within).await
+                } else {
+                    None
+                };
+                let i = match leader {
+                    Some(i) => Some(i),
+                    None => self.slot_in(Role::Worker, mid_work, within).await,
+                }
+                .unwrap_or(fallback);
                 let name = self.slots[i].name();
                 let Some(pid) = self.slots[i].pid() else {
                     return Ok(());
@@ -541,13 +657,21 @@ impl Orchestrator {
         Ok(())
     }
 
-    /// A worker whose history's last event matches `phase`, watched for up
-    /// to `within`.
-    async fn worker_in(&self, phase: fn(&Event) -> bool, within: Duration) -> Option<usize> {
+    /// A process of `role` whose history's last event matches `phase`,
+    /// watched for up to `within`.
+    async fn slot_in(
+        &self,
+        role: Role,
+        phase: fn(&Event) -> bool,
+        within: Duration,
+    ) -> Option<usize> {
+        if !self.slots.iter().any(|s| s.role == role) {
+            return None;
+        }
         let until = tokio::time::Instant::now() + within;
         while tokio::time::Instant::now() < until {
             for (i, s) in self.slots.iter().enumerate() {
-                if s.role != Role::Worker || s.child.is_none() {
+                if s.role != role || s.child.is_none() {
                     continue;
                 }
                 let path = self.args.history_dir.join(format!("{}.jsonl", s.name()));
@@ -560,16 +684,18 @@ impl Orchestrator {
         None
     }
 
-    /// The target of a fault: half the time the current lock holder (the
-    /// faults that matter most hit it), else any process.
+    /// The target of a fault: half the time the current lock holder, a
+    /// quarter the current leader of the latch processes (the faults that
+    /// matter most hit them), else any process.
     async fn target(&mut self) -> usize {
         let any = self.rng.below(self.slots.len());
-        if self.rng.below(2) == 0 {
-            if let Some(i) = self.worker_in(holding, Duration::from_secs(1)).await {
-                return i;
-            }
-        }
-        any
+        let within = Duration::from_secs(1);
+        let found = match self.rng.below(4) {
+            0 | 1 => self.slot_in(Role::Worker, holding, within).await,
+            2 => self.slot_in(Role::Latch, leading, within).await,
+            _ => None,
+        };
+        found.unwrap_or(any)
     }
 
     /// Close the slots' stdin (their signal to stop) and wait for them; a
@@ -629,6 +755,11 @@ fn holding(ev: &Event) -> bool {
         (ev.kind, ev.f.as_str()),
         (Kind::Ok, "acquire") | (Kind::Invoke | Kind::Ok, "read") | (Kind::Invoke, "write")
     )
+}
+
+/// Whether a latch process whose last event is `ev` leads.
+fn leading(ev: &Event) -> bool {
+    matches!(ev.f.as_str(), "lead" | "lread" | "lwrite")
 }
 
 /// The last whole event of a history file, reading only its tail.
