@@ -11,8 +11,10 @@ use clap::{Parser, Subcommand};
 
 mod cache;
 mod common;
+mod faults;
 mod latch;
 mod member;
+mod orchestrator;
 mod queue;
 mod run;
 mod service;
@@ -35,7 +37,7 @@ struct Cli {
 enum Mode {
     /// Start the client processes behind fault proxies, inject faults,
     /// then check the history (exit 1 on a violation).
-    Run(run::RunArgs),
+    Run(orchestrator::RunArgs),
     /// A counter worker (started by `run`).
     Worker(worker::WorkerArgs),
     /// The queue producer (started by `run`).
