@@ -11,7 +11,7 @@
 //! | `t` | CLOCK_MONOTONIC in nanoseconds ([`now`]): one clock for every process on the machine |
 //! | `p` | the process: `w0.1` (worker slot 0, first incarnation), `c1.2`, `q0.1` (producer), `nemesis` |
 //! | `type` | `invoke` (about to call), `ok`, `fail` (did not happen), `info` (may or may not have happened), `event` (learnt something), `start` / `end` (a fault) |
-//! | `f` | what: `session`, `acquire`, `read`, `write`, `release`, `lost`, `offer`, `take`, `ack`, `exit`, `final`, `queue-final`; faults `kill`, `stop`, `partition`, `cut`, `member`; the services' (see [`crate::check`](mod@crate::check)): `client`, `lead`, `lead-end`, `lread`, `lwrite`, `lfinal`, `member-join`, `member`, `member-absent`, `cache-start`, `cache`, `dump`, `tree-op`, `alive`, `members-final`, `tree-final` |
+//! | `f` | what: `session`, `acquire`, `read`, `write`, `release`, `lost`, `offer`, `take`, `ack`, `exit`, `final`, `queue-final`; faults `kill`, `stop`, `partition`, `cut`, `member`; the services' (see [`crate::check`](mod@crate::check)): `client`, `writes-client`, `lead`, `lead-end`, `lread`, `lwrite`, `lfinal`, `member-join`, `member`, `member-absent`, `cache-start`, `cache`, `dump`, `tree-op`, `alive`, `members-final`, `tree-final` |
 //! | `token` | the fencing token of the hold the event is about |
 //! | `value` | a counter value: read (`read`, `final`) or written (`write`) |
 //! | `rtoken` | the token stored with the counter value read (the writer's token) |

@@ -2,18 +2,26 @@
 //! election, for its whole life. It logs every term as the latch reports
 //! it (`event lead` with the token at `IsLeader`, `event lead-end` at
 //! `NotLeader`), and while it leads, every ~150 ms, reads the leader key
-//! (`lread`) and puts `"<token> <seq>"` there with a guarded write fenced
-//! by its term (`lwrite`): what the checker's leader rules judge.
+//! (`lread`), works 20 ms, and puts `"<token> <seq>"` there with a guarded
+//! write fenced by its term (`lwrite`): what the checker's leader rules
+//! judge.
+//!
+//! The writes go through a second client, as a service's writes go to a
+//! store of their own: when its session has ended, a write is sent again
+//! on its next session — so a leader paused past its term wakes up and
+//! sends its write, and only the fence, checked by the server, stops it
+//! (`fail lwrite`, lock lost), not the client-side knowledge that the
+//! latch's session is over.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use coord::{Client, LatchEvent, Op, RejoiningLatch};
+use coord::{Client, LatchEvent, Op, RejoiningLatch, Session};
 use coord_nemesis::history::{HistoryWriter, Kind};
 use tokio::sync::watch;
 
 use crate::common::{classify, stopped, Paths, Rng};
-use crate::service::{Service, ServiceArgs};
+use crate::service::{open_client, Service, ServiceArgs};
 
 /// Run the latch process until stdin closes.
 pub async fn run(args: ServiceArgs) -> Result<(), String> {
@@ -27,16 +35,23 @@ pub async fn run(args: ServiceArgs) -> Result<(), String> {
     // The term now, as logged: the beat writes only under it.
     let (term_tx, term_rx) = watch::channel(None::<u64>);
     let terms = tokio::spawn(log_terms(latch.clone(), svc.h.clone(), term_tx));
-    let beat = Beat {
-        h: &svc.h,
-        paths: &svc.paths,
-        client: &svc.client,
-        latch: &latch,
-        term: term_rx,
-    };
-    tokio::select! {
-        () = beat.run() => {}
-        () = stopped(&mut svc.stop) => {}
+    let writes = open_client(&svc.connector, &svc.h, "writes-client", &mut svc.stop).await;
+    if let Some(writes) = &writes {
+        let beat = Beat {
+            h: &svc.h,
+            paths: &svc.paths,
+            client: &svc.client,
+            writes,
+            latch: &latch,
+            term: term_rx,
+        };
+        tokio::select! {
+            () = beat.run() => {}
+            () = stopped(&mut svc.stop) => {}
+        }
+    }
+    if let Some(writes) = writes {
+        let _ = tokio::time::timeout(Duration::from_secs(15), writes.close()).await;
     }
     // Leave the election: the term ends (logged by `log_terms`, whose
     // stream then ends) before the offer is deleted.
@@ -82,10 +97,14 @@ async fn log_terms(
     let _ = term.send(None);
 }
 
+/// How long a write waits for a session of the writes client.
+const WAIT: Duration = Duration::from_secs(15);
+
 struct Beat<'a> {
     h: &'a HistoryWriter,
     paths: &'a Paths,
     client: &'a Client,
+    writes: &'a Client,
     latch: &'a RejoiningLatch,
     term: watch::Receiver<Option<u64>>,
 }
@@ -139,16 +158,51 @@ impl Beat<'_> {
                 return;
             }
         }
-        let data = format!("{token} {seq}");
+        // The leader's work on what it read: the nemesis pauses leaders
+        // here, so that they wake up to write under a term that is over.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let op = Op::put(key.as_str(), format!("{token} {seq}"));
+        // Once, and again on the next session if this one ended first.
+        let mut session = tokio::time::timeout(WAIT, self.writes.session()).await;
+        for again in [true, false] {
+            let (generation, s) = match session {
+                Ok(Ok(s)) => (self.writes.generation(), s),
+                Ok(Err(e)) => return h.log(h.ev(Kind::Fail, "lwrite").token(token).err(e)),
+                Err(_) => return h.log(h.ev(Kind::Fail, "lwrite").token(token).err("no session")),
+            };
+            match self.write(&s, &fence, &op, token, seq).await {
+                Some(e) if again && e.is_session_end() => {
+                    let next = self.writes.next_session(generation);
+                    session = tokio::time::timeout(WAIT, next)
+                        .await
+                        .map(|g| g.map(|g| g.session));
+                }
+                _ => return,
+            }
+        }
+    }
+
+    /// One fenced write, logged; the error, if any.
+    async fn write(
+        &self,
+        s: &Session,
+        fence: &coord::Fence,
+        op: &Op,
+        token: u64,
+        seq: u64,
+    ) -> Option<coord::Error> {
+        let h = self.h;
         h.log(h.ev(Kind::Invoke, "lwrite").token(token).value(seq));
-        match session.guarded(&fence, Op::put(key.as_str(), data)).await {
-            Ok(_) => h.log(h.ev(Kind::Ok, "lwrite").token(token).value(seq)),
-            Err(e) => h.log(
-                h.ev(classify(&e).0, "lwrite")
-                    .token(token)
-                    .value(seq)
-                    .err(&e),
-            ),
+        match s.guarded(fence, op.clone()).await {
+            Ok(_) => {
+                h.log(h.ev(Kind::Ok, "lwrite").token(token).value(seq));
+                None
+            }
+            Err(e) => {
+                let ev = h.ev(classify(&e).0, "lwrite").token(token).value(seq);
+                h.log(ev.err(&e));
+                Some(e)
+            }
         }
     }
 }

@@ -44,6 +44,8 @@ pub struct Service {
     pub paths: Paths,
     /// Its one client, for its whole life.
     pub client: Client,
+    /// How it connects (through this process's proxies).
+    pub connector: Connector,
     /// Turns `true` when stdin ends: stop.
     pub stop: watch::Receiver<bool>,
     /// The rounds of `dump N` commands.
@@ -61,31 +63,16 @@ impl Service {
         );
         let connector = Connector::new(&args.url).map_err(|e| e.to_string())?;
         let (mut stop, dumps) = commands();
-        let client = loop {
-            h.log(h.ev(Kind::Invoke, "client"));
-            let attempt = tokio::time::timeout(
-                Duration::from_secs(15),
-                connector.client(ClientOptions::default()),
-            );
-            tokio::select! {
-                r = attempt => match r {
-                    Ok(Ok(c)) => break c,
-                    Ok(Err(e)) => h.log(h.ev(Kind::Fail, "client").err(e)),
-                    Err(_) => h.log(h.ev(Kind::Fail, "client").err("timed out after 15 s")),
-                },
-                () = stopped(&mut stop) => {
-                    h.log(h.ev(Kind::Event, "exit"));
-                    return Ok(None);
-                }
-            }
-            tokio::time::sleep(Duration::from_millis(250)).await;
+        let Some(client) = open_client(&connector, &h, "client", &mut stop).await else {
+            h.log(h.ev(Kind::Event, "exit"));
+            return Ok(None);
         };
-        h.log(h.ev(Kind::Ok, "client"));
         let events = tokio::spawn(log_sessions(client.clone(), h.clone()));
         Ok(Some(Service {
             h,
             paths: Paths::new(&args.root),
             client,
+            connector,
             stop,
             dumps,
             events,
@@ -98,6 +85,35 @@ impl Service {
         let _ = tokio::time::timeout(bound, self.client.close()).await;
         let _ = tokio::time::timeout(Duration::from_secs(1), self.events).await;
         self.h.log(self.h.ev(Kind::Event, "exit"));
+    }
+}
+
+/// Open a supervised client, logging `invoke` / `ok` / `fail` `what`,
+/// retrying until it opens; `None` if `stop` comes first.
+pub async fn open_client(
+    connector: &Connector,
+    h: &HistoryWriter,
+    what: &str,
+    stop: &mut watch::Receiver<bool>,
+) -> Option<Client> {
+    loop {
+        h.log(h.ev(Kind::Invoke, what));
+        let attempt = tokio::time::timeout(
+            Duration::from_secs(15),
+            connector.client(ClientOptions::default()),
+        );
+        tokio::select! {
+            r = attempt => match r {
+                Ok(Ok(c)) => {
+                    h.log(h.ev(Kind::Ok, what));
+                    return Some(c);
+                }
+                Ok(Err(e)) => h.log(h.ev(Kind::Fail, what).err(e)),
+                Err(_) => h.log(h.ev(Kind::Fail, what).err("timed out after 15 s")),
+            },
+            () = stopped(stop) => return None,
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
     }
 }
 
