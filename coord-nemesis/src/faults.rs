@@ -77,19 +77,25 @@ impl Orchestrator {
             FaultKind::Stop => {
                 let pause = Duration::from_secs_f64(t + self.rng.range(1.0, 2.5));
                 let fallback = self.rng.below(self.slots.len());
-                // Between its read and its write: where a pause hurts. A
-                // third of the time (not in the unfenced control, which is
-                // about the workers) the leader between its read of the
-                // leader key and its fenced write.
+                // A worker between its read and its write: where a pause
+                // hurts. Else (not in the unfenced control, which is about
+                // the workers), a third of the time each: the leader
+                // between its read of the leader key and its fenced write,
+                // or a member or cache process (its session expires while
+                // it sleeps: it must come back).
                 let mid_work: fn(&Event) -> bool = |ev| ev.kind == Kind::Ok && ev.f == "read";
                 let mid_beat: fn(&Event) -> bool = |ev| ev.kind == Kind::Ok && ev.f == "lread";
                 let within = Duration::from_secs(1);
-                let leader = if !self.args.unfenced && self.rng.below(3) == 0 {
-                    self.slot_in(Role::Latch, mid_beat, within).await
-                } else {
+                let service = if self.args.unfenced {
                     None
+                } else {
+                    match self.rng.below(3) {
+                        0 => self.slot_in(Role::Latch, mid_beat, within).await,
+                        1 => self.lasting_service(),
+                        _ => None,
+                    }
                 };
-                let i = match leader {
+                let i = match service {
                     Some(i) => Some(i),
                     None => self.slot_in(Role::Worker, mid_work, within).await,
                 }
@@ -174,18 +180,27 @@ impl Orchestrator {
         None
     }
 
-    /// The target of a fault: half the time the current lock holder, a
-    /// quarter the current leader of the latch processes (the faults that
-    /// matter most hit them), else any process.
+    /// The target of a fault: 3 times in 8 the current lock holder, once
+    /// the current leader of the latch processes (the faults that matter
+    /// most hit them), once a member or cache process, else any process.
     pub(crate) async fn target(&mut self) -> usize {
         let any = self.rng.below(self.slots.len());
         let within = Duration::from_secs(1);
-        let found = match self.rng.below(4) {
-            0 | 1 => self.slot_in(Role::Worker, holding, within).await,
-            2 => self.slot_in(Role::Latch, leading, within).await,
+        let found = match self.rng.below(8) {
+            0..=2 => self.slot_in(Role::Worker, holding, within).await,
+            3 => self.slot_in(Role::Latch, leading, within).await,
+            4 => self.lasting_service(),
             _ => None,
         };
         found.unwrap_or(any)
+    }
+
+    /// A member or cache process, at random (`None` without services).
+    fn lasting_service(&mut self) -> Option<usize> {
+        let which: Vec<usize> = (0..self.slots.len())
+            .filter(|&i| self.slots[i].role.lasts() && self.slots[i].child.is_some())
+            .collect();
+        which.get(self.rng.below(which.len())).copied()
     }
 }
 
