@@ -12,11 +12,12 @@ use coord::{CacheEvent, Node, Session, TreeCache};
 use coord_nemesis::history::Kind;
 use coord_nemesis::tree;
 
+use crate::common::ProcessArgs;
 use crate::common::{stopped, TREE_DEPTH};
-use crate::service::{Service, ServiceArgs};
+use crate::service::Service;
 
 /// Run the cache process until stdin closes.
-pub async fn run(args: ServiceArgs) -> Result<(), String> {
+pub async fn run(args: ProcessArgs) -> Result<(), String> {
     let Some(mut svc) = Service::open(&args).await? else {
         return Ok(());
     };

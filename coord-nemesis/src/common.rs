@@ -2,11 +2,40 @@
 //! are told to stop, their sessions, how an error is logged; and the
 //! paths of a run, which the services use too.
 
+use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use coord::{Connector, Error, Session};
 use coord_nemesis::history::{HistoryWriter, Kind};
 use tokio::sync::watch;
+
+/// What every client process the orchestrator starts is told.
+#[derive(Debug, clap::Args)]
+pub struct ProcessArgs {
+    /// The backend URL (the orchestrator points it at this process's proxies).
+    #[arg(long)]
+    pub url: String,
+    /// The run's root path: everything the processes share lives under it.
+    #[arg(long)]
+    pub root: String,
+    /// This process's name in the history (`w0.1`: slot 0, incarnation 1).
+    #[arg(long)]
+    pub name: String,
+    /// The history file to append to.
+    #[arg(long)]
+    pub history: PathBuf,
+}
+
+impl ProcessArgs {
+    /// Its history (opened), connector and paths.
+    pub fn open(&self) -> Result<(Arc<HistoryWriter>, Connector, Paths), String> {
+        let h = HistoryWriter::open(&self.history, &self.name)
+            .map_err(|e| format!("{}: {e}", self.history.display()))?;
+        let connector = Connector::new(&self.url).map_err(|e| e.to_string())?;
+        Ok((Arc::new(h), connector, Paths::new(&self.root)))
+    }
+}
 
 /// Turned `true` when standard input reaches its end: the orchestrator
 /// closes a process's stdin to stop it (and if the orchestrator dies, the

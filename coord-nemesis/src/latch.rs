@@ -20,11 +20,12 @@ use coord::{Client, LatchEvent, Op, RejoiningLatch, Session};
 use coord_nemesis::history::{HistoryWriter, Kind};
 use tokio::sync::watch;
 
+use crate::common::ProcessArgs;
 use crate::common::{classify, stopped, Paths, Rng};
-use crate::service::{open_client, Service, ServiceArgs};
+use crate::service::{open_client, Service};
 
 /// Run the latch process until stdin closes.
-pub async fn run(args: ServiceArgs) -> Result<(), String> {
+pub async fn run(args: ProcessArgs) -> Result<(), String> {
     let Some(mut svc) = Service::open(&args).await? else {
         return Ok(());
     };

@@ -45,14 +45,14 @@ enum Mode {
     /// A queue consumer (started by `run`).
     Consumer(queue::QueueArgs),
     /// A service holding a rejoining leader latch (started by `run`).
-    Latch(service::ServiceArgs),
+    Latch(common::ProcessArgs),
     /// A service holding a rejoining group membership (started by `run`).
-    Member(service::ServiceArgs),
+    Member(common::ProcessArgs),
     /// A service holding a tree cache that follows its client (started
     /// by `run`).
-    Cache(service::ServiceArgs),
+    Cache(common::ProcessArgs),
     /// The writer of the tree the caches follow (started by `run`).
-    Writer(service::ServiceArgs),
+    Writer(common::ProcessArgs),
     /// Check the history files (`*.jsonl`) of a run.
     Check {
         /// The run's history directory.

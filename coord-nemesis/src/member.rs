@@ -12,10 +12,11 @@ use coord::{GroupMember, Presence};
 use coord_nemesis::history::Kind;
 
 use crate::common::stopped;
-use crate::service::{Service, ServiceArgs};
+use crate::common::ProcessArgs;
+use crate::service::Service;
 
 /// Run the member process until stdin closes.
-pub async fn run(args: ServiceArgs) -> Result<(), String> {
+pub async fn run(args: ProcessArgs) -> Result<(), String> {
     let Some(mut svc) = Service::open(&args).await? else {
         return Ok(());
     };

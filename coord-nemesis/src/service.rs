@@ -9,7 +9,6 @@
 //! end of the run). Its stdin's end tells it to stop.
 
 use std::io::BufRead;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,24 +16,7 @@ use coord::{Client, ClientEvent, ClientOptions, Connector};
 use coord_nemesis::history::{HistoryWriter, Kind};
 use tokio::sync::{mpsc, watch};
 
-use crate::common::{stopped, Paths};
-
-/// What a service process is told.
-#[derive(Debug, clap::Args)]
-pub struct ServiceArgs {
-    /// The backend URL (the orchestrator points it at this process's proxies).
-    #[arg(long)]
-    pub url: String,
-    /// The run's root path: the election, group and tree live under it.
-    #[arg(long)]
-    pub root: String,
-    /// This process's name in the history (`l0.2`: slot 0, incarnation 2).
-    #[arg(long)]
-    pub name: String,
-    /// The history file to append to.
-    #[arg(long)]
-    pub history: PathBuf,
-}
+use crate::common::{stopped, Paths, ProcessArgs};
 
 /// A running service process: its history, paths, client and commands.
 pub struct Service {
@@ -56,12 +38,8 @@ pub struct Service {
 impl Service {
     /// Open the history and the client (retrying until it opens or stdin
     /// ends: `Ok(None)`), and start logging the client's sessions.
-    pub async fn open(args: &ServiceArgs) -> Result<Option<Service>, String> {
-        let h = Arc::new(
-            HistoryWriter::open(&args.history, &args.name)
-                .map_err(|e| format!("{}: {e}", args.history.display()))?,
-        );
-        let connector = Connector::new(&args.url).map_err(|e| e.to_string())?;
+    pub async fn open(args: &ProcessArgs) -> Result<Option<Service>, String> {
+        let (h, connector, paths) = args.open()?;
         let (mut stop, dumps) = commands();
         let Some(client) = open_client(&connector, &h, "client", &mut stop).await else {
             h.log(h.ev(Kind::Event, "exit"));
@@ -70,7 +48,7 @@ impl Service {
         let events = tokio::spawn(log_sessions(client.clone(), h.clone()));
         Ok(Some(Service {
             h,
-            paths: Paths::new(&args.root),
+            paths,
             client,
             connector,
             stop,

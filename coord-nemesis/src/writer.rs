@@ -11,14 +11,15 @@ use std::time::Duration;
 use coord::{CreateMode, Error};
 use coord_nemesis::history::Kind;
 
+use crate::common::ProcessArgs;
 use crate::common::{stopped, Rng};
-use crate::service::{Service, ServiceArgs};
+use crate::service::Service;
 
 /// Directories and leaves per directory.
 const FANOUT: usize = 4;
 
 /// Run the writer until stdin closes.
-pub async fn run(args: ServiceArgs) -> Result<(), String> {
+pub async fn run(args: ProcessArgs) -> Result<(), String> {
     let Some(mut svc) = Service::open(&args).await? else {
         return Ok(());
     };
