@@ -33,11 +33,12 @@ pub const CLIENT_SESSION_TIMEOUT: Duration = Duration::from_secs(2);
 pub const CLIENT_BACKOFF: Backoff =
     Backoff::new(Duration::from_millis(20), Duration::from_millis(200));
 
-/// How soon after the fault is over (the heal, or the expiry seen by the
-/// client) a recipe must be back: the backoff's cap plus a few round
-/// trips, with room for a connection the partition left stalled to be
-/// given up and made again (a backend's connect timeout).
-pub const RECOVERY_BOUND: Duration = Duration::from_secs(10);
+/// How soon after the fault is over (the heal, or the expiry) a recipe
+/// must be back: [`CLIENT_BACKOFF`]'s cap plus 10 s for a few round trips,
+/// with room for a connection the partition left stalled to be given up
+/// and made again (a backend's connect timeout). Every come-back test of
+/// the suite uses these settings.
+pub const RECOVERY_BOUND: Duration = Duration::from_millis(10_200);
 
 /// The options of every client here.
 pub fn client_options() -> ClientOptions {

@@ -20,7 +20,6 @@
 
 use std::time::Duration;
 
-use coord_core::backend::Backoff;
 use coord_core::path::join;
 use coord_core::recipes::{Group, GroupMember, PersistentMode, PersistentNode, Presence};
 use coord_core::{Client, ClientOptions, Session};
@@ -28,24 +27,11 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
+use crate::come_back::{
+    CLIENT_BACKOFF as BACKOFF, CLIENT_SESSION_TIMEOUT as TIMEOUT, RECOVERY_BOUND, ROUNDS,
+};
 use crate::fault::Fault;
 use crate::{within, Harness};
-
-/// The session timeout of these tests: short (etcd's minimum is 2 s).
-pub const TIMEOUT: Duration = Duration::from_secs(2);
-
-/// The client's backoff between sessions: short, so ten rounds are quick.
-pub const BACKOFF: Backoff = Backoff::new(Duration::from_millis(20), Duration::from_millis(200));
-
-/// How soon after an expiry or a heal a node must be back: the backoff's
-/// cap and a few round trips, generously.
-pub const ROUND_TRIPS: Duration = Duration::from_secs(10);
-
-/// [`BACKOFF`]'s cap plus [`ROUND_TRIPS`].
-pub const RECOVERY_BOUND: Duration = Duration::from_millis(10_200);
-
-/// How many times each fault is repeated.
-pub const ROUNDS: usize = 10;
 
 /// A supervised client of the harness behind a fault, with [`TIMEOUT`]
 /// and [`BACKOFF`].

@@ -12,7 +12,7 @@
 //!   partition), exactly that difference;
 //! * the view converges to the server's state, and equals what the events
 //!   said;
-//! * it comes back within [`recovery_bound`] of the expiry or the heal.
+//! * it comes back within [`RECOVERY_BOUND`] of the expiry or the heal.
 //!
 //! On a backend without tree watches (Redis) the children and tree caches
 //! run on one-shot watches: the same checks hold.
@@ -20,36 +20,17 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use coord_core::backend::Backoff;
 use coord_core::client::ClientEvents;
 use coord_core::path::join;
 use coord_core::recipes::{CacheEvent, ChildrenCache, NodeCache, TreeCache};
-use coord_core::{ClientEvent, ClientOptions, CreateMode, Error, Session};
+use coord_core::{ClientEvent, CreateMode, Error, Session};
 use tokio::time::Instant;
 
 use crate::caches::fresh;
+use crate::come_back::{
+    client_options, CLIENT_SESSION_TIMEOUT as SESSION_TIMEOUT, RECOVERY_BOUND, ROUNDS,
+};
 use crate::{within, Harness};
-
-/// The session timeout of the client under faults: short, so a partition
-/// that outlasts it is short too (etcd's minimum).
-pub const SESSION_TIMEOUT: Duration = Duration::from_secs(2);
-
-/// How many times each test ends the client's session.
-pub const ROUNDS: usize = 10;
-
-/// The client's options under test: a fast backoff, so rounds are quick.
-pub fn client_options() -> ClientOptions {
-    ClientOptions::default().with_backoff(Backoff::new(
-        Duration::from_millis(20),
-        Duration::from_millis(200),
-    ))
-}
-
-/// How long after an expiry or a heal a recipe that comes back may take:
-/// the client's backoff cap and a few round trips, generously.
-pub fn recovery_bound() -> Duration {
-    client_options().backoff().cap() + Duration::from_secs(10)
-}
 
 /// Print the recovery times of a test (from the expiry or the heal to the
 /// recipe's coming back), for the README.
@@ -70,14 +51,14 @@ pub(crate) fn report(h: &dyn Harness, test: &str, mut times: Vec<Duration>) {
 
 /// Record the time since `since` (an expiry or a heal) that `what` took
 /// to come back in round `round`, and assert it is within
-/// [`recovery_bound`].
+/// [`RECOVERY_BOUND`].
 pub(crate) fn came_back(times: &mut Vec<Duration>, since: Instant, what: &str, round: usize) {
     let took = since.elapsed();
     times.push(took);
     assert!(
-        took <= recovery_bound(),
+        took <= RECOVERY_BOUND,
         "round {round}: {what} took {took:?} (bound {:?})",
-        recovery_bound()
+        RECOVERY_BOUND
     );
 }
 
@@ -409,7 +390,7 @@ async fn start(client: &coord_core::Client, writer: &Session, root: &str) -> Vec
 /// The server expires the client's session [`ROUNDS`] times while another
 /// session changes the cached nodes: each cache reports `Reset`, reloads
 /// on the next session with only real changes, converges to the server's
-/// state, within [`recovery_bound`] of the expiry.
+/// state, within [`RECOVERY_BOUND`] of the expiry.
 pub async fn follow_caches_converge_after_expiry(h: &dyn Harness) {
     let root = h.root("follow_caches_expiry");
     let writer = h.open().await;
@@ -461,7 +442,7 @@ pub async fn follow_caches_converge_after_expiry(h: &dyn Harness) {
 /// A partition outlasts the client's session [`ROUNDS`] times, and another
 /// session changes the cached nodes while it is on: after the heal each
 /// cache reports `Reset` (and nothing before it), then exactly the
-/// difference, then `Initialized`, within [`recovery_bound`] of the heal;
+/// difference, then `Initialized`, within [`RECOVERY_BOUND`] of the heal;
 /// its view is the server's.
 pub async fn follow_caches_converge_after_partition(h: &dyn Harness) {
     let root = h.root("follow_caches_partition");

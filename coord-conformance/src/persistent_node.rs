@@ -13,7 +13,8 @@ use coord_core::recipes::{Group, GroupMember, PersistentMode, PersistentNode, Pr
 use coord_core::{CreateMode, Error};
 use tokio::time::Instant;
 
-use crate::come_back_nodes::{client, node_at, Recorder, RECOVERY_BOUND};
+use crate::come_back::RECOVERY_BOUND;
+use crate::come_back_nodes::{client, node_at, Recorder};
 use crate::{within, within_for, Harness};
 
 /// How long a wait that must time out is given.

@@ -5,7 +5,7 @@
 //!
 //! * the member rejoins and the set is split again: both members
 //!   `Acquired`, every item owned by exactly one of them, within
-//!   [`recovery_bound`] of the expiry or the heal;
+//!   [`RECOVERY_BOUND`](crate::come_back::RECOVERY_BOUND) of the expiry or the heal;
 //! * the old ownership is reported (`Lost`) before anything is acquired on
 //!   the new session, and every item acquired again carries a fencing
 //!   token larger than every earlier owner's;
@@ -26,9 +26,8 @@ use coord_core::recipes::{
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use crate::follow_caches::{
-    await_lost, came_back, client_options, report, ROUNDS, SESSION_TIMEOUT,
-};
+use crate::come_back::{client_options, CLIENT_SESSION_TIMEOUT as SESSION_TIMEOUT, ROUNDS};
+use crate::follow_caches::{await_lost, came_back, report};
 use crate::{eventually, within, Harness};
 
 /// The items split.

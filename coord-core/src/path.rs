@@ -170,6 +170,21 @@ pub fn join(dir: &str, child: &str) -> String {
     out
 }
 
+/// `dir/name` for a `name` that must be exactly one segment (a member's
+/// or an item's name), checked before any I/O.
+///
+/// # Errors
+/// [`Error::InvalidPath`] for a name with a `/`, an empty one, or any the
+/// path rules refuse (the whole path is checked).
+pub fn join_segment(dir: &str, name: &str) -> Result<String> {
+    let node = join(dir, name);
+    validate_non_root(&node)?;
+    if parent(&node) != dir {
+        return Err(invalid(&node, PathErrorKind::EmptySegment));
+    }
+    Ok(node)
+}
+
 /// Every ancestor of a valid path, nearest the root first, excluding `/`
 /// and the path itself (`/a/b/c` → `/a`, `/a/b`).
 pub fn ancestors(path: &str) -> impl Iterator<Item = &str> {
@@ -191,6 +206,18 @@ pub fn is_within(path: &str, root: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn join_segment_takes_exactly_one_segment() {
+        assert_eq!(join_segment("/g", "m-1").ok().as_deref(), Some("/g/m-1"));
+        assert_eq!(join_segment("/", "m").ok().as_deref(), Some("/m"));
+        for bad in ["a/b", "", ".", "..", "a\0b"] {
+            assert!(
+                matches!(join_segment("/g", bad), Err(Error::InvalidPath { .. })),
+                "{bad:?}"
+            );
+        }
+    }
 
     #[test]
     fn within() {

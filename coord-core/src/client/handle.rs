@@ -229,7 +229,7 @@ impl Client {
         }
     }
 
-    /// The client's events from now on (see [`ClientEvent`]), beginning
+    /// The client's events from now on (see [`ClientEvent`](super::ClientEvent)), beginning
     /// with the live session's `Started` (and `Suspended`, if it is) when
     /// there is one.
     pub fn events(&self) -> ClientEvents {

@@ -39,26 +39,16 @@ pub(super) async fn supervise(shared: Arc<Shared>, open: Box<dyn Open>, backoff:
             _ = stopped(&mut stop) => break,
             r = open.open() => r,
         };
-        let session = match opened {
-            Ok(s) if !s.state().is_terminal() => s,
-            Ok(s) => {
-                failures = failures.saturating_add(1);
-                let error = Arc::new(Error::ConnectionLost(format!(
-                    "the new session {} was over at once",
-                    s.id()
-                )));
-                shared.publish(
-                    |_| {},
-                    ClientEvent::OpenFailed {
-                        attempt: failures,
-                        error,
-                    },
-                );
-                if pause(&backoff, &mut attempt, &mut stop).await {
-                    break;
-                }
-                continue;
-            }
+        let failed = match opened {
+            Ok(s) if !s.state().is_terminal() => Ok(s),
+            Ok(s) => Err(Error::ConnectionLost(format!(
+                "the new session {} was over at once",
+                s.id()
+            ))),
+            Err(e) => Err(e),
+        };
+        let session = match failed {
+            Ok(s) => s,
             Err(e) => {
                 failures = failures.saturating_add(1);
                 let error = Arc::new(e);

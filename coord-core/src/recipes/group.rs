@@ -117,7 +117,7 @@ impl Group {
     pub async fn join_as(&self, name: &str, data: impl AsRef<[u8]>) -> Result<Membership> {
         let data = data.as_ref();
         path::validate_data(data)?;
-        let node = member_path(&self.dir, name)?;
+        let node = path::join_segment(&self.dir, name)?;
         self.join_at(node, data, CreateMode::Ephemeral).await
     }
 
@@ -203,23 +203,6 @@ impl Group {
             watch: None,
         }))
     }
-}
-
-/// The path of the member named `name` of the group at `dir` (a valid
-/// non-root path): `dir/name`, checked before any I/O.
-///
-/// # Errors
-/// [`Error::InvalidPath`] for a name with a `/` or otherwise bad.
-pub(crate) fn member_path(dir: &str, name: &str) -> Result<String> {
-    let node = path::join(dir, name);
-    path::validate_non_root(&node)?;
-    if path::parent(&node) != dir {
-        return Err(Error::InvalidPath {
-            path: node,
-            kind: crate::PathErrorKind::EmptySegment,
-        });
-    }
-    Ok(node)
 }
 
 /// Follows a group: the first [`GroupWatcher::next`] returns the group as

@@ -51,19 +51,6 @@ pub struct SetPartitioner<On = Session> {
     pub(crate) settle: Duration,
 }
 
-/// Check that `name` is one path segment under `dir`.
-fn check_segment(dir: &str, name: &str) -> Result<String> {
-    let node = path::join(dir, name);
-    path::validate_non_root(&node)?;
-    if path::parent(&node) != dir {
-        return Err(Error::InvalidPath {
-            path: node,
-            kind: crate::PathErrorKind::EmptySegment,
-        });
-    }
-    Ok(node)
-}
-
 impl<On> SetPartitioner<On> {
     /// The settings, checked before any I/O, of member `member_id` at
     /// `path` splitting `items`, to run on `on`.
@@ -73,11 +60,11 @@ impl<On> SetPartitioner<On> {
         S: Into<String>,
     {
         path::validate_non_root(path)?;
-        check_segment(&path::join(path, layout::PARTITIONER_PARTY), member_id)?;
+        path::join_segment(&path::join(path, layout::PARTITIONER_PARTY), member_id)?;
         let locks = path::join(path, layout::PARTITIONER_LOCKS);
         let items: BTreeSet<String> = items.into_iter().map(Into::into).collect();
         for item in &items {
-            check_segment(&locks, item)?;
+            path::join_segment(&locks, item)?;
         }
         Ok(SetPartitioner {
             on,

@@ -10,7 +10,6 @@ use super::presence::{Presence, PresenceWatcher};
 use crate::client::Client;
 use crate::error::Result;
 use crate::path;
-use crate::recipes::group::member_path;
 
 /// This process's membership in a [`Group`](crate::recipes::Group), kept
 /// on every session of a [`Client`] with the same member name and data
@@ -85,7 +84,7 @@ impl GroupMember {
         data: impl AsRef<[u8]>,
     ) -> Result<GroupMember> {
         path::validate_non_root(group)?;
-        let path = member_path(group, name)?;
+        let path = crate::path::join_segment(group, name)?;
         let node = PersistentNode::start(client, &path, data, PersistentMode::Ephemeral)?;
         Ok(GroupMember {
             node,
