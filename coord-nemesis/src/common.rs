@@ -1,11 +1,41 @@
 //! What the client processes (worker, producer, consumer) share: how they
-//! are told to stop, their sessions, how an error is logged.
+//! are told to stop, their sessions, how an error is logged; and the
+//! paths of a run, which the services use too.
 
+use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use coord::{Connector, Error, Session};
 use coord_nemesis::history::{HistoryWriter, Kind};
 use tokio::sync::watch;
+
+/// What every client process the orchestrator starts is told.
+#[derive(Debug, clap::Args)]
+pub struct ProcessArgs {
+    /// The backend URL (the orchestrator points it at this process's proxies).
+    #[arg(long)]
+    pub url: String,
+    /// The run's root path: everything the processes share lives under it.
+    #[arg(long)]
+    pub root: String,
+    /// This process's name in the history (`w0.1`: slot 0, incarnation 1).
+    #[arg(long)]
+    pub name: String,
+    /// The history file to append to.
+    #[arg(long)]
+    pub history: PathBuf,
+}
+
+impl ProcessArgs {
+    /// Its history (opened), connector and paths.
+    pub fn open(&self) -> Result<(Arc<HistoryWriter>, Connector, Paths), String> {
+        let h = HistoryWriter::open(&self.history, &self.name)
+            .map_err(|e| format!("{}: {e}", self.history.display()))?;
+        let connector = Connector::new(&self.url).map_err(|e| e.to_string())?;
+        Ok((Arc::new(h), connector, Paths::new(&self.root)))
+    }
+}
 
 /// Turned `true` when standard input reaches its end: the orchestrator
 /// closes a process's stdin to stop it (and if the orchestrator dies, the
@@ -133,7 +163,8 @@ pub fn parse_counter(data: &[u8]) -> Option<(u64, u64)> {
     Some((v.parse().ok()?, t.parse().ok()?))
 }
 
-/// The lock, counter and queue of a run, under its root path.
+/// The lock, counter and queue of a run, and its services' election,
+/// leader key, group and tree, under its root path.
 pub struct Paths {
     /// The lock's directory.
     pub lock: String,
@@ -141,7 +172,19 @@ pub struct Paths {
     pub counter: String,
     /// The queue's directory.
     pub queue: String,
+    /// The latch processes' election.
+    pub election: String,
+    /// The key leaders write `"<token> <seq>"` to, fenced by their term.
+    pub leader: String,
+    /// The member processes' group.
+    pub group: String,
+    /// The subtree the writer mutates and the caches follow.
+    pub tree: String,
 }
+
+/// How deep the caches follow the tree (and the writer writes): its
+/// root's children and grandchildren.
+pub const TREE_DEPTH: usize = 2;
 
 impl Paths {
     /// Under `root`.
@@ -151,6 +194,10 @@ impl Paths {
             lock: format!("{root}/lock"),
             counter: format!("{root}/counter"),
             queue: format!("{root}/queue"),
+            election: format!("{root}/election"),
+            leader: format!("{root}/leader"),
+            group: format!("{root}/members"),
+            tree: format!("{root}/tree"),
         }
     }
 }

@@ -11,13 +11,14 @@
 //! | `t` | CLOCK_MONOTONIC in nanoseconds ([`now`]): one clock for every process on the machine |
 //! | `p` | the process: `w0.1` (worker slot 0, first incarnation), `c1.2`, `q0.1` (producer), `nemesis` |
 //! | `type` | `invoke` (about to call), `ok`, `fail` (did not happen), `info` (may or may not have happened), `event` (learnt something), `start` / `end` (a fault) |
-//! | `f` | what: `session`, `acquire`, `read`, `write`, `release`, `lost`, `offer`, `take`, `ack`, `exit`, `final`, `queue-final`; faults `kill`, `stop`, `partition`, `cut`, `member` |
+//! | `f` | what: `session`, `acquire`, `read`, `write`, `release`, `lost`, `offer`, `take`, `ack`, `exit`, `final`, `queue-final`; faults `kill`, `stop`, `partition`, `cut`, `member`; the services' (see [`crate::check`](mod@crate::check)): `client`, `writes-client`, `lead`, `lead-end`, `lread`, `lwrite`, `lfinal`, `member-join`, `member`, `member-absent`, `cache-start`, `cache`, `dump`, `tree-op`, `alive`, `members-final`, `tree-final` |
 //! | `token` | the fencing token of the hold the event is about |
 //! | `value` | a counter value: read (`read`, `final`) or written (`write`) |
 //! | `rtoken` | the token stored with the counter value read (the writer's token) |
 //! | `item` | a queue item |
 //! | `target` | a fault's target: a process name, or `member-N` |
-//! | `n` | a count (`queue-final`: items left in the queue) |
+//! | `n` | a count (`queue-final`: items left in the queue), a client generation, a round of the final reads |
+//! | `data` | a service's text: a member's data, a tree as [`crate::tree`] writes it, the processes alive |
 //! | `err` | an error's text |
 
 use std::fmt::Write as _;
@@ -106,6 +107,8 @@ pub struct Event {
     pub target: Option<String>,
     /// A count.
     pub n: Option<u64>,
+    /// A service's text (a member's data, a tree, a list of processes).
+    pub data: Option<String>,
     /// An error's text.
     pub err: Option<String>,
 }
@@ -124,6 +127,7 @@ impl Event {
             item: None,
             target: None,
             n: None,
+            data: None,
             err: None,
         }
     }
@@ -164,6 +168,12 @@ impl Event {
         self
     }
 
+    /// With a service's text.
+    pub fn data(mut self, data: impl Into<String>) -> Self {
+        self.data = Some(data.into());
+        self
+    }
+
     /// With an error's text.
     pub fn err(mut self, err: impl std::fmt::Display) -> Self {
         self.err = Some(err.to_string());
@@ -192,6 +202,7 @@ impl Event {
         for (k, v) in [
             ("item", &self.item),
             ("target", &self.target),
+            ("data", &self.data),
             ("err", &self.err),
         ] {
             if let Some(v) = v {
@@ -236,10 +247,11 @@ impl Event {
                 ("n", Value::Num(n)) => ev.n = Some(n),
                 ("item", Value::Str(s)) => ev.item = Some(s),
                 ("target", Value::Str(s)) => ev.target = Some(s),
+                ("data", Value::Str(s)) => ev.data = Some(s),
                 ("err", Value::Str(s)) => ev.err = Some(s),
                 (_, Value::Null) => {}
                 ("t" | "p" | "type" | "f" | "token" | "value" | "rtoken" | "n", _)
-                | ("item" | "target" | "err", _) => {
+                | ("item" | "target" | "data" | "err", _) => {
                     return Err(format!("key {k:?} has the wrong type"));
                 }
                 _ => {}
@@ -519,6 +531,7 @@ mod tests {
             .item("q0.1:3")
             .target("member-2")
             .n(0)
+            .data("/a v1 s2 e \"x\"\n/a/b v3 s4 p \"\"")
             .err("a \"quoted\"\nline\\ with \u{1} control");
         let line = ev.to_json();
         assert!(!line.contains('\n'));

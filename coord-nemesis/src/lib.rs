@@ -7,12 +7,14 @@
 //! - `run` — the orchestrator: it puts every client process behind its own
 //!   [`FaultProxy`](coord_conformance::fault::FaultProxy)s (hosted in the
 //!   orchestrator itself, so faulting a connection is a method call), starts
-//!   K counter workers, a queue producer and consumers, and injects faults
-//!   with a seed it prints: kill -9 (then a restart), SIGSTOP past the
-//!   session timeout (then SIGCONT), a partition or a cut of one process's
-//!   connections, and on a cluster kill -9 / restart of a member. Then it
-//!   heals everything, stops the processes, drains the queue, reads the
-//!   final counter and runs the checker.
+//!   K counter workers, a queue producer and consumers, the long-lived
+//!   services, and injects faults with a seed it prints: kill -9 (then a
+//!   restart), SIGSTOP past the session timeout (then SIGCONT), a
+//!   partition or a cut of one process's connections, and on a cluster
+//!   kill -9 / restart of a member. Then it heals everything, stops the
+//!   processes, drains the queue, reads the final counter, reads the
+//!   services' end state in rounds until it settles, and runs the
+//!   checker.
 //! - `worker` — loops: acquire the [`coord::Lock`], read the counter, write
 //!   counter + 1 through the guarded write (`LockGuard::write`, fenced by
 //!   the hold), release. `--unfenced`: read and write with a plain `set`
@@ -21,6 +23,15 @@
 //!   update when a holder is paused.
 //! - `producer` / `consumer` — numbered items offered to a
 //!   [`coord::ReliableQueue`]; consumers take and ack.
+//! - `latch`, `member`, `cache` — the long-lived services, each one
+//!   [`coord::Client`] for the process's whole life with one recipe that
+//!   comes back after every session loss: a [`coord::RejoiningLatch`] in
+//!   one election (logging its terms, writing the leader key fenced by
+//!   each term), a [`coord::GroupMember`] in one group, a
+//!   [`coord::TreeCache`] following the client over a subtree that the
+//!   `writer` process mutates. The checker's rules for them: one leader at
+//!   a time, every live process a member at the end, every cache equal to
+//!   the server's tree at the end (see [`check`](mod@check)).
 //! - `check DIR` — the checker ([`check`](mod@check)) on a run's history.
 //!
 //! Every process appends JSON lines to its own history file
@@ -29,6 +40,7 @@
 
 pub mod check;
 pub mod history;
+pub mod tree;
 
 pub use check::{check, Report, Violation, ViolationKind};
 pub use history::{Event, HistoryWriter, Kind};

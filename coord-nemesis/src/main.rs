@@ -1,5 +1,7 @@
 //! `coord-nemesis`: the orchestrator (`run`), the client processes it
-//! starts (`worker`, `producer`, `consumer`) and the checker (`check`).
+//! starts (`worker`, `producer`, `consumer`; the long-lived services
+//! `latch`, `member`, `cache` and the tree `writer`) and the checker
+//! (`check`).
 //! See the library's docs and `scripts/nemesis`.
 
 use std::path::PathBuf;
@@ -7,11 +9,19 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod cache;
 mod common;
+mod faults;
+mod latch;
+mod member;
+mod orchestrator;
 mod queue;
 mod run;
+mod service;
+mod settle;
 mod verdict;
 mod worker;
+mod writer;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -27,13 +37,22 @@ struct Cli {
 enum Mode {
     /// Start the client processes behind fault proxies, inject faults,
     /// then check the history (exit 1 on a violation).
-    Run(run::RunArgs),
+    Run(orchestrator::RunArgs),
     /// A counter worker (started by `run`).
     Worker(worker::WorkerArgs),
     /// The queue producer (started by `run`).
     Producer(queue::QueueArgs),
     /// A queue consumer (started by `run`).
     Consumer(queue::QueueArgs),
+    /// A service holding a rejoining leader latch (started by `run`).
+    Latch(common::ProcessArgs),
+    /// A service holding a rejoining group membership (started by `run`).
+    Member(common::ProcessArgs),
+    /// A service holding a tree cache that follows its client (started
+    /// by `run`).
+    Cache(common::ProcessArgs),
+    /// The writer of the tree the caches follow (started by `run`).
+    Writer(common::ProcessArgs),
     /// Check the history files (`*.jsonl`) of a run.
     Check {
         /// The run's history directory.
@@ -70,6 +89,10 @@ fn main() -> ExitCode {
             Mode::Worker(args) => worker::run(args).await.map(|()| ExitCode::SUCCESS),
             Mode::Producer(args) => queue::producer(args).await.map(|()| ExitCode::SUCCESS),
             Mode::Consumer(args) => queue::consumer(args).await.map(|()| ExitCode::SUCCESS),
+            Mode::Latch(args) => latch::run(args).await.map(|()| ExitCode::SUCCESS),
+            Mode::Member(args) => member::run(args).await.map(|()| ExitCode::SUCCESS),
+            Mode::Cache(args) => cache::run(args).await.map(|()| ExitCode::SUCCESS),
+            Mode::Writer(args) => writer::run(args).await.map(|()| ExitCode::SUCCESS),
             Mode::Check {
                 dir,
                 expect_violation,

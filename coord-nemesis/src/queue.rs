@@ -1,48 +1,29 @@
 //! The queue pair: a producer offering numbered items, consumers taking
 //! them from the reliable queue and acknowledging them.
 
-use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
-use coord::{Connector, Error, Queue, Session};
-use coord_nemesis::history::{HistoryWriter, Kind};
+use coord::{Error, Queue, Session};
+use coord_nemesis::history::Kind;
 
-use crate::common::{self, classify, live, open_session, stopped, Paths, Rng};
+use crate::common::{self, classify, live, open_session, stopped, ProcessArgs, Rng};
 
 /// What a producer or consumer is told.
 #[derive(Debug, clap::Args)]
 pub struct QueueArgs {
-    /// The backend URL (the orchestrator points it at this process's proxies).
-    #[arg(long)]
-    pub url: String,
-    /// The run's root path.
-    #[arg(long)]
-    pub root: String,
-    /// This process's name in the history.
-    #[arg(long)]
-    pub name: String,
-    /// The history file to append to.
-    #[arg(long)]
-    pub history: PathBuf,
+    #[command(flatten)]
+    pub process: ProcessArgs,
     /// Producer: pause between offers, in ms. Consumer: mean work per
     /// item before its ack, in ms.
     #[arg(long, default_value_t = 50)]
     pub interval_ms: u64,
 }
 
-fn open(args: &QueueArgs) -> Result<(Arc<HistoryWriter>, Connector, Paths), String> {
-    let h = HistoryWriter::open(&args.history, &args.name)
-        .map_err(|e| format!("{}: {e}", args.history.display()))?;
-    let connector = Connector::new(&args.url).map_err(|e| e.to_string())?;
-    Ok((Arc::new(h), connector, Paths::new(&args.root)))
-}
-
 /// Offer `<name>:<n>` for n = 0, 1, … until stdin closes. An offer that
 /// fails is not repeated (it may have landed): the next item has the next
 /// number, so no item is ever offered twice.
 pub async fn producer(args: QueueArgs) -> Result<(), String> {
-    let (h, connector, paths) = open(&args)?;
+    let (h, connector, paths) = args.process.open()?;
     let mut stop = common::stop_on_stdin_eof();
     let mut session: Option<Session> = None;
     let mut n = 0u64;
@@ -58,7 +39,7 @@ pub async fn producer(args: QueueArgs) -> Result<(), String> {
             },
         };
         let q = Queue::reliable(&s, &paths.queue).map_err(|e| e.to_string())?;
-        let item = format!("{}:{n}", args.name);
+        let item = format!("{}:{n}", args.process.name);
         n += 1;
         h.log(h.ev(Kind::Invoke, "offer").item(&item));
         match q.offer(item.as_bytes()).await {
@@ -77,7 +58,7 @@ pub async fn producer(args: QueueArgs) -> Result<(), String> {
 
 /// Take, work a little, ack — until stdin closes.
 pub async fn consumer(args: QueueArgs) -> Result<(), String> {
-    let (h, connector, paths) = open(&args)?;
+    let (h, connector, paths) = args.process.open()?;
     let mut stop = common::stop_on_stdin_eof();
     let mut rng = Rng::from_entropy();
     let mut session: Option<Session> = None;

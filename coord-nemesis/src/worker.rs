@@ -2,7 +2,6 @@
 //! (through the guarded write, or with a plain `set` in the unfenced
 //! control), release — logging every step.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -10,23 +9,15 @@ use coord::{Connector, Error, Lock, Node, Op, Session};
 use coord_nemesis::history::{HistoryWriter, Kind};
 use tokio::sync::watch;
 
-use crate::common::{self, classify, live, open_session, parse_counter, stopped, Paths, Rng};
+use crate::common::{
+    self, classify, live, open_session, parse_counter, stopped, Paths, ProcessArgs, Rng,
+};
 
 /// What a worker is told.
 #[derive(Debug, clap::Args)]
 pub struct WorkerArgs {
-    /// The backend URL (the orchestrator points it at this process's proxies).
-    #[arg(long)]
-    pub url: String,
-    /// The run's root path: the lock, counter and queue live under it.
-    #[arg(long)]
-    pub root: String,
-    /// This process's name in the history (`w0.1`: slot 0, incarnation 1).
-    #[arg(long)]
-    pub name: String,
-    /// The history file to append to.
-    #[arg(long)]
-    pub history: PathBuf,
+    #[command(flatten)]
+    pub process: ProcessArgs,
     /// Read and write the counter with plain get / set through a store
     /// connection of its own instead of the guarded write.
     #[arg(long)]
@@ -79,12 +70,7 @@ impl Store {
 
 /// Run the worker until stdin closes.
 pub async fn run(args: WorkerArgs) -> Result<(), String> {
-    let h = Arc::new(
-        HistoryWriter::open(&args.history, &args.name)
-            .map_err(|e| format!("{}: {e}", args.history.display()))?,
-    );
-    let connector = Connector::new(&args.url).map_err(|e| e.to_string())?;
-    let paths = Paths::new(&args.root);
+    let (h, connector, paths) = args.process.open()?;
     let mut stop = common::stop_on_stdin_eof();
     let mut rng = Rng::from_entropy();
     let mut store = Store {

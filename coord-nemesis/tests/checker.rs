@@ -1,8 +1,12 @@
 //! The checker must be able to fail: hand-made histories with one
 //! violation each are reported, and the same histories without it are not.
+//! The services' rules (leader, members, caches) are in `checker/services.rs`.
 
 use coord_nemesis::history::{Event, Kind};
 use coord_nemesis::{check, ViolationKind};
+
+#[path = "checker/services.rs"]
+mod services;
 
 const S: u64 = 1_000_000_000;
 const MS: u64 = 1_000_000;

@@ -1,6 +1,6 @@
 //! The binary's verdicts: `check` exits 0 on a clean history, 1 on a
 //! violation (and the reverse with `--expect-violation`); `run` refuses
-//! `--backend mem` before doing anything.
+//! `--backend mem` and a malformed `--services` before doing anything.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -93,5 +93,22 @@ fn mem_is_refused() {
         .expect("run coord-nemesis run");
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("one store per process"));
+    let _ = std::fs::remove_dir_all(d);
+}
+
+#[test]
+fn a_malformed_services_count_is_refused() {
+    let d = dir("services");
+    for bad in ["1,2", "x", "1,2,3,4", ""] {
+        let out = Command::new(BIN)
+            .args(["run", "--backend", "redis", "--servers", "127.0.0.1:1"])
+            .args(["--services", bad, "--history-dir"])
+            .arg(&d)
+            .output()
+            .expect("run coord-nemesis run");
+        assert_eq!(out.status.code(), Some(2), "--services {bad:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("expected N or L,M,C"), "{err}");
+    }
     let _ = std::fs::remove_dir_all(d);
 }
