@@ -5,7 +5,7 @@
 //! |---|---|---|
 //! | the client opens the next session, never two at once | server-side expiry ×10 | [`client_reopens_after_expiry`] |
 //! | the same, within a bound after the heal | partition past the session timeout, 10 clients | [`client_reopens_after_partition`] |
-//! | a lock held on a lost session stays lost; nothing re-takes it | server-side expiry | [`client_never_retakes_a_lock`] |
+//! | a lock, a lease, a delivery held on a lost session stay lost; nothing re-takes them | server-side expiry | [`client_never_retakes_holds`] |
 //! | the latch campaigns again; the old term ends first; tokens grow | server-side expiry ×10 | [`rejoining_latch_after_expiry`] |
 //! | no two leaders at any instant; the latch rejoins after the heal | partition past the session timeout, 10 elections | [`rejoining_latch_after_partition`] |
 //!
@@ -16,7 +16,7 @@
 use std::time::Duration;
 
 use coord_core::path::join;
-use coord_core::recipes::{LatchEvent, Lock, RejoiningLatch};
+use coord_core::recipes::{LatchEvent, Lock, Queue, RejoiningLatch, Semaphore};
 use coord_core::{Backoff, ClientEvent, ClientEvents, ClientOptions, CreateMode, Error};
 use futures_util::future::join_all;
 use tokio::time::Instant;
@@ -227,48 +227,85 @@ pub async fn client_reopens_after_partition(h: &dyn Harness) {
     );
 }
 
-/// A lock held on a client's session is lost with it and stays lost: the
-/// guard reports `SessionExpired`, the next session does not hold the lock
-/// (another party takes it at once), and nothing re-takes it.
-pub async fn client_never_retakes_a_lock(h: &dyn Harness) {
-    let dir = h.root("client-lock");
+/// What a client's session held is lost with it and stays lost: a lock
+/// guard, a semaphore lease and a reliable-queue delivery each report
+/// `SessionExpired`; on the next session the client holds none of them
+/// (another party takes the lock and the lease at once, and the item is
+/// delivered again, to that party); nothing re-takes them.
+pub async fn client_never_retakes_holds(h: &dyn Harness) {
+    let dir = h.root("client-holds");
+    let (lock_dir, lease_dir, queue_dir) =
+        (join(&dir, "lock"), join(&dir, "lease"), join(&dir, "queue"));
     let (client, _fault) = h
         .faulty_client(CLIENT_SESSION_TIMEOUT, client_options())
         .await;
     let session = client.session().await.expect("a session");
-    let guard = Lock::new(&session, &dir)
+    let guard = Lock::new(&session, &lock_dir)
         .expect("lock")
         .acquire()
         .await
         .expect("acquire a free lock");
+    let lease = Semaphore::new(&session, &lease_dir, 1)
+        .expect("semaphore")
+        .acquire(1)
+        .await
+        .expect("a free lease")
+        .pop()
+        .expect("one lease");
+    let queue = Queue::reliable(&session, &queue_dir).expect("queue");
+    queue.offer(b"item").await.expect("offer");
+    let delivery = queue.take().await.expect("take the item");
     h.expire(&session).await;
-    let reason = within("the guard's loss", guard.lost()).await;
-    assert!(
-        matches!(reason, Error::SessionExpired),
-        "{}: lost for {reason}",
-        h.name()
-    );
+    for (what, reason) in [
+        ("lock", within("the guard's loss", guard.lost()).await),
+        ("lease", within("the lease's loss", lease.lost()).await),
+        (
+            "delivery",
+            within("the delivery's loss", delivery.lost()).await,
+        ),
+    ] {
+        assert!(
+            matches!(reason, Error::SessionExpired),
+            "{}: {what} lost for {reason}",
+            h.name()
+        );
+    }
     let next = within("the next session", client.next_session(1))
         .await
         .expect("the next session");
     let other = h.open().await;
     let taken = within(
         "another party takes the lock",
-        Lock::new(&other, &dir).expect("lock").acquire(),
+        Lock::new(&other, &lock_dir).expect("lock").acquire(),
     )
     .await
     .expect("the lock is free");
+    let leased = within(
+        "another party takes the lease",
+        Semaphore::new(&other, &lease_dir, 1)
+            .expect("semaphore")
+            .acquire(1),
+    )
+    .await
+    .expect("the lease is free");
+    let again = within(
+        "the item is delivered again",
+        Queue::reliable(&other, &queue_dir).expect("queue").take(),
+    )
+    .await
+    .expect("the item went back");
+    assert_eq!(again.data(), b"item");
+    // The lock's one contender is the other party's: the client's new
+    // session did not queue for it again.
+    let kids = next.session.children(&lock_dir).await.expect("list");
     assert!(
-        next.session
-            .children(&dir)
-            .await
-            .expect("list")
-            .iter()
-            .all(|c| taken.node_path().ends_with(&c.name)),
-        "{}: the client's new session holds something at {dir}",
+        kids.len() == 1 && taken.node_path().ends_with(&kids[0].name),
+        "{}: contenders at {lock_dir}: {kids:?}",
         h.name()
     );
     assert!(matches!(guard.lost().await, Error::SessionExpired));
+    again.ack().await.expect("ack");
+    drop(leased);
     taken.release().await.expect("release");
     let _ = other.close().await;
     client.close().await.expect("close");
@@ -469,7 +506,7 @@ macro_rules! __come_back_tests {
         $crate::__conformance_each!($make;
             come_back::client_reopens_after_expiry,
             come_back::client_reopens_after_partition,
-            come_back::client_never_retakes_a_lock,
+            come_back::client_never_retakes_holds,
             come_back::rejoining_latch_after_expiry,
             come_back::rejoining_latch_after_partition,
         );

@@ -84,6 +84,12 @@ impl Drop for Owner {
 /// the next one, after a capped, jittered backoff; never two live at once.
 /// Cheap to clone; the last handle dropped closes it.
 ///
+/// Open one from a URL with `coord::client(url)` or
+/// `coord::Connector::client(options)` (the first session is opened there,
+/// so a wrong address or credential fails at once), or from a backend's own
+/// options with [`Client::start`] and that backend's `connect`, e.g.
+/// `Client::start(move || coord_zk::connect(zk_options.clone()), ClientOptions::default())`.
+///
 /// A session is final once it has ended, so what was *held* on it (a lock,
 /// a lease, a leadership term, a queue delivery) is gone for good and is
 /// reported lost by its own recipe: the client never takes it again by
