@@ -66,6 +66,11 @@ impl Recorder {
         within(what, self.rx.recv()).await
     }
 
+    /// The next event if one is waiting, without waiting.
+    pub(crate) fn try_next(&mut self) -> Option<(Instant, Presence)> {
+        self.rx.try_recv().ok()
+    }
+
     /// The next event, which must be `Present`: when, its path and
     /// generation.
     pub(crate) async fn present(&mut self, what: &str) -> (Instant, String, u64) {

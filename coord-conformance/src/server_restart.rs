@@ -11,13 +11,18 @@
 //! each test panics, saying what broke, when the backend does not keep
 //! these promises. Every test is cancel safe in the suite's sense (see the
 //! crate docs).
+//!
+//! The same macro runs [`crate::restart_come_back`]'s test of the recipes
+//! that come back (on a supervised client, [`StandaloneServer::client`]);
+//! a server that can lose its data when restarted (Redis without
+//! persistence) also runs [`server_data_loss_tests!`](crate::server_data_loss_tests).
 
 use std::future::Future;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use coord_core::recipes::{Lock, LockGuard};
-use coord_core::{CreateMode, Error, Fence, Op, Result, Session};
+use coord_core::{Client, ClientOptions, CreateMode, Error, Fence, Op, Result, Session};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -34,6 +39,10 @@ pub trait StandaloneServer: Send + Sync {
     fn name(&self) -> &'static str;
     /// Open a session on the server; panics if it cannot.
     async fn open(&self, session_timeout: Duration) -> Session;
+    /// A supervised client whose every session is opened on the server as
+    /// [`StandaloneServer::open`] opens one (an open that fails, the
+    /// server being down, is retried by the client).
+    fn client(&self, session_timeout: Duration, options: ClientOptions) -> Client;
     /// The server process (usually a [`TestServer`](crate::server::TestServer)).
     fn process(&mut self) -> &mut dyn ServerProcess;
     /// The backend's own checks once a holder's session came back from a
@@ -351,13 +360,13 @@ pub fn __run<F: Future<Output = ()>>(fut: F) {
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __server_restart_each {
-    ($make:expr; $($name:ident),* $(,)?) => {
+    ($make:expr; $($module:ident :: $name:ident),* $(,)?) => {
         $(
             #[test]
             fn $name() {
                 $crate::server_restart::__run(async {
                     let mut server = $make;
-                    $crate::server_restart::$name(&mut server).await;
+                    $crate::$module::$name(&mut server).await;
                 });
             }
         )*
@@ -367,14 +376,27 @@ macro_rules! __server_restart_each {
 /// Instantiate every restart test for a backend: one `#[test]` each, each
 /// on a server of its own. `$make` is an expression, evaluated inside the
 /// test's async runtime (it may `.await`), that starts the server and
-/// gives a [`StandaloneServer`].
+/// gives a [`StandaloneServer`] that keeps its data across a restart.
 #[macro_export]
 macro_rules! server_restart_tests {
     ($make:expr) => {
         $crate::__server_restart_each!($make;
-            quick_restart_keeps_the_hold_or_expires_it_first,
-            long_outage_expires_the_holder_before_the_waiter_is_granted,
-            tokens_keep_growing_across_restarts,
+            server_restart::quick_restart_keeps_the_hold_or_expires_it_first,
+            server_restart::long_outage_expires_the_holder_before_the_waiter_is_granted,
+            server_restart::tokens_keep_growing_across_restarts,
+            restart_come_back::recipes_come_back_after_restart,
+        );
+    };
+}
+
+/// Instantiate the restart tests of a server that loses its data when
+/// restarted (Redis without persistence): `$make` gives a
+/// [`StandaloneServer`] whose restart starts empty.
+#[macro_export]
+macro_rules! server_data_loss_tests {
+    ($make:expr) => {
+        $crate::__server_restart_each!($make;
+            restart_come_back::recipes_come_back_after_data_loss,
         );
     };
 }

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use coord_conformance::server::{Etcd, ServerProcess, TestServer};
 use coord_conformance::server_restart::StandaloneServer;
-use coord_core::Session;
+use coord_core::{Client, ClientOptions, Session};
 
 /// An etcd of the test's own, and how coord-etcd opens sessions on it.
 struct EtcdMember(TestServer<Etcd>);
@@ -27,6 +27,11 @@ impl StandaloneServer for EtcdMember {
         coord_etcd::connect(options)
             .await
             .unwrap_or_else(|e| panic!("cannot open a session on {endpoint}: {e}"))
+    }
+    fn client(&self, session_timeout: Duration, options: ClientOptions) -> Client {
+        let etcd =
+            coord_etcd::EtcdOptions::new([self.0.address()]).with_session_timeout(session_timeout);
+        Client::start(move || coord_etcd::connect(etcd.clone()), options)
     }
     fn process(&mut self) -> &mut dyn ServerProcess {
         &mut self.0

@@ -12,7 +12,13 @@
 //! - on a server that keeps its data, the shared restart spec
 //!   (`coord_conformance::server_restart`, as on ZooKeeper and etcd): a
 //!   hold either survives (and nobody else can take the lock) or is over
-//!   for its holder first, never two holders, and tokens keep growing;
+//!   for its holder first, never two holders, and tokens keep growing; the
+//!   recipes that come back (a rejoining latch, a group member, a cache
+//!   that follows a client) are back after each restart;
+//! - the same recipes come back after restarts that lose the data
+//!   (`coord_conformance::restart_come_back`): the latch's next token is
+//!   larger still, the member is made again with its data, the cache
+//!   follows the tree written again;
 //! - fencing tokens (stamps) keep growing across restarts that lose the
 //!   data, which only Redis has: a stale holder's token never passes again;
 //! - a session whose server lost it is reported `Expired` by the server's
@@ -24,7 +30,9 @@ use coord_conformance::server::{Redis, ServerKind, ServerProcess, TestServer};
 use coord_conformance::server_restart::StandaloneServer;
 use coord_conformance::within_for as within;
 use coord_core::recipes::{Lock, LockGuard};
-use coord_core::{CreateMode, Error, Fence, Op, OpResult, Session, SessionState};
+use coord_core::{
+    Client, ClientOptions, CreateMode, Error, Fence, Op, OpResult, Session, SessionState,
+};
 use coord_redis::RedisOptions;
 use tokio::time::Instant;
 
@@ -34,17 +42,22 @@ const SESSION_TIMEOUT: Duration = Duration::from_secs(2);
 
 type RedisServer = TestServer<Redis>;
 
-/// A `redis-server` of the test's own that keeps its data, and how
-/// coord-redis opens sessions on it: what the shared restart spec runs on.
-struct AppendOnly(RedisServer);
+/// A `redis-server` of the test's own, and how coord-redis opens sessions
+/// on it: the shared restart spec runs on one that keeps its data, the
+/// data-loss tests on one without persistence.
+struct Standalone(RedisServer);
 
 #[async_trait::async_trait]
-impl StandaloneServer for AppendOnly {
+impl StandaloneServer for Standalone {
     fn name(&self) -> &'static str {
         "redis"
     }
     async fn open(&self, session_timeout: Duration) -> Session {
         connect_with(&self.0, session_timeout).await
+    }
+    fn client(&self, session_timeout: Duration, options: ClientOptions) -> Client {
+        let redis = options_with(&self.0, session_timeout);
+        Client::start(move || coord_redis::connect(redis.clone()), options)
     }
     fn process(&mut self) -> &mut dyn ServerProcess {
         &mut self.0
@@ -70,7 +83,11 @@ impl StandaloneServer for AppendOnly {
     }
 }
 
-coord_conformance::server_restart_tests!(AppendOnly(TestServer::start(Redis::append_only()).await));
+coord_conformance::server_restart_tests!(Standalone(TestServer::start(Redis::append_only()).await));
+
+coord_conformance::server_data_loss_tests!(Standalone(
+    TestServer::start(Redis::without_persistence()).await
+));
 
 /// The raw value of the store-wide stamp counter (`None`: no such key).
 async fn raw_counter(url: &str, options: &RedisOptions) -> Option<u64> {

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use coord_conformance::server::{ServerProcess, TestServer, ZooKeeper};
 use coord_conformance::server_restart::StandaloneServer;
-use coord_core::Session;
+use coord_core::{Client, ClientOptions, Session};
 
 /// A ZooKeeper of the test's own, and how coord-zk opens sessions on it.
 struct Zk(TestServer<ZooKeeper>);
@@ -25,6 +25,10 @@ impl StandaloneServer for Zk {
         coord_zk::connect(options.clone())
             .await
             .unwrap_or_else(|e| panic!("cannot open a session on {hosts}: {e}"))
+    }
+    fn client(&self, session_timeout: Duration, options: ClientOptions) -> Client {
+        let zk = coord_zk::ZkOptions::new(&self.0.address()).with_session_timeout(session_timeout);
+        Client::start(move || coord_zk::connect(zk.clone()), options)
     }
     fn process(&mut self) -> &mut dyn ServerProcess {
         &mut self.0
