@@ -3,7 +3,7 @@
 //! a [`GroupMember`](coord_core::recipes::GroupMember) and a
 //! [`TreeCache::follow`](coord_core::recipes::TreeCache::follow) on one
 //! supervised client (the service the cluster's member-kill test,
-//! the cluster tests, runs too).
+//! [`crate::cluster::rejoin`], runs too).
 //!
 //! | test | restart | run by |
 //! |---|---|---|

@@ -1,6 +1,6 @@
 //! A long-running service for the tests that restart a server or kill a
 //! cluster member under it ([`crate::restart_come_back`],
-//! the cluster tests): a [`RejoiningLatch`], a [`GroupMember`]
+//! [`crate::cluster::rejoin`]): a [`RejoiningLatch`], a [`GroupMember`]
 //! and a [`TreeCache::follow`] on one supervised [`Client`], their events
 //! recorded with the instant each was seen, and the checks that they are
 //! back: the latch leads again, the member is on the server with its name
@@ -128,6 +128,31 @@ impl TermLog {
                 return end;
             }
             self.next(what).await;
+        }
+    }
+
+    /// Every term so far.
+    pub(crate) fn terms(&self) -> &[Term] {
+        &self.terms
+    }
+}
+
+/// No two terms of `a` and `b` overlap: of any two, one was reported
+/// ended no later than the other was reported begun.
+pub(crate) fn assert_one_leader(a: &TermLog, b: &TermLog) {
+    for x in a.terms() {
+        for y in b.terms() {
+            let before = |p: &Term, q: &Term| p.end.is_some_and(|e| e <= q.start);
+            assert!(
+                before(x, y) || before(y, x),
+                "two leaders at once: {} term {} ({:?}) and {} term {} ({:?})",
+                a.who,
+                x.token,
+                x,
+                b.who,
+                y.token,
+                y
+            );
         }
     }
 }

@@ -13,7 +13,7 @@
 use std::time::Duration;
 
 use coord_conformance::cluster::{ClusterHarness, MemberControl};
-use coord_core::Session;
+use coord_core::{Client as Supervised, ClientOptions, Session};
 use coord_etcd::EtcdOptions;
 use etcd_client::{Client, ConnectOptions};
 
@@ -96,6 +96,11 @@ impl ClusterHarness for Etcd3 {
                 self.members
             )
         })
+    }
+
+    fn client(&self, session_timeout: Duration, options: ClientOptions) -> Supervised {
+        let etcd = EtcdOptions::new(self.members.clone()).with_session_timeout(session_timeout);
+        Supervised::start(move || coord_etcd::connect(etcd.clone()), options)
     }
 
     /// The request timeout the sessions use (the default, 5 s).

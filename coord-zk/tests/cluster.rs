@@ -11,7 +11,7 @@
 use std::time::Duration;
 
 use coord_conformance::cluster::{ClusterHarness, MemberControl};
-use coord_core::Session;
+use coord_core::{Client, ClientOptions, Session};
 use coord_zk::ZkOptions;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -104,6 +104,11 @@ impl ClusterHarness for Zk3 {
                     options.hosts()
                 )
             })
+    }
+
+    fn client(&self, session_timeout: Duration, options: ClientOptions) -> Client {
+        let zk = ZkOptions::new(&self.members.join(",")).with_session_timeout(session_timeout);
+        Client::start(move || coord_zk::connect(zk.clone()), options)
     }
 
     /// A write fails at once while the session is disconnected; a silent

@@ -6,7 +6,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use coord_core::Session;
+use coord_core::{Client, ClientOptions, Session};
 
 use crate::harness::run_within;
 
@@ -25,6 +25,11 @@ pub trait ClusterHarness: Send + Sync {
     /// `session_timeout`. Panics if the cluster cannot be reached: a test
     /// that needs a cluster it cannot reach fails.
     async fn open(&self, session_timeout: Duration) -> Session;
+
+    /// A supervised client whose every session is opened on the whole
+    /// cluster as [`ClusterHarness::open`] opens one, asking for
+    /// `session_timeout`.
+    fn client(&self, session_timeout: Duration, options: ClientOptions) -> Client;
 
     /// The longest a single request of a session opened with
     /// `session_timeout` waits for an answer before it fails with

@@ -33,6 +33,7 @@ macro_rules! cluster_tests {
             failover::cluster_queue_drain_survives_leader_kill,
             quorum::cluster_quorum_loss_fails_fast_and_keeps_holds,
             restart::cluster_full_restart_never_double_grants,
+            rejoin::cluster_rejoining_recipes_survive_member_kills,
         );
     };
 }
