@@ -174,9 +174,9 @@ async fn run(server: &mut dyn StandaloneServer, test: &str, how: Restart, rounds
         name,
         test,
         &format!(
-            "session_timeout={}ms total_s={}",
+            "session_timeout={}ms total_ms={}",
             CLIENT_SESSION_TIMEOUT.as_millis(),
-            started.elapsed().as_secs()
+            started.elapsed().as_millis()
         ),
         times,
     );

@@ -18,7 +18,7 @@ use tokio::time::Instant;
 
 use crate::caches::{fresh, view};
 use crate::come_back_nodes::Recorder;
-use crate::within;
+use crate::{await_children, within};
 
 /// The service's member name in its group, and its data.
 pub(crate) const MEMBER: &str = "service-1";
@@ -308,8 +308,14 @@ impl Service {
     }
 
     /// The member is on the server, read through `viewer` (a fresh
-    /// session): under its name, with its data.
+    /// session): under its name, with its data. Awaited through a watch:
+    /// a ZooKeeper member that `viewer` reads from may not have applied
+    /// the member's join yet (its reads are not linearizable).
     pub(crate) async fn assert_member_on_server(&self, viewer: &Session, what: &str) {
+        await_children(viewer, &self.group, what, |k| {
+            k.iter().any(|c| c.name == MEMBER)
+        })
+        .await;
         let group = Group::new(viewer, &self.group).expect("group");
         let members = retrying(what, || group.members()).await;
         assert!(
@@ -345,16 +351,18 @@ impl Service {
     }
 
     /// Close the three (the latch and the member leave); the member's
-    /// node is gone from the server after, read through `viewer`.
+    /// node is then gone from the server, as `viewer` sees it (through a
+    /// watch, as [`Service::assert_member_on_server`]).
     pub(crate) async fn close(self, viewer: &Session) {
         self.latch.close().await.expect("close the latch");
         self.member.leave().await.expect("leave the group");
-        let group = Group::new(viewer, &self.group).expect("group");
-        let left = retrying("the members after the leave", || group.member_names()).await;
-        assert!(
-            !left.iter().any(|m| m == MEMBER),
-            "the member is still there after it left: {left:?}"
-        );
+        await_children(
+            viewer,
+            &self.group,
+            "the member is gone after it left",
+            |k| !k.iter().any(|c| c.name == MEMBER),
+        )
+        .await;
     }
 }
 
