@@ -350,6 +350,36 @@ impl Service {
         }
     }
 
+    /// Wait until the service is back as a whole, and return the time
+    /// from `since` (the server or member back) to the last of: the latch
+    /// leading, the member reported present, the cache equal to the tree
+    /// (read through `viewer`, a fresh session, which also finds the
+    /// member there with its data). Panics past `bound`.
+    pub(crate) async fn back(
+        &mut self,
+        viewer: &Session,
+        since: Instant,
+        bound: Duration,
+        what: &str,
+    ) -> Duration {
+        let (leads_at, _) = self.terms.leads(&format!("{what}: leads")).await;
+        let (present_at, _, _) = self.member_present(&format!("{what}: the member")).await;
+        self.assert_member_on_server(viewer, &format!("{what}: the member on the server"))
+            .await;
+        let converged = self
+            .converge(viewer, &format!("{what}: the cache converges"))
+            .await;
+        let took = leads_at
+            .max(present_at)
+            .max(converged)
+            .saturating_duration_since(since);
+        assert!(
+            took <= bound,
+            "{what}: back {took:?} after (bound {bound:?})"
+        );
+        took
+    }
+
     /// Close the three (the latch and the member leave); the member's
     /// node is then gone from the server, as `viewer` sees it (through a
     /// watch, as [`Service::assert_member_on_server`]).
