@@ -75,7 +75,7 @@
 //! | [`failover::cluster_queue_drain_survives_leader_kill`] | kill -9 the leader while 4 consumers drain a reliable queue | every item delivered once and acknowledged once |
 //! | [`quorum::cluster_quorum_loss_fails_fast_and_keeps_holds`] | kill 2 of 3 for a few seconds | calls with a timeout return typed errors in time; holds are still valid afterwards; nobody else was granted them |
 //! | [`restart::cluster_full_restart_never_double_grants`] | kill -9 every member, restart them on their data | a hold either survives (guarded writes land) or is reported lost before anyone else gets it; tokens never go back |
-//! | [`rejoin::cluster_rejoining_recipes_survive_member_kills`] | kill -9, 4 times, the member a supervised client's session (2 s timeout) is connected to, or the leader, under a rejoining latch, a group member and a tree cache, beside a plain latch; restart it | served by the rest meanwhile; never two leaders (terms' instants); tokens grow; after the member is back: the latch leads, the member is there with its data, the cache equals the tree, within the backoff cap + 10 s |
+//! | [`rejoin::cluster_rejoining_recipes_survive_member_kills`] | kill -9, 10 times, the member a supervised client's session (2 s timeout) is connected to, or the leader, under a rejoining latch, a group member and a tree cache, beside a plain latch; restart it | served by the rest meanwhile; never two leaders (terms' instants); tokens grow; after the member is back: the latch leads, the member is there with its data, the cache equals the tree, within the backoff cap + 10 s |
 //!
 //! The tests print `cluster figures: …` lines with what they measured
 //! (the README's "Clusters and failures" section is taken from them).

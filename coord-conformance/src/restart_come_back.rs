@@ -19,8 +19,8 @@
 //! - the member is back, on a new session of the client, under its name
 //!   with its data, as a fresh session reads it;
 //! - the cache equals a fresh read of the tree;
-//! - all three are back within the client's backoff cap +
-//!   [`RECOVERY_BOUND`] + one session timeout of the server being back
+//! - all three are back within [`RECOVERY_BOUND`] (the client's backoff
+//!   cap + 10 s) + one session timeout of the server being back
 //!   (the server restarted on its data holds the old session's nodes until
 //!   it expires that session itself, a session timeout after it is back;
 //!   after a data loss the client learns of its session's end from a
@@ -65,7 +65,7 @@ enum Restart {
 
 /// How soon after the server is back the recipes must be.
 fn bound() -> Duration {
-    client_options().backoff().cap() + RECOVERY_BOUND + CLIENT_SESSION_TIMEOUT
+    RECOVERY_BOUND + CLIENT_SESSION_TIMEOUT
 }
 
 /// One restart under the service; the time from the server being back to

@@ -10,8 +10,6 @@
 //! term then ends, the competitor leads, the service rejoins). Both must
 //! keep the promises checked here.
 
-use std::time::Duration;
-
 use coord_core::path::join;
 use coord_core::recipes::Election;
 use coord_core::SessionState;
@@ -29,12 +27,6 @@ use crate::{await_state, eventually};
 /// cluster's return to health: under a second on the test clusters.
 pub const KILLS: usize = 10;
 
-/// How soon after the killed member is back (the cluster healthy) the
-/// recipes must be.
-fn bound() -> Duration {
-    client_options().backoff().cap() + RECOVERY_BOUND
-}
-
 /// kill -9 a member [`KILLS`] times under the service (its client's
 /// session timeout the short [`CLIENT_SESSION_TIMEOUT`], so a kill may end
 /// its session, or it may move to another member), with a fresh plain
@@ -44,8 +36,8 @@ fn bound() -> Duration {
 /// is present). Once the member is back and the competitor has resigned:
 /// the service's latch leads, the member is on the server with its name
 /// and data (read by a fresh session), the cache equals a fresh read of
-/// the tree written after the restart, all within the backoff cap +
-/// [`RECOVERY_BOUND`]. At the end: never two leaders, by the terms'
+/// the tree written after the restart, all within [`RECOVERY_BOUND`] (the
+/// backoff cap + 10 s). At the end: never two leaders, by the terms'
 /// reported begin and end instants; every term's token larger than the
 /// last.
 pub async fn cluster_rejoining_recipes_survive_member_kills(h: &dyn ClusterHarness) {
@@ -113,7 +105,12 @@ pub async fn cluster_rejoining_recipes_survive_member_kills(h: &dyn ClusterHarne
                 .await;
         }
         let took = service
-            .back(&viewer, back, bound(), &what("back after the member"))
+            .back(
+                &viewer,
+                back,
+                RECOVERY_BOUND,
+                &what("back after the member"),
+            )
             .await;
         times.push(took);
         let _ = viewer.close().await;
