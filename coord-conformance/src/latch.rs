@@ -204,6 +204,55 @@ pub async fn latch_await_timeout(h: &dyn Harness) {
     close_all(&sessions).await;
 }
 
+/// A latch started while its session's connection is down (the session
+/// itself alive) does not give up: its offer cannot be made yet, so it
+/// keeps trying, and leads once the connection is back, on the same
+/// session. (A participant's campaign retries what a lost connection
+/// fails; it fails for good only on what no retry mends.)
+pub async fn latch_started_while_disconnected_leads_once_back(h: &dyn Harness) {
+    let dir = h.root("latch-disconnected");
+    let (session, fault) = h.open_faulty(crate::faults::SHORT_FAULT_TIMEOUT).await;
+    fault.cut();
+    let mut state = session.state_watch();
+    within(
+        "the session sees its connection drop",
+        state.wait_for(|s| *s == coord_core::SessionState::Suspended),
+    )
+    .await
+    .expect("the session's state");
+    let latch = Election::new(&session, &dir)
+        .expect("election")
+        .latch(b"me")
+        .expect("latch");
+    // Its first attempts fail while the connection is down: it must still
+    // be waiting, not failed, a little later.
+    match latch
+        .await_leadership_timeout(Duration::from_millis(300))
+        .await
+    {
+        Err(Error::Timeout(_)) => {}
+        other => panic!(
+            "{}: a latch started while disconnected ended with {other:?}",
+            h.name()
+        ),
+    }
+    fault.heal();
+    let token = within(
+        "the latch leads once the connection is back",
+        latch.await_leadership(),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{}: the latch gave up: {e}", h.name()));
+    assert!(latch.has_leadership());
+    assert_eq!(latch.fencing_token(), Some(token));
+    assert!(!session.state().is_terminal(), "the same session");
+    // One offer: the failed attempts left nothing behind.
+    let kids = session.children(&dir).await.expect("list");
+    assert_eq!(kids.len(), 1, "{}: offers {kids:?}", h.name());
+    latch.close().await.expect("close");
+    let _ = session.close().await;
+}
+
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __latch_tests {
@@ -212,6 +261,7 @@ macro_rules! __latch_tests {
             latch::latch_one_leader_then_next_on_close,
             latch::latch_session_expiry_moves_leadership,
             latch::latch_await_timeout,
+            latch::latch_started_while_disconnected_leads_once_back,
         );
     };
 }

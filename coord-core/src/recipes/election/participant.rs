@@ -12,6 +12,7 @@ use tokio::task::JoinHandle;
 use crate::backend::node::Fence;
 use crate::error::{Error, Result};
 use crate::machinery::pending::delete_if_present;
+use crate::machinery::retry::pause;
 use crate::machinery::stats::Stats;
 use crate::recipes::election::campaign::{Candidate, ElectionLayout};
 use crate::recipes::election::events::{ElectionEvent, ElectionState};
@@ -283,7 +284,23 @@ async fn run(
             out_ref.emit(ev);
         };
         let candidate = election.candidate();
-        let campaign = candidate.campaign(&value, &mut emit, &slot);
+        // A campaign that a lost connection failed (its offer could not be
+        // made: the backends' creates find a sent offer again themselves,
+        // and give up only when the session is being lost) is tried again
+        // while the session lives: a participant started while its
+        // connection is down would otherwise give up for good.
+        let campaign = async {
+            let mut attempt = 0;
+            loop {
+                match candidate.campaign(&value, &mut emit, &slot).await {
+                    Err(e) if e.is_retryable() && !election.session.state().is_terminal() => {
+                        tracing::debug!(target: crate::telemetry::TARGET, election = election.dir.as_str(), error = %e, "campaign failed; trying again");
+                        pause(&election.session, &mut attempt).await;
+                    }
+                    r => break r,
+                }
+            }
+        };
         tokio::select! {
             r = campaign => Some(r),
             _ = &mut stop => None,
