@@ -185,8 +185,19 @@ fn check_log(log: &Log, exclusive: bool) {
 }
 
 /// Check the rejoining member's beliefs since log entry `from`: it
-/// reported `Lost` before it began owning anything again.
-fn check_lost_first(log: &Log, from: usize, round: usize) {
+/// reported `Lost` before it began owning anything again. Its driver logs
+/// what the member's stream says, a little after the member's own state
+/// says it: wait for the acquisition to be logged first.
+async fn check_lost_first(log: &Log, from: usize, round: usize) {
+    eventually(
+        "the rejoining member's driver logs its acquisition",
+        || async {
+            log.entries()[from..]
+                .iter()
+                .any(|(_, m, seen)| *m == REJOINING && matches!(seen, Seen::Began(_)))
+        },
+    )
+    .await;
     let mine: Vec<Seen> = log.entries()[from..]
         .iter()
         .filter(|(_, m, _)| *m == REJOINING)
@@ -267,7 +278,7 @@ pub async fn rejoining_partitioner_after_expiry(h: &dyn Harness) {
         h.expire(&live).await;
         settled(&party.a, &party.b, r as u64).await;
         came_back(&mut times, expired, "split again after the expiry", r);
-        check_lost_first(&party.log, from, r);
+        check_lost_first(&party.log, from, r).await;
         // The server ended the session directly, skipping the margin of
         // the lease deadline: the plain member may take an item before the
         // rejoining one knows, so only the tokens are checked.
@@ -308,7 +319,7 @@ pub async fn rejoining_partitioner_after_partition(h: &dyn Harness) {
         fault.heal();
         settled(&party.a, &party.b, r as u64).await;
         came_back(&mut times, healed, "split again after the heal", r);
-        check_lost_first(&party.log, from, r);
+        check_lost_first(&party.log, from, r).await;
         check_log(&party.log, true);
     }
     report(h, "rejoining_partitioner_after_partition", times);
