@@ -200,18 +200,20 @@ pub(crate) enum Ended {
 
 /// End the session `credentials` name over a connection of its own: a
 /// second client, with `options` (credentials, TLS), takes the session
-/// over (the server drops the first one's connection) and closes it.
+/// over (the server drops the first one's connection) and closes it. The
+/// takeover's handshake must finish within `connect_within`.
 ///
 /// # Errors
 /// The takeover's failure, as text.
 pub(crate) async fn end_over_new_connection(
     options: &crate::ZkOptions,
     credentials: &zk::SessionInfo,
+    connect_within: Duration,
 ) -> std::result::Result<Ended, String> {
     let tls = options.load_tls().map_err(|e| e.to_string())?;
     let connector = options
         .connector()
-        .with_connection_timeout(Duration::from_millis(500))
+        .with_connection_timeout(connect_within)
         .with_session(credentials.clone());
     let client = match crate::tls::dial(connector, options.hosts(), tls.as_ref()).await {
         Err(zk::Error::SessionExpired) => return Ok(Ended::Expired),
@@ -388,7 +390,8 @@ impl PrimitiveSession for ZkSession {
         let credentials = self.credentials.clone();
         let id = self.handle.id.clone();
         Some(Box::pin(async move {
-            match end_over_new_connection(&options, &credentials).await {
+            let within = Duration::from_millis(500);
+            match end_over_new_connection(&options, &credentials, within).await {
                 Ok(_) => {
                     tracing::debug!(session = %id, "zk session ended over a connection of its own");
                     Ok(())

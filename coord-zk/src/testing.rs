@@ -36,15 +36,20 @@ pub async fn expire(options: &ZkOptions, credentials: &SessionCredentials) -> Re
     let retry =
         coord_core::backend::Backoff::new(Duration::from_millis(50), Duration::from_millis(50));
     let mut attempt = 0;
+    // The takeover's handshake gets 0.5 s, then twice as long after each
+    // failed try, up to 4 s: a server slowed down by a loaded machine may
+    // take longer than that to answer a reattached session.
+    let mut connect_within = Duration::from_millis(500);
     while tokio::time::Instant::now() < deadline {
-        match end_over_new_connection(options, &credentials.0).await {
+        match end_over_new_connection(options, &credentials.0, connect_within).await {
             Ok(Ended::Expired) => return Ok(()),
             // Closed; the first client may have taken it back meanwhile:
             // the next round tells.
             Ok(Ended::Closed) => {}
             Err(e) => {
                 // Most likely the first client took the session back
-                // mid-handshake: try again.
+                // mid-handshake, or the server was slow: try again.
+                connect_within = (connect_within * 2).min(Duration::from_secs(4));
                 last = e;
                 retry.sleep(&mut attempt).await;
             }

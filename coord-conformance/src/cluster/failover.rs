@@ -90,32 +90,44 @@ async fn election_worker(
     }
 }
 
+/// What the observer has seen so far: the instant and token of every
+/// leader, and the lost connections it went through (instant, error), read
+/// by the test while the observer runs.
+#[derive(Debug, Default)]
+struct Sightings {
+    leaders: Vec<(Instant, u64)>,
+    lost: Vec<(Instant, String)>,
+}
+
+/// The sightings, whatever a panicking holder left.
+fn sightings(seen: &Mutex<Sightings>) -> std::sync::MutexGuard<'_, Sightings> {
+    seen.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Follow the election as an observer: every leader it reports must have a
-/// larger token than the one before. Returns when told to stop, with the
-/// instants and tokens seen.
+/// larger token than the one before. Records each leader (and each lost
+/// connection) in `seen` as it comes; returns when told to stop.
 async fn observe(
     session: Session,
     dir: String,
     g: Arc<Guarded>,
+    seen: Arc<Mutex<Sightings>>,
     mut stop: watch::Receiver<bool>,
-) -> Vec<(Instant, u64)> {
+) {
     let election = match Election::new(&session, &dir) {
         Ok(e) => e,
-        Err(e) => {
-            g.fail(format!("observer: Election::new: {e}"));
-            return Vec::new();
-        }
+        Err(e) => return g.fail(format!("observer: Election::new: {e}")),
     };
     let mut observer = election.observe();
-    let mut seen: Vec<(Instant, u64)> = Vec::new();
     loop {
         let next = tokio::select! {
             r = observer.next() => r,
-            _ = stop.wait_for(|s| *s) => return seen,
+            _ = stop.wait_for(|s| *s) => return,
         };
         match next {
             Some(Ok(leader)) => {
-                if let Some((_, last)) = seen.last() {
+                let mut seen = sightings(&seen);
+                if let Some((_, last)) = seen.leaders.last() {
                     if leader.token <= *last {
                         g.fail(format!(
                             "the observer saw leader token {} after {last}",
@@ -123,21 +135,66 @@ async fn observe(
                         ));
                     }
                 }
-                seen.push((Instant::now(), leader.token));
+                seen.leaders.push((Instant::now(), leader.token));
             }
             // A lost connection leaves the observer usable.
             Some(Err(e)) if e.is_retryable() => {
+                sightings(&seen).lost.push((Instant::now(), e.to_string()));
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
-            Some(Err(e)) => {
-                g.fail(format!("observer: {e}"));
-                return seen;
-            }
-            None => {
-                g.fail("observer: ended without an error".to_owned());
-                return seen;
-            }
+            Some(Err(e)) => return g.fail(format!("observer: {e}")),
+            None => return g.fail("observer: ended without an error".to_owned()),
         }
+    }
+}
+
+/// Wait until the observer has reported a leader that took office after
+/// `killed_at` (the participants go on campaigning meanwhile): its own
+/// session reconnects on its own schedule, which on a loaded machine may
+/// come after the terms the test counts. Panics, saying what the observer
+/// went through, when [`CONDITION_DEADLINE`] passes first.
+async fn await_observed_after(
+    h: &dyn ClusterHarness,
+    session: &Session,
+    seen: &Mutex<Sightings>,
+    g: &Guarded,
+    killed_at: Instant,
+) {
+    let deadline = Instant::now() + CONDITION_DEADLINE;
+    loop {
+        g.check("waiting for the observer");
+        if sightings(seen).leaders.iter().any(|(t, _)| *t > killed_at) {
+            return;
+        }
+        if Instant::now() >= deadline {
+            let member = h.connected_member(session).await;
+            let seen = sightings(seen);
+            let since = |t: &Instant| {
+                if *t >= killed_at {
+                    format!("+{}ms", ms(*t - killed_at))
+                } else {
+                    format!("-{}ms", ms(killed_at - *t))
+                }
+            };
+            let lost: Vec<String> = seen
+                .lost
+                .iter()
+                .map(|(t, e)| format!("{} {e}", since(t)))
+                .collect();
+            panic!(
+                "the observer saw no leader within {CONDITION_DEADLINE:?} of the kill, while \
+                 {} terms were accepted (it saw {} leaders before, the last at {}); its \
+                 session is {:?}, connected to member {member:?}; lost connections \
+                 (relative to the kill): {lost:?}",
+                g.accepted(),
+                seen.leaders.len(),
+                seen.leaders
+                    .last()
+                    .map_or("never".to_owned(), |(t, _)| since(t)),
+                session.state(),
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
 
@@ -147,7 +204,8 @@ async fn observe(
 /// time (in-test count); every leader's guarded write is accepted by a
 /// resource that refuses tokens not larger than the last; the guarded term
 /// counter equals the accepted writes; an observer sees leader tokens only
-/// grow, and sees a leader after the kill; the next leader takes office
+/// grow, and sees a leader after the kill (awaited while the participants
+/// go on: its session reconnects on its own schedule); the next leader takes office
 /// within the session timeout (printed as `cluster figures`); no session
 /// expires.
 pub async fn cluster_election_failover_survives_leader_kill(h: &dyn ClusterHarness) {
@@ -163,10 +221,12 @@ pub async fn cluster_election_failover_survives_leader_kill(h: &dyn ClusterHarne
     let (stop_tx, stop) = watch::channel(false);
     let (kill_tx, mut kill_rx) = mpsc::channel::<KillRequest>(1);
     let claimed = Arc::new(AtomicBool::new(false));
+    let seen = Arc::new(Mutex::new(Sightings::default()));
     let observer = tokio::spawn(observe(
         sessions[PARTICIPANTS].clone(),
         dir.clone(),
         g.clone(),
+        seen.clone(),
         stop.clone(),
     ));
     let workers: Vec<_> = sessions[..PARTICIPANTS]
@@ -212,18 +272,14 @@ pub async fn cluster_election_failover_survives_leader_kill(h: &dyn ClusterHarne
     let back = g.accepted();
     g.await_accepted("terms after the member came back", back + 3)
         .await;
+    await_observed_after(h, &sessions[PARTICIPANTS], &seen, &g, killed_at).await;
     stop_tx.send_replace(true);
     for w in workers {
         w.await.expect("a participant panicked");
     }
-    let seen = observer.await.expect("the observer panicked");
+    observer.await.expect("the observer panicked");
     g.check("election failover through a leader kill");
-
-    assert!(
-        seen.iter().any(|(t, _)| *t > killed_at),
-        "the observer saw no leader after the kill (saw {} leaders)",
-        seen.len()
-    );
+    let observed = sightings(&seen).leaders.len();
     assert_all_alive("after the leader kill", &sessions).await;
     let terms = read_counter(&sessions[0], &counter).await;
     let accepted = g.accepted() as u64;
@@ -241,7 +297,7 @@ pub async fn cluster_election_failover_survives_leader_kill(h: &dyn ClusterHarne
          longest_term_gap_ms={} kill_to_resumed_ms={} retried_errors={}",
         h.name(),
         ms(SESSION_TIMEOUT),
-        seen.len(),
+        observed,
         ms(longest),
         ms(resumed),
         g.retries(),
