@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use coord::{Lock, RwLock, Semaphore, Session};
+use coordination::{Lock, RwLock, Semaphore, Session};
 
 use crate::context::{timed, Ctx};
 use crate::error::{BenchError, BenchResult};
