@@ -30,13 +30,16 @@ async fn main() -> common::Result {
     member.wait_joined(Duration::from_secs(10)).await?;
     println!("generation 1: leading with token {first}; a member of {group}");
 
-    // The session ends. Everything on it is gone: the term, the member.
-    client.session().await?.close().await?;
+    // A watch's first event is the latch's state when it is read: read it
+    // before the session ends.
     let mut terms = latch.watch();
     assert_eq!(
         terms.next().await,
         Some(LatchEvent::IsLeader { token: first })
     );
+
+    // The session ends. Everything on it is gone: the term, the member.
+    client.session().await?.close().await?;
     assert_eq!(terms.next().await, Some(LatchEvent::NotLeader));
     println!("the session ended: the term with token {first} is over");
 
