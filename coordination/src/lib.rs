@@ -187,6 +187,12 @@ pub use coord_redis as redis;
 
 // Every ```rust block of the README compiles (and, unless `no_run`, runs)
 // as a doc test of this crate, so the README cannot drift from the API.
+// Not gated on a feature: the README's code uses only what the facade has
+// without features (its server URLs sit in `no_run` blocks), so any
+// `cargo test -p coordination --doc` checks it. `cfg(doctest)` keeps it out
+// of normal and `cargo package` builds. The one `rust,ignore` block, the
+// first screen's `#[tokio::test]`, is run by tests/readme.rs instead
+// (rustdoc compiles without `--test`, which leaves a `#[test]` fn unread).
 #[cfg(doctest)]
 #[doc = include_str!("../../README.md")]
 pub struct ReadmeDoctests;
