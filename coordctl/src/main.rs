@@ -6,6 +6,21 @@
 //! session is closed, which waits for the clean-up a dropped future left
 //! (a queue item given back) and releases everything held, then the
 //! process exits with a documented code ([`exit::TABLE`]).
+//!
+//! ## Cargo features
+//!
+//! | feature | backend | URL | needs to build |
+//! |---|---|---|---|
+//! | (always) | in-process store | `mem://` | nothing |
+//! | `zk` (on by default) | ZooKeeper | `zk://…` | nothing |
+//! | `redis` (on by default) | Redis | `redis://…`, `rediss://…` | nothing |
+//! | `etcd` | etcd v3.4+ | `etcd://…` | `protoc` (etcd-client compiles its protobufs) |
+//! | `all` | all three | | `protoc` |
+//!
+//! The default build (`cargo install coordctl`) needs no `protoc`;
+//! `cargo install coordctl --features etcd` (or `all`) adds etcd. A URL
+//! whose backend is not built in exits with a message that names the
+//! feature to rebuild with.
 #![warn(missing_docs)]
 
 mod child;

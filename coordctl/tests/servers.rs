@@ -1164,7 +1164,7 @@ fn interrupted_pops_lose_nothing(url: &str) {
         let mut procs = Vec::new();
         for i in 0..AT_ONCE {
             let n = wave * AT_ONCE + i;
-            let sig = if n % 2 == 0 {
+            let sig = if n.is_multiple_of(2) {
                 Signal::SIGINT
             } else {
                 Signal::SIGTERM

@@ -210,7 +210,7 @@ pub(crate) fn human(d: Duration) -> String {
     }
     let nanos = d.subsec_nanos();
     if nanos > 0 {
-        if nanos % 1_000_000 == 0 {
+        if nanos.is_multiple_of(1_000_000) {
             out.push_str(&format!("{}ms", nanos / 1_000_000));
         } else {
             let ms = format!("{:.6}", f64::from(nanos) / 1e6);
