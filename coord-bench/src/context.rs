@@ -5,7 +5,7 @@ use std::fmt::Display;
 use std::future::Future;
 use std::time::Duration;
 
-use coord::Session;
+use coordination::Session;
 
 use crate::config::Config;
 use crate::error::BenchResult;

@@ -2,7 +2,7 @@
 //!
 //! Benchmarks of coord's recipes against one server: workloads W1–W8 with
 //! K concurrent sessions, each its own connection, and in the
-//! same run the baselines — the herd [`SimpleLock`](coord::SimpleLock),
+//! same run the baselines — the herd [`SimpleLock`](coordination::SimpleLock),
 //! zookeeper-client's own Curator-compatible lock on ZooKeeper, etcd's
 //! server-side lock RPC on etcd, `tokio::sync::Mutex` in memory, and each
 //! server's raw create + delete round trip. Every figure is reported with

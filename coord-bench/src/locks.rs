@@ -5,9 +5,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use coord::SimpleLock;
-use coord::{Lock, Session};
 use coord_core::recipes::Stats;
+use coordination::SimpleLock;
+use coordination::{Lock, Session};
 
 use crate::error::{BenchError, BenchResult};
 use crate::stats::{percentiles, Percentiles};

@@ -1,15 +1,15 @@
-//! The server under test: sessions through `coord::Connector`, sessions a
+//! The server under test: sessions through `coordination::Connector`, sessions a
 //! benchmark can expire (through each backend's test hook, as the
 //! conformance harnesses do), and the native clients for the baselines.
 
 use std::sync::Arc;
 
-use coord::{Backend, Connector, Session, SessionId};
+use coordination::{Backend, Connector, Session, SessionId};
 
 use crate::error::BenchResult;
 
 /// Where the benchmark runs: the URL, and what each backend needs beyond
-/// `coord::connect` (expiring a session, the native clients).
+/// `coordination::connect` (expiring a session, the native clients).
 pub struct Target {
     url: String,
     connector: Connector,
@@ -36,7 +36,7 @@ pub enum Expirer {
 }
 
 impl Target {
-    /// Parse `url` (as `coord::connect` does), without I/O.
+    /// Parse `url` (as `coordination::connect` does), without I/O.
     ///
     /// # Errors
     /// A malformed URL.
@@ -75,7 +75,7 @@ impl Target {
         }
     }
 
-    /// Open a session (its own connection) through `coord::Connector`.
+    /// Open a session (its own connection) through `coordination::Connector`.
     ///
     /// # Errors
     /// The server is unreachable.
@@ -146,7 +146,7 @@ impl Target {
     pub async fn expire(&self, e: &Expirer) -> BenchResult<()> {
         match e {
             Expirer::Mem(id) => {
-                coord::default_mem_store().expire(id);
+                coordination::default_mem_store().expire(id);
             }
             Expirer::Zk(o, c) => coord_zk::testing::expire(o, c).await?,
             Expirer::Etcd(endpoints, lease) => {

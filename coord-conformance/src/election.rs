@@ -128,7 +128,7 @@ pub async fn elect_never_two_leaders_under_churn(h: &dyn Harness) {
             while rounds < 4 {
                 attempt += 1;
                 // Now and then give up waiting: the offer must vanish.
-                let l = if (attempt + i) % 3 == 0 {
+                let l = if (attempt + i).is_multiple_of(3) {
                     match e
                         .campaign_timeout(value.as_bytes(), Duration::from_millis(1 + i))
                         .await

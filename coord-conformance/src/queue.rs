@@ -94,7 +94,7 @@ pub async fn queue_cancelled_takes_lose_nothing(h: &dyn Harness) {
         n += 1;
         // Mostly cut short at some point of the take; now and then given
         // time to finish, so a slow server still makes progress.
-        let d = if n % 5 == 0 {
+        let d = if n.is_multiple_of(5) {
             Duration::from_secs(5)
         } else {
             Duration::from_micros(n * 37 % 900)

@@ -13,6 +13,18 @@
 //! them in. Every argument is checked before any I/O ([`path`]); every
 //! error is one [`Error`].
 //!
+//! # Cargo features
+//!
+//! | feature | adds | compiles |
+//! |---|---|---|
+//! | `metrics` | metrics (lock wait times, waiters, holders, lost holds, session states, queue depths) through the [`metrics`](https://docs.rs/metrics) facade: see [`telemetry`] | the `metrics` crate |
+//! | `tls-probe` | for backend authors: the one TLS handshake probe the ZooKeeper and etcd backends share (`backend::tls_probe`), and the sniff of what listens at an address after a failed connect (`backend::sniff`) | rustls (ring provider), the public web roots |
+//!
+//! Both are off by default: without them coord-core compiles no metrics
+//! code and no TLS stack. Through the `coordination` facade, turn on its
+//! `metrics` feature; the backends that need `tls-probe` turn it on
+//! themselves.
+//!
 //! # Event streams
 //! Everything that reports a sequence of events — the caches, the
 //! watchers, [`LeaderObserver`](recipes::LeaderObserver),

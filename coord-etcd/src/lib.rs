@@ -37,6 +37,17 @@
 //! `server_name`, `cert`/`key`); a plaintext client on a TLS port gets
 //! [`coord_core::Error::ConnectionLost`] saying the server requires TLS.
 //!
+//! ## Cargo features
+//!
+//! | feature | adds |
+//! |---|---|
+//! | `tls` (on by default) | TLS to the cluster: rustls with the ring provider, no system library, the public web roots built in (webpki-roots), and coord-core's `tls-probe` to tell why a handshake failed |
+//!
+//! Built without it (`default-features = false`), a session asking for TLS
+//! is refused before any I/O with [`coord_core::Error::InvalidArgument`].
+//! Building this crate needs `protoc`: etcd-client compiles etcd's
+//! protobufs.
+//!
 //! ## How the primitive maps to etcd
 //!
 //! | coord | etcd |

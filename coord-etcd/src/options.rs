@@ -89,7 +89,7 @@ impl EtcdOptions {
     }
 
     /// Options from a URL `etcd://host[:port][,host[:port]…][/namespace]`,
-    /// as `coord::connect` takes it: one host per member (port 2379 when
+    /// as `coordination::connect` takes it: one host per member (port 2379 when
     /// omitted; `[::1]:2379` for IPv6), and an optional key namespace.
     ///
     /// ```

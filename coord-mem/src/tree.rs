@@ -439,7 +439,7 @@ impl Tree {
 
     fn register(&mut self, path: &str, kind: WatchKind) -> oneshot::Receiver<()> {
         self.registrations += 1;
-        if self.registrations % SWEEP_EVERY == 0 {
+        if self.registrations.is_multiple_of(SWEEP_EVERY) {
             sweep(&mut self.children_waiters);
             sweep(&mut self.gone_waiters);
             sweep(&mut self.change_waiters);

@@ -8,9 +8,9 @@
 
 use std::collections::BTreeMap;
 
-use coord::{CacheEvent, Node, Session, TreeCache};
 use coord_nemesis::history::Kind;
 use coord_nemesis::tree;
+use coordination::{CacheEvent, Node, Session, TreeCache};
 
 use crate::common::ProcessArgs;
 use crate::common::{stopped, TREE_DEPTH};
@@ -60,7 +60,7 @@ pub async fn read_tree(
     session: &Session,
     root: &str,
     depth: usize,
-) -> coord::Result<BTreeMap<String, Node>> {
+) -> coordination::Result<BTreeMap<String, Node>> {
     let mut out = BTreeMap::new();
     let Some(node) = session.get(root).await? else {
         return Ok(out);
@@ -72,7 +72,7 @@ pub async fn read_tree(
         for dir in &level {
             let children = match session.children(dir).await {
                 Ok(c) => c,
-                Err(coord::Error::NotFound { .. }) => continue,
+                Err(coordination::Error::NotFound { .. }) => continue,
                 Err(e) => return Err(e),
             };
             for c in children {

@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use coord::{Connector, Error, Session};
 use coord_nemesis::history::{HistoryWriter, Kind};
+use coordination::{Connector, Error, Session};
 use tokio::sync::watch;
 
 /// What every client process the orchestrator starts is told.

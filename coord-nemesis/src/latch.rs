@@ -16,8 +16,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use coord::{Client, LatchEvent, Op, RejoiningLatch, Session};
 use coord_nemesis::history::{HistoryWriter, Kind};
+use coordination::{Client, LatchEvent, Op, RejoiningLatch, Session};
 use tokio::sync::watch;
 
 use crate::common::ProcessArgs;
@@ -187,11 +187,11 @@ impl Beat<'_> {
     async fn write(
         &self,
         s: &Session,
-        fence: &coord::Fence,
+        fence: &coordination::Fence,
         op: &Op,
         token: u64,
         seq: u64,
-    ) -> Option<coord::Error> {
+    ) -> Option<coordination::Error> {
         let h = self.h;
         h.log(h.ev(Kind::Invoke, "lwrite").token(token).value(seq));
         match s.guarded(fence, op.clone()).await {

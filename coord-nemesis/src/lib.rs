@@ -15,20 +15,20 @@
 //!   processes, drains the queue, reads the final counter, reads the
 //!   services' end state in rounds until it settles, and runs the
 //!   checker.
-//! - `worker` — loops: acquire the [`coord::Lock`], read the counter, write
+//! - `worker` — loops: acquire the [`coordination::Lock`], read the counter, write
 //!   counter + 1 through the guarded write (`LockGuard::write`, fenced by
 //!   the hold), release. `--unfenced`: read and write with a plain `set`
 //!   through a store connection of its own that reconnects when its session
 //!   ends, as a database client would — the control that must lose an
 //!   update when a holder is paused.
 //! - `producer` / `consumer` — numbered items offered to a
-//!   [`coord::ReliableQueue`]; consumers take and ack.
+//!   [`coordination::ReliableQueue`]; consumers take and ack.
 //! - `latch`, `member`, `cache` — the long-lived services, each one
-//!   [`coord::Client`] for the process's whole life with one recipe that
-//!   comes back after every session loss: a [`coord::RejoiningLatch`] in
+//!   [`coordination::Client`] for the process's whole life with one recipe that
+//!   comes back after every session loss: a [`coordination::RejoiningLatch`] in
 //!   one election (logging its terms, writing the leader key fenced by
-//!   each term), a [`coord::GroupMember`] in one group, a
-//!   [`coord::TreeCache`] following the client over a subtree that the
+//!   each term), a [`coordination::GroupMember`] in one group, a
+//!   [`coordination::TreeCache`] following the client over a subtree that the
 //!   `writer` process mutates. The checker's rules for them: one leader at
 //!   a time, every live process a member at the end, every cache equal to
 //!   the server's tree at the end (see [`check`](mod@check)).

@@ -8,8 +8,8 @@
 
 use std::time::Duration;
 
-use coord::{GroupMember, Presence};
 use coord_nemesis::history::Kind;
+use coordination::{GroupMember, Presence};
 
 use crate::common::stopped;
 use crate::common::ProcessArgs;

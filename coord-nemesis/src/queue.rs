@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use coord::{Error, Queue, Session};
 use coord_nemesis::history::Kind;
+use coordination::{Error, Queue, Session};
 
 use crate::common::{self, classify, live, open_session, stopped, ProcessArgs, Rng};
 

@@ -13,9 +13,9 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
-use coord::{Connector, CreateMode, Queue};
 use coord_conformance::fault::FaultProxy;
 use coord_nemesis::history::{self, HistoryWriter, Kind};
+use coordination::{Connector, CreateMode, Queue};
 use nix::sys::signal::{kill, Signal};
 
 use crate::common::{parse_counter, Paths, Rng};
@@ -44,7 +44,7 @@ pub async fn run(args: RunArgs) -> Result<ExitCode, String> {
     let scheme = scheme_of(&args.backend)?;
     let services = services_of(&args.services)?;
     let session_timeout =
-        coord::parse_session_timeout(&args.session_timeout).map_err(|e| e.to_string())?;
+        coordination::parse_session_timeout(&args.session_timeout).map_err(|e| e.to_string())?;
     let seed = args.seed.unwrap_or_else(|| history::now() % 1_000_000_007);
     println!("nemesis: seed {seed} (re-run the schedule with --seed {seed})");
     std::fs::create_dir_all(&args.history_dir)
@@ -274,7 +274,7 @@ impl Orchestrator {
     /// server, for up to three session timeouts + 10 s: long enough for a
     /// process resumed or restarted by the last fault to open a new
     /// session and come back.
-    async fn settle_services(&mut self, admin: &coord::Session, which: &[usize]) {
+    async fn settle_services(&mut self, admin: &coordination::Session, which: &[usize]) {
         let within = self.session_timeout * 3 + Duration::from_secs(10);
         let dir = self.args.history_dir.clone();
         let mut procs: Vec<Proc<'_>> = Vec::new();

@@ -12,8 +12,8 @@ use std::io::BufRead;
 use std::sync::Arc;
 use std::time::Duration;
 
-use coord::{Client, ClientEvent, ClientOptions, Connector};
 use coord_nemesis::history::{HistoryWriter, Kind};
+use coordination::{Client, ClientEvent, ClientOptions, Connector};
 use tokio::sync::{mpsc, watch};
 
 use crate::common::{stopped, Paths, ProcessArgs};

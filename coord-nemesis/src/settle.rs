@@ -8,9 +8,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use coord::{Group, Session};
 use coord_nemesis::history::{self, Event, HistoryWriter, Kind};
 use coord_nemesis::tree;
+use coordination::{Group, Session};
 use tokio::io::AsyncWriteExt;
 use tokio::process::{Child, ChildStdin};
 

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use coord::Node;
+use coordination::Node;
 
 /// One node's line.
 pub fn line(path: &str, node: &Node) -> String {
@@ -55,7 +55,7 @@ pub fn diff(what: &str, seen: &str, server: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use coord::Stat;
+    use coordination::Stat;
 
     fn node(data: &str, version: u64, stamp: u64, ephemeral: bool) -> Node {
         Node::new(

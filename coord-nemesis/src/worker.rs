@@ -5,8 +5,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use coord::{Connector, Error, Lock, Node, Op, Session};
 use coord_nemesis::history::{HistoryWriter, Kind};
+use coordination::{Connector, Error, Lock, Node, Op, Session};
 use tokio::sync::watch;
 
 use crate::common::{
@@ -183,7 +183,12 @@ impl Work<'_> {
         }
     }
 
-    async fn read_then_write(&self, guard: &coord::LockGuard, token: u64, store: &mut Store) {
+    async fn read_then_write(
+        &self,
+        guard: &coordination::LockGuard,
+        token: u64,
+        store: &mut Store,
+    ) {
         let h = self.h;
         let path = &self.paths.counter;
         h.log(h.ev(Kind::Invoke, "read").token(token));

@@ -8,8 +8,8 @@
 
 use std::time::Duration;
 
-use coord::{CreateMode, Error};
 use coord_nemesis::history::Kind;
+use coordination::{CreateMode, Error};
 
 use crate::common::ProcessArgs;
 use crate::common::{stopped, Rng};

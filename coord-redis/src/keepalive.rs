@@ -69,7 +69,7 @@ pub(crate) async fn heartbeat(core: Arc<Shared>) {
             Ok(Err(_)) | Err(_) => core.mark_suspended(),
         }
         beats += 1;
-        if beats % 3 == 0 {
+        if beats.is_multiple_of(3) {
             // In a task of its own: a sweep that waits for a slow server
             // must not hold the next heartbeat back.
             core.spawn_sweep();

@@ -71,7 +71,7 @@ pub struct Cli {
     /// How long the server keeps this process's session (and what it holds)
     /// after the process stops answering, e.g. 10s (at most 1d). Overrides
     /// the URL's session_timeout.
-    #[arg(long, global = true, value_name = "DURATION", value_parser = coord::parse_session_timeout)]
+    #[arg(long, global = true, value_name = "DURATION", value_parser = coordination::parse_session_timeout)]
     pub session_timeout: Option<Duration>,
 
     /// Log more on stderr: -v info, -vv debug, -vvv trace (default:
@@ -297,7 +297,7 @@ pub struct LockArgs {
     /// The lock's path, e.g. /locks/nightly-report.
     pub path: String,
     /// Give up after this long (exit 3); at most 3650d.
-    #[arg(long, value_name = "DURATION", value_parser = coord::parse_timeout)]
+    #[arg(long, value_name = "DURATION", value_parser = coordination::parse_timeout)]
     pub timeout: Option<Duration>,
     /// Take the read half of the read/write lock at PATH: shared holders
     /// run together, and exclude --write holders.
@@ -407,7 +407,7 @@ pub struct RunOnceArgs {
     /// The job: a path, or a name taken as /jobs/NAME.
     pub job: String,
     /// The period, e.g. 6h (at most 3650d).
-    #[arg(long, value_name = "DURATION", value_parser = coord::parse_period)]
+    #[arg(long, value_name = "DURATION", value_parser = coordination::parse_period)]
     pub every: Duration,
     /// A period whose CMD failed or whose runner died: skip it (at most
     /// once per period) or run it again within the period.
@@ -450,11 +450,11 @@ pub enum Layout {
     Selector,
 }
 
-impl From<Layout> for coord::ElectionLayout {
+impl From<Layout> for coordination::ElectionLayout {
     fn from(l: Layout) -> Self {
         match l {
-            Layout::Latch => coord::ElectionLayout::LeaderLatch,
-            Layout::Selector => coord::ElectionLayout::LeaderSelector,
+            Layout::Latch => coordination::ElectionLayout::LeaderLatch,
+            Layout::Selector => coordination::ElectionLayout::LeaderSelector,
         }
     }
 }
@@ -497,7 +497,7 @@ pub enum QueueCommand {
         path: String,
         /// Give up after this long (exit 3); 0s takes an item only if one is
         /// there. At most 3650d.
-        #[arg(long, value_name = "DURATION", value_parser = coord::parse_timeout)]
+        #[arg(long, value_name = "DURATION", value_parser = coordination::parse_timeout)]
         timeout: Option<Duration>,
     },
     /// Print how many items the queue holds.
@@ -604,7 +604,7 @@ mod tests {
     fn agrees(
         args: &[&str],
         value: &str,
-        check: fn(&str) -> Result<Duration, coord::ParseDurationError>,
+        check: fn(&str) -> Result<Duration, coordination::ParseDurationError>,
     ) -> Result<(), TestCaseError> {
         let parsed = parse(args);
         match (&parsed, check(value)) {
@@ -627,13 +627,13 @@ mod tests {
         #[test]
         fn duration_flags_are_checked_before_anything_runs(v in durations()) {
             let v = v.as_str();
-            agrees(&["lock", "/l", "--timeout", v, "--", "true"], v, coord::parse_timeout)?;
-            agrees(&["queue", "pop", "/q", "--timeout", v], v, coord::parse_timeout)?;
-            agrees(&["--session-timeout", v, "leader", "/e"], v, coord::parse_session_timeout)?;
-            agrees(&["members", "/g", "--session-timeout", v], v, coord::parse_session_timeout)?;
-            agrees(&["run-once", "j", "--every", v, "--", "true"], v, coord::parse_period)?;
+            agrees(&["lock", "/l", "--timeout", v, "--", "true"], v, coordination::parse_timeout)?;
+            agrees(&["queue", "pop", "/q", "--timeout", v], v, coordination::parse_timeout)?;
+            agrees(&["--session-timeout", v, "leader", "/e"], v, coordination::parse_session_timeout)?;
+            agrees(&["members", "/g", "--session-timeout", v], v, coordination::parse_session_timeout)?;
+            agrees(&["run-once", "j", "--every", v, "--", "true"], v, coordination::parse_period)?;
             let with_eq = format!("--timeout={v}");
-            agrees(&["lock", "/l", &with_eq, "--", "true"], v, coord::parse_timeout)?;
+            agrees(&["lock", "/l", &with_eq, "--", "true"], v, coordination::parse_timeout)?;
         }
     }
 

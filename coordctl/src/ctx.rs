@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use coord::{Client, Connector, Session};
+use coordination::{Client, Connector, Session};
 
 use crate::child::Children;
 use crate::exit::Failure;
@@ -95,7 +95,7 @@ impl Ctx {
 
 /// Await one close, for at most [`CLOSE_PATIENCE`], saying on stderr what
 /// went wrong.
-async fn close_within_patience(close: impl std::future::Future<Output = coord::Result<()>>) {
+async fn close_within_patience(close: impl std::future::Future<Output = coordination::Result<()>>) {
     match tokio::time::timeout(CLOSE_PATIENCE, close).await {
         Ok(Ok(())) => {}
         Ok(Err(e)) => eprintln!("coordctl: closing the session: {e}"),

@@ -1,6 +1,6 @@
 //! Exit codes and the failure every command may end with.
 
-use coord::{ConnectError, Error};
+use coordination::{ConnectError, Error};
 
 /// Success; with a CMD, CMD's own status is passed through instead.
 pub const OK: u8 = 0;

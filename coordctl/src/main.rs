@@ -6,6 +6,21 @@
 //! session is closed, which waits for the clean-up a dropped future left
 //! (a queue item given back) and releases everything held, then the
 //! process exits with a documented code ([`exit::TABLE`]).
+//!
+//! ## Cargo features
+//!
+//! | feature | backend | URL | needs to build |
+//! |---|---|---|---|
+//! | (always) | in-process store | `mem://` | nothing |
+//! | `zk` (on by default) | ZooKeeper | `zk://…` | nothing |
+//! | `redis` (on by default) | Redis | `redis://…`, `rediss://…` | nothing |
+//! | `etcd` | etcd v3.4+ | `etcd://…` | `protoc` (etcd-client compiles its protobufs) |
+//! | `all` | all three | | `protoc` |
+//!
+//! The default build (`cargo install coordctl`) needs no `protoc`;
+//! `cargo install coordctl --features etcd` (or `all`) adds etcd. A URL
+//! whose backend is not built in exits with a message that names the
+//! feature to rebuild with.
 #![warn(missing_docs)]
 
 mod child;
@@ -32,7 +47,7 @@ use crate::signals::Signals;
 fn long_version() -> &'static str {
     static V: OnceLock<String> = OnceLock::new();
     V.get_or_init(|| {
-        let backends: Vec<&str> = coord::compiled_backends()
+        let backends: Vec<&str> = coordination::compiled_backends()
             .into_iter()
             .map(|b| b.scheme())
             .collect();
@@ -65,14 +80,14 @@ fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> u8 {
-    let mut connector = match coord::Connector::new(&cli.url) {
+    let mut connector = match coordination::Connector::new(&cli.url) {
         Ok(c) => c,
         Err(e) => return report(Failure::from(e)),
     };
     if let Some(t) = cli.session_timeout {
         connector = connector.with_session_timeout(t);
     }
-    if connector.backend() == coord::Backend::Mem && cli.command.crosses_processes() {
+    if connector.backend() == coordination::Backend::Mem && cli.command.crosses_processes() {
         logging::say(format_args!(
             "warning: `{}` runs on mem://, which lives inside this process only: no other \
              process sees it, so nothing is shared or coordinated. Pass --url (or set \

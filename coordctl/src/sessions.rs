@@ -3,7 +3,7 @@
 
 use std::sync::Mutex;
 
-use coord::{Client, ClientOptions, ConnectError, Connector, Session};
+use coordination::{Client, ClientOptions, ConnectError, Connector, Session};
 
 /// The sessions and clients opened through one [`Connector`], each kept
 /// until [`Sessions::take_all`] (or [`Sessions::take_clients`]) hands them

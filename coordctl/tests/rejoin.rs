@@ -199,7 +199,7 @@ fn watch_follows_across_session_loss(url: &str) {
     let root = unique("watchfollow");
     let (a, b) = (format!("{root}/a"), format!("{root}/b"));
     with_session(url, async |s| {
-        s.create(&a, b"one", coord::CreateMode::Persistent)
+        s.create(&a, b"one", coordination::CreateMode::Persistent)
             .await
             .unwrap_or_else(|e| panic!("create: {e}"))
     });
@@ -214,7 +214,7 @@ fn watch_follows_across_session_loss(url: &str) {
         s.set(&a, b"uno", None)
             .await
             .unwrap_or_else(|e| panic!("set: {e}"));
-        s.create(&b, b"two", coord::CreateMode::Persistent)
+        s.create(&b, b"two", coordination::CreateMode::Persistent)
             .await
             .unwrap_or_else(|e| panic!("create: {e}"))
     });

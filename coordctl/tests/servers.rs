@@ -1089,16 +1089,16 @@ fn queue_and_members(url: &str) {
 /// The data of the items in the queue at `q` (leased ones included), read
 /// with the library: `items/` under the queue's path.
 fn queue_items(url: &str, q: &str) -> Vec<String> {
-    let dir = coord::path::join(q, "items");
+    let dir = coordination::path::join(q, "items");
     with_session(url, async |s| {
         let nodes = match s.children(&dir).await {
             Ok(c) => c,
-            Err(coord::Error::NotFound { .. }) => Vec::new(),
+            Err(coordination::Error::NotFound { .. }) => Vec::new(),
             Err(e) => panic!("children of {dir}: {e}"),
         };
         let mut out = Vec::new();
         for c in nodes {
-            let item = coord::path::join(&dir, &c.name);
+            let item = coordination::path::join(&dir, &c.name);
             match s.get(&item).await {
                 Ok(Some(n)) => out.push(String::from_utf8_lossy(&n.data).into_owned()),
                 Ok(None) => {}
@@ -1164,7 +1164,7 @@ fn interrupted_pops_lose_nothing(url: &str) {
         let mut procs = Vec::new();
         for i in 0..AT_ONCE {
             let n = wave * AT_ONCE + i;
-            let sig = if n % 2 == 0 {
+            let sig = if n.is_multiple_of(2) {
                 Signal::SIGINT
             } else {
                 Signal::SIGTERM
@@ -1216,7 +1216,7 @@ fn interrupted_pops_lose_nothing(url: &str) {
     }
     // Every process has exited, having closed its session: no lease is
     // left, and what was not printed is in the queue.
-    let claims = children(url, &coord::path::join(&q, "claims"));
+    let claims = children(url, &coordination::path::join(&q, "claims"));
     assert!(claims.is_empty(), "{ctx}: leases left behind: {claims:?}");
     let left = queue_items(url, &q);
     for item in &items {
@@ -1283,7 +1283,7 @@ fn pop_to_a_broken_stdout_keeps_the_item(url: &str) {
     assert!(err.contains("cannot write the item to stdout"), "{err}");
     assert!(err.contains("given back"), "{err}");
     assert_eq!(queue_items(url, &q), ["only"]);
-    assert!(children(url, &coord::path::join(&q, "claims")).is_empty());
+    assert!(children(url, &coordination::path::join(&q, "claims")).is_empty());
 
     // A pipe whose reader is gone.
     let mut c = coordctl(url, &["queue", "pop", &q]);
@@ -1583,13 +1583,13 @@ fn participants_lists_holder_and_waiter(url: &str) {
     let sem = unique("semaphore");
     let evil = unique("lock");
     with_session(url, async |s| {
-        let leases = coord::Semaphore::new(s, &sem, 2)
+        let leases = coordination::Semaphore::new(s, &sem, 2)
             .and_then(|x| x.with_data("lease-1"))
             .unwrap_or_else(|e| panic!("semaphore: {e}"))
             .acquire(1)
             .await
             .unwrap_or_else(|e| panic!("lease: {e}"));
-        let guard = coord::Lock::new(s, &evil)
+        let guard = coordination::Lock::new(s, &evil)
             .and_then(|l| l.with_data(b"\x1b[2J\"x\"\nwaiting /forged 1 - \"\"\xff"))
             .unwrap_or_else(|e| panic!("lock: {e}"))
             .acquire()
@@ -1606,7 +1606,7 @@ fn participants_lists_holder_and_waiter(url: &str) {
             "\"\\u001b[2J\\\"x\\\"\\nwaiting /forged 1 - \\\"\\\"\u{fffd}\""
         );
         let _ = guard.release().await;
-        let _ = coord::Semaphore::return_all(leases).await;
+        let _ = coordination::Semaphore::return_all(leases).await;
     });
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -1785,9 +1785,13 @@ fn counter_commands(url: &str) {
 
     let garbage = unique("counter");
     with_session(url, async |s| {
-        s.create(&garbage, b"\x00\x00\x00\x05", coord::CreateMode::Persistent)
-            .await
-            .unwrap_or_else(|e| panic!("create: {e}"))
+        s.create(
+            &garbage,
+            b"\x00\x00\x00\x05",
+            coordination::CreateMode::Persistent,
+        )
+        .await
+        .unwrap_or_else(|e| panic!("create: {e}"))
     });
     for args in [&["get"][..], &["add", "1"]] {
         let mut all = vec!["counter", garbage.as_str()];
@@ -1815,14 +1819,14 @@ fn watch_prints_cache_events(url: &str) {
     let root = unique("watch");
     let (a, b) = (format!("{root}/a"), format!("{root}/a/b"));
     with_session(url, async |s| {
-        s.create(&a, b"one", coord::CreateMode::Persistent)
+        s.create(&a, b"one", coordination::CreateMode::Persistent)
             .await
             .unwrap_or_else(|e| panic!("create: {e}"))
     });
     let mut watch = Running::start(coordctl(url, &["watch", &root]));
     expect_initial_load(&watch, &root, &a);
     with_session(url, async |s| {
-        s.create(&b, b"two", coord::CreateMode::Persistent)
+        s.create(&b, b"two", coordination::CreateMode::Persistent)
             .await
             .unwrap_or_else(|e| panic!("create: {e}"))
     });
@@ -1849,7 +1853,7 @@ fn watch_json_prints_cache_events(url: &str) {
     let root = unique("watchjson");
     let a = format!("{root}/a");
     with_session(url, async |s| {
-        s.create(&a, b"\xffone", coord::CreateMode::Persistent)
+        s.create(&a, b"\xffone", coordination::CreateMode::Persistent)
             .await
             .unwrap_or_else(|e| panic!("create: {e}"))
     });

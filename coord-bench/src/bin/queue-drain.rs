@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use clap::Parser;
-use coord::{Queue, Session};
+use coordination::{Queue, Session};
 
 /// Prefill and/or drain one queue with coord's `Queue`.
 #[derive(Debug, Parser)]
@@ -50,7 +50,7 @@ struct Args {
 type Res<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
 
 async fn prefill(url: &str, path: &str, n: usize) -> Res<()> {
-    let session = coord::connect(url).await?;
+    let session = coordination::connect(url).await?;
     let next = Arc::new(AtomicUsize::new(0));
     let mut set = tokio::task::JoinSet::new();
     for _ in 0..4 {
@@ -60,7 +60,7 @@ async fn prefill(url: &str, path: &str, n: usize) -> Res<()> {
             loop {
                 let i = next.fetch_add(1, Ordering::SeqCst);
                 if i >= n {
-                    return Ok::<(), coord::Error>(());
+                    return Ok::<(), coordination::Error>(());
                 }
                 q.offer(format!("item-{i}").as_bytes()).await?;
             }
@@ -87,7 +87,7 @@ async fn drain(url: &str, path: &str, consumers: usize) -> Res<Drained> {
     // Sessions open before the clock starts, as the peers' do.
     let mut sessions: Vec<Session> = Vec::with_capacity(consumers);
     for _ in 0..consumers {
-        sessions.push(coord::connect(url).await?);
+        sessions.push(coordination::connect(url).await?);
     }
     let gate = Arc::new(tokio::sync::Barrier::new(consumers + 1));
     let mut set = tokio::task::JoinSet::new();
@@ -104,7 +104,7 @@ async fn drain(url: &str, path: &str, consumers: usize) -> Res<Drained> {
             }
             let stats = q.stats();
             let listed = (stats.listings(), stats.names_listed());
-            Ok::<_, coord::Error>((got, listed, Instant::now(), last))
+            Ok::<_, coordination::Error>((got, listed, Instant::now(), last))
         });
     }
     let start = Instant::now();

@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use coord::Session;
+use coordination::Session;
 
 use crate::context::{timed, Ctx};
 use crate::error::BenchResult;
@@ -50,7 +50,7 @@ pub async fn raw_round_trip(session: &Session, dir: &str, ops: usize) -> BenchRe
     session.ensure_dir(dir).await?;
     for _ in 0..ops.clamp(1, 20) {
         session
-            .create(&path, b"", coord::CreateMode::Ephemeral)
+            .create(&path, b"", coordination::CreateMode::Ephemeral)
             .await?;
         session.delete(&path, None).await?;
     }
@@ -59,7 +59,7 @@ pub async fn raw_round_trip(session: &Session, dir: &str, ops: usize) -> BenchRe
     for _ in 0..ops {
         let t0 = Instant::now();
         session
-            .create(&path, b"", coord::CreateMode::Ephemeral)
+            .create(&path, b"", coordination::CreateMode::Ephemeral)
             .await?;
         session.delete(&path, None).await?;
         lat.push(t0.elapsed());

@@ -6,8 +6,8 @@
 
 use std::time::Instant;
 
-use coord::Session;
-use coord::{Lock, Queue, Semaphore};
+use coordination::Session;
+use coordination::{Lock, Queue, Semaphore};
 
 use crate::context::{timed, Ctx};
 use crate::error::BenchResult;
@@ -202,7 +202,7 @@ pub async fn round_trips(sessions: &[Session], root: &str, ops: usize) -> BenchR
                 got += 1;
             }
             let stats = q.stats();
-            Ok::<_, coord::Error>((got, stats.attempts(), stats.names_listed()))
+            Ok::<_, coordination::Error>((got, stats.attempts(), stats.names_listed()))
         });
     }
     let (mut got, mut attempts, mut names) = (0u64, 0u64, 0u64);

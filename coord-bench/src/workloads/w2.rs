@@ -1,7 +1,7 @@
 //! W2: contended handoffs among K sessions — `SimpleLock` once (the herd
 //! baseline), then the native lock and `Lock` in interleaved blocks.
 
-use coord::Session;
+use coordination::Session;
 
 use crate::context::{timed, Ctx};
 use crate::error::BenchResult;

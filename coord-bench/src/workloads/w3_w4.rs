@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use coord::{Lock, RwLock, Semaphore, Session};
+use coordination::{Lock, RwLock, Semaphore, Session};
 
 use crate::context::{timed, Ctx};
 use crate::error::{BenchError, BenchResult};
@@ -178,7 +178,7 @@ pub async fn mixed(
                 MixKind::ReadWrite => {
                     let rw = RwLock::new(&s, &dir)?;
                     for i in 0..ops {
-                        let write = (i * n + t) % 10 == 0;
+                        let write = (i * n + t).is_multiple_of(10);
                         let t0 = Instant::now();
                         let g = if write {
                             rw.write().await?

@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use coord::{Election, Leadership, Session};
+use coordination::{Election, Leadership, Session};
 
 use crate::context::{timed, Ctx};
 use crate::error::BenchResult;

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use coord::{Queue, Session};
+use coordination::{Queue, Session};
 
 use crate::context::{timed, Ctx};
 use crate::error::{BenchError, BenchResult};

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use coord::{DoubleBarrier, Session};
+use coordination::{DoubleBarrier, Session};
 
 use crate::context::{timed, Ctx};
 use crate::error::{BenchError, BenchResult};

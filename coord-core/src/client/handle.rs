@@ -84,8 +84,8 @@ impl Drop for Owner {
 /// the next one, after a capped, jittered backoff; never two live at once.
 /// Cheap to clone; the last handle dropped closes it.
 ///
-/// Open one from a URL with `coord::client(url)` or
-/// `coord::Connector::client(options)` (the first session is opened there,
+/// Open one from a URL with `coordination::client(url)` or
+/// `coordination::Connector::client(options)` (the first session is opened there,
 /// so a wrong address or credential fails at once), or from a backend's own
 /// options with [`Client::start`] and that backend's `connect`, e.g.
 /// `Client::start(move || coord_zk::connect(zk_options.clone()), ClientOptions::default())`.

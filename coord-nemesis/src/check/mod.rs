@@ -52,7 +52,7 @@
 //! ## The long-lived services
 //!
 //! Latch, member and cache processes each run one recipe on a supervised
-//! `coord::Client` for the whole run, under the same faults, and come back
+//! `coordination::Client` for the whole run, under the same faults, and come back
 //! by themselves after every session loss.
 //!
 //! - **One leader at any instant** (latch processes, one election). Each

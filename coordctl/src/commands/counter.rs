@@ -1,6 +1,6 @@
 //! `coordctl counter PATH get|set V|add D|watch`.
 
-use coord::Counter;
+use coordination::Counter;
 
 use super::output::print_line;
 use crate::cli::{CounterArgs, CounterOp};

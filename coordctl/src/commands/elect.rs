@@ -1,7 +1,7 @@
 //! `coordctl elect PATH VALUE [--rejoin] [-- CMD…]` and `coordctl leader PATH [--watch]`.
 
-use coord::prelude::*;
-use coord::{Election, Error, RejoiningLatch, Session};
+use coordination::prelude::*;
+use coordination::{Election, Error, RejoiningLatch, Session};
 
 use super::hold::{Held, UnderHold};
 use super::output::print_line;

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use coord::{Group, GroupMember, Presence};
+use coordination::{Group, GroupMember, Presence};
 
 use super::hold::{Held, UnderHold};
 use super::output::print_line;
@@ -28,7 +28,7 @@ pub async fn join(ctx: &Ctx, a: JoinArgs) -> Result<u8, Failure> {
     let under = UnderHold::new(ctx, Held::Membership(&a.path), &a.cmd)
         .announce(format!("joined {name}"))
         .env("COORD_MEMBER", name);
-    let member = coord::while_held(me, |hold| under.body(hold)).await;
+    let member = coordination::while_held(me, |hold| under.body(hold)).await;
     under.outcome(member).await
 }
 

@@ -2,7 +2,7 @@
 //! membership — for `lock`, `elect` and `join`.
 //!
 //! Holding, noticing the loss and releasing are the library's
-//! ([`coord::while_held`] and the helpers built on it: `LockableExt::run`,
+//! ([`coordination::while_held`] and the helpers built on it: `LockableExt::run`,
 //! `LeaderElectionExt::lead`). What is left here is what a command line
 //! adds: CMD is a process, so when the library drops the body on a loss,
 //! CMD is sent SIGTERM right then (by [`Stop`], dropped with the body) and
@@ -12,7 +12,7 @@
 use std::future::Future;
 use std::sync::Mutex;
 
-use coord::{Error, HoldContext};
+use coordination::{Error, HoldContext};
 use nix::sys::signal::Signal;
 
 use super::output::print_line;
@@ -242,7 +242,10 @@ impl<'a> UnderHold<'a> {
     }
 
     /// The exit code for what the scoped helper returned.
-    pub async fn outcome(self, r: coord::Result<Result<Ended, Failure>>) -> Result<u8, Failure> {
+    pub async fn outcome(
+        self,
+        r: coordination::Result<Result<Ended, Failure>>,
+    ) -> Result<u8, Failure> {
         let why = match r {
             Ok(Ok(Ended::Cmd(code))) => return Ok(code),
             Ok(Ok(Ended::Revoked(code))) => {

@@ -1,10 +1,10 @@
 //! `coordctl inspect PATH [--max-leases N] [--json]`: what lives at PATH
-//! ([`coord::inspect`]), as a table or as one JSON object.
+//! ([`coordination::inspect`]), as a table or as one JSON object.
 
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use coord::inspect::{
+use coordination::inspect::{
     inspect_with, Entry, InspectOptions, Inspection, Kind, MaxLeases, Role, Side,
 };
 use serde_json::{json, Value};
@@ -19,7 +19,7 @@ const TABLE_DATA: usize = 200;
 
 pub async fn inspect(ctx: &Ctx, a: InspectArgs) -> Result<u8, Failure> {
     let what = format!("inspect {}", a.path);
-    coord::path::validate(&a.path).map_err(|e| Failure::coord(&what, e))?;
+    coordination::path::validate(&a.path).map_err(|e| Failure::coord(&what, e))?;
     let mut options = InspectOptions::new();
     if let Some(n) = a.max_leases {
         options = options.max_leases(n);

@@ -1,8 +1,8 @@
 //! `coordctl lock PATH [--timeout D] [--shared | --write | --leases N]
 //! [--revocable] -- CMD…`
 
-use coord::prelude::*;
-use coord::{Lock, RwLock, Semaphore};
+use coordination::prelude::*;
+use coordination::{Lock, RwLock, Semaphore};
 
 use super::hold::{Held, UnderHold};
 use crate::cli::LockArgs;
@@ -13,7 +13,7 @@ pub async fn lock(ctx: &Ctx, a: LockArgs) -> Result<u8, Failure> {
     let what = format!("lock {}", a.path);
     // A bad path is a usage error before any I/O (each recipe checks the
     // same).
-    coord::path::validate_non_root(&a.path).map_err(|e| Failure::coord(&what, e))?;
+    coordination::path::validate_non_root(&a.path).map_err(|e| Failure::coord(&what, e))?;
     let session = ctx.open().await?;
     if let Some(n) = a.leases {
         return lease(ctx, &session, &a, n).await;
@@ -43,7 +43,7 @@ pub async fn lock(ctx: &Ctx, a: LockArgs) -> Result<u8, Failure> {
 /// here and held with `while_held`, as `run` does for a lock.
 async fn lease(
     ctx: &Ctx,
-    session: &coord::Session,
+    session: &coordination::Session,
     a: &LockArgs,
     max_leases: u32,
 ) -> Result<u8, Failure> {
@@ -57,7 +57,7 @@ async fn lease(
     };
     let ran = match leases {
         Ok(mut leases) => match (leases.pop(), leases.is_empty()) {
-            (Some(lease), true) => coord::while_held(lease, |hold| under.body(hold)).await,
+            (Some(lease), true) => coordination::while_held(lease, |hold| under.body(hold)).await,
             // acquire(1) gives exactly one lease: anything else is a
             // library bug; give back what was given.
             (last, _) => {

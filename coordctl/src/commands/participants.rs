@@ -1,8 +1,8 @@
 //! `coordctl participants PATH [--kind K] [--max-leases N] [--json]` and
 //! `coordctl revoke PATH [--kind K]`.
 
-use coord::prelude::*;
-use coord::{Contender, ContenderState, Election, Lock, RwLock, Semaphore, SimpleLock};
+use coordination::prelude::*;
+use coordination::{Contender, ContenderState, Election, Lock, RwLock, Semaphore, SimpleLock};
 
 use super::output::{escaped, print_line, quoted, rfc3339};
 use crate::cli::{Kind, LockKind, ParticipantsArgs, RevokeArgs};
@@ -28,7 +28,7 @@ pub async fn participants(ctx: &Ctx, a: ParticipantsArgs) -> Result<u8, Failure>
         }
         (_, None) => 0,
     };
-    coord::path::validate_non_root(&a.path).map_err(|e| Failure::coord(&what, e))?;
+    coordination::path::validate_non_root(&a.path).map_err(|e| Failure::coord(&what, e))?;
     let session = ctx.open().await?;
     let fail = |e| Failure::coord(&what, e);
     let listed = match a.kind {
@@ -72,7 +72,7 @@ pub async fn participants(ctx: &Ctx, a: ParticipantsArgs) -> Result<u8, Failure>
 
 pub async fn revoke(ctx: &Ctx, a: RevokeArgs) -> Result<u8, Failure> {
     let what = format!("revoke {}", a.path);
-    coord::path::validate_non_root(&a.path).map_err(|e| Failure::coord(&what, e))?;
+    coordination::path::validate_non_root(&a.path).map_err(|e| Failure::coord(&what, e))?;
     let session = ctx.open().await?;
     let fail = |e| Failure::coord(&what, e);
     let lock: Box<dyn Lockable> = match a.kind {

@@ -18,7 +18,7 @@
 
 use std::io::Write;
 
-use coord::{Delivery, Error, Queue};
+use coordination::{Delivery, Error, Queue};
 
 use super::output::print_line;
 use crate::cli::QueueCommand;

@@ -12,7 +12,7 @@
 
 use std::time::{Duration, SystemTime};
 
-use coord::{period_index, OnCrash, PeriodicJob, RunOutcome, Session};
+use coordination::{period_index, OnCrash, PeriodicJob, RunOutcome, Session};
 
 use crate::child::TermOnDrop;
 use crate::cli::{OnCrashArg, RunOnceArgs};

@@ -1,7 +1,7 @@
 //! `coordctl watch PATH [--children|--node]`: print the events of a cache
 //! that follows the client across session loss.
 
-use coord::{CacheEvent, ChildrenCache, NodeCache, TreeCache};
+use coordination::{CacheEvent, ChildrenCache, NodeCache, TreeCache};
 
 use super::output::{hex, print_line};
 use crate::cli::CacheWatchArgs;
@@ -65,7 +65,7 @@ pub async fn watch(ctx: &Ctx, a: CacheWatchArgs) -> Result<u8, Failure> {
     let what = format!("watch {}", a.path);
     let fail = |e| Failure::coord(&what, e);
     // Checked before anything is opened: a bad path is a usage error.
-    coord::path::validate(&a.path).map_err(fail)?;
+    coordination::path::validate(&a.path).map_err(fail)?;
     let client = ctx.client().await?;
     // A cache ends only after an error, which `?` returns.
     if a.node {

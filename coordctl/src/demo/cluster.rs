@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use coord::{default_mem_store, Backend, ConnectError, Connector, Session};
+use coordination::{default_mem_store, Backend, ConnectError, Connector, Session};
 
 use crate::sessions::Sessions;
 

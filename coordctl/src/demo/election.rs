@@ -3,13 +3,13 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use coord::{Election, Error, Leadership, Session};
+use coordination::{Election, Error, Leadership, Session};
 use tokio::time::Instant;
 
 use super::cluster::Cluster;
 use super::log::Log;
 
-type Campaign = tokio::task::JoinHandle<coord::Result<Leadership>>;
+type Campaign = tokio::task::JoinHandle<coordination::Result<Leadership>>;
 
 pub async fn election(cluster: &Cluster, log: &Log) {
     log.say("== leader election: node-a, node-b, node-c");

@@ -3,7 +3,7 @@
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use coord::{PeriodicJob, RunOutcome};
+use coordination::{PeriodicJob, RunOutcome};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 

@@ -14,7 +14,7 @@
 //! directory (`/coord-demo/<uuid>`) and deletes it at the end.
 //!
 //! A crash is simulated by ending the instance's session from outside: in
-//! memory the store expires it ([`coord::mem::MemStore::expire`]); on a
+//! memory the store expires it ([`coordination::mem::MemStore::expire`]); on a
 //! server the session is closed, which the server treats as an expiry
 //! would (its ephemeral nodes go at once) — a real crashed process would
 //! lose them only after its session timeout.
@@ -27,7 +27,7 @@ mod queue;
 
 use std::time::Duration;
 
-use coord::{Backend, ConnectError, Connector, Session};
+use coordination::{Backend, ConnectError, Connector, Session};
 
 use self::cluster::Cluster;
 use self::log::{Log, Report};
@@ -87,24 +87,24 @@ pub async fn run(connector: &Connector) -> Result<Report, ConnectError> {
 }
 
 /// Delete `path` and everything under it.
-async fn delete_tree(session: &Session, path: &str) -> coord::Result<()> {
+async fn delete_tree(session: &Session, path: &str) -> coordination::Result<()> {
     let mut stack = vec![(path.to_owned(), false)];
     while let Some((node, expanded)) = stack.pop() {
         if expanded {
             match session.delete(&node, None).await {
-                Ok(()) | Err(coord::Error::NotFound { .. }) => {}
+                Ok(()) | Err(coordination::Error::NotFound { .. }) => {}
                 Err(e) => return Err(e),
             }
             continue;
         }
         let children = match session.children(&node).await {
             Ok(c) => c,
-            Err(coord::Error::NotFound { .. }) => continue,
+            Err(coordination::Error::NotFound { .. }) => continue,
             Err(e) => return Err(e),
         };
         stack.push((node.clone(), true));
         for c in children {
-            stack.push((coord::path::join(&node, &c.name), false));
+            stack.push((coordination::path::join(&node, &c.name), false));
         }
     }
     Ok(())

@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use coord::Queue;
+use coordination::Queue;
 use tokio::task::JoinSet;
 
 use super::cluster::Cluster;

@@ -233,13 +233,13 @@ pub fn wait_until(secs: u64, what: &str, mut ok: impl FnMut() -> bool) {
 
 /// Run `f` with a session of the coord library on `url` (the test's own,
 /// not coordctl's), on a runtime of its own.
-pub fn with_session<T>(url: &str, f: impl AsyncFnOnce(&coord::Session) -> T) -> T {
+pub fn with_session<T>(url: &str, f: impl AsyncFnOnce(&coordination::Session) -> T) -> T {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap_or_else(|e| panic!("runtime: {e}"));
     rt.block_on(async {
-        let session = coord::connect(url)
+        let session = coordination::connect(url)
             .await
             .unwrap_or_else(|e| panic!("connect: {e}"));
         let r = f(&session).await;
@@ -252,7 +252,7 @@ pub fn with_session<T>(url: &str, f: impl AsyncFnOnce(&coord::Session) -> T) -> 
 pub fn children(url: &str, path: &str) -> Vec<String> {
     with_session(url, async |s| match s.children(path).await {
         Ok(c) => c.into_iter().map(|c| c.name).collect(),
-        Err(coord::Error::NotFound { .. }) => Vec::new(),
+        Err(coordination::Error::NotFound { .. }) => Vec::new(),
         Err(e) => panic!("children of {path}: {e}"),
     })
 }
@@ -265,7 +265,7 @@ pub fn delete_children(url: &str, path: &str) -> usize {
             .await
             .unwrap_or_else(|e| panic!("children of {path}: {e}"));
         for n in &nodes {
-            s.delete(&coord::path::join(path, &n.name), None)
+            s.delete(&coordination::path::join(path, &n.name), None)
                 .await
                 .unwrap_or_else(|e| panic!("delete: {e}"));
         }
