@@ -133,3 +133,11 @@ pub use keepalive::lease_id;
 pub use options::{
     EtcdOptions, DEFAULT_REQUEST_TIMEOUT, DEFAULT_SESSION_TIMEOUT, MAX_REQUEST_TIMEOUT,
 };
+
+// The crate's README, whose Rust blocks are compiled as doc tests so they
+// cannot drift: `cargo test -p coord-etcd --doc` checks them (the server ones
+// `no_run`). `cfg(doctest)` keeps it out of normal and `cargo package`
+// builds.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -155,3 +155,11 @@ pub use connect::connect;
 pub use error::BACKEND;
 pub use options::{ZkOptions, DEFAULT_SESSION_TIMEOUT};
 pub use session::{SessionCredentials, ZkSession};
+
+// The crate's README, whose Rust blocks are compiled as doc tests so they
+// cannot drift: `cargo test -p coord-zk --doc` checks them (the server ones
+// `no_run`). `cfg(doctest)` keeps it out of normal and `cargo package`
+// builds.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -23,6 +23,9 @@ Backends (--url or COORD_URL):
   redis://[user:pw@]host:6379[/db]    Redis; ?namespace=NAME keys under {NAME}:
   rediss://[user:pw@]host:6379[/db]   Redis over TLS
   Any URL takes ?session_timeout=DURATION (default 10s).
+  Built in: mem:// always; zk:// and redis:// by default (cargo features
+  zk, redis); etcd:// with the etcd feature (or all). `coordctl --version`
+  lists what this binary has.
 
   TLS, the same on zk://, etcd:// and redis:// (any of ca, cert, key or
   server_name turns it on; paths may be %-encoded):
