@@ -201,7 +201,9 @@ pub(crate) enum Ended {
 /// End the session `credentials` name over a connection of its own: a
 /// second client, with `options` (credentials, TLS), takes the session
 /// over (the server drops the first one's connection) and closes it. The
-/// takeover's handshake must finish within `connect_within`.
+/// takeover's handshake must finish within `connect_within`. With
+/// `one_try`, each host is tried once (see below); without, the client
+/// retries until 7/5 of the session timeout.
 ///
 /// # Errors
 /// The takeover's failure, as text.
@@ -209,12 +211,21 @@ pub(crate) async fn end_over_new_connection(
     options: &crate::ZkOptions,
     credentials: &zk::SessionInfo,
     connect_within: Duration,
+    one_try: bool,
 ) -> std::result::Result<Ended, String> {
     let tls = options.load_tls().map_err(|e| e.to_string())?;
-    let connector = options
+    let mut connector = options
         .connector()
         .with_connection_timeout(connect_within)
         .with_session(credentials.clone());
+    if one_try {
+        // One try per host, then back to the caller: kicked out mid-way by
+        // the first client taking the session back, the caller waits a
+        // moment (letting that client settle) before the next try. Retried
+        // inside the client instead, the takeover raced the first client's
+        // own instant reconnects for seconds (up to 31 s measured).
+        connector = connector.with_fail_eagerly();
+    }
     let client = match crate::tls::dial(connector, options.hosts(), tls.as_ref()).await {
         Err(zk::Error::SessionExpired) => return Ok(Ended::Expired),
         Err(e) => return Err(e.to_string()),
@@ -391,7 +402,8 @@ impl PrimitiveSession for ZkSession {
         let id = self.handle.id.clone();
         Some(Box::pin(async move {
             let within = Duration::from_millis(500);
-            match end_over_new_connection(&options, &credentials, within).await {
+            // The first client is gone here: nothing races the takeover.
+            match end_over_new_connection(&options, &credentials, within, false).await {
                 Ok(_) => {
                     tracing::debug!(session = %id, "zk session ended over a connection of its own");
                     Ok(())

@@ -41,7 +41,7 @@ pub async fn expire(options: &ZkOptions, credentials: &SessionCredentials) -> Re
     // take longer than that to answer a reattached session.
     let mut connect_within = Duration::from_millis(500);
     while tokio::time::Instant::now() < deadline {
-        match end_over_new_connection(options, &credentials.0, connect_within).await {
+        match end_over_new_connection(options, &credentials.0, connect_within, true).await {
             Ok(Ended::Expired) => return Ok(()),
             // Closed; the first client may have taken it back meanwhile:
             // the next round tells.
