@@ -155,6 +155,19 @@ pub enum Error {
         /// What was written and what the node holds now.
         detail: String,
     },
+    /// A transaction ([`Session::commit`](crate::Session::commit)) was
+    /// refused by the server: one of its steps did not hold, so **nothing**
+    /// of it was applied. `step` names the step (a fence, or an op by its
+    /// index among the ops), `path` its node, `failure` why.
+    #[error("transaction refused at {step} ({path}): {failure}")]
+    TransactionFailed {
+        /// The step that failed.
+        step: TxnStep,
+        /// Its node (for a sequential create, the prefix).
+        path: String,
+        /// Why it failed.
+        failure: TxnFailure,
+    },
     /// The backend cannot do this.
     #[error("{operation} is not supported by the {backend} backend")]
     NotSupported {
@@ -212,6 +225,54 @@ impl Error {
                      session; it was not made again, which could have made it twice"
                 .to_owned(),
         }
+    }
+}
+
+/// Which step of a transaction failed (see [`Error::TransactionFailed`]).
+/// Fences are numbered in the order they were added, ops in theirs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TxnStep {
+    /// The transaction's fence with this index: it does not hold.
+    Fence(usize),
+    /// The op with this index (checks count as ops).
+    Op(usize),
+}
+
+impl std::fmt::Display for TxnStep {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TxnStep::Fence(i) => write!(f, "fence {i}"),
+            TxnStep::Op(i) => write!(f, "op {i}"),
+        }
+    }
+}
+
+/// Why a step of a transaction failed (see [`Error::TransactionFailed`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum TxnFailure {
+    /// The fence node is gone or was made again (another stamp): the hold
+    /// is lost.
+    FenceLost,
+    /// A check, set or delete found no node.
+    NoNode,
+    /// A create found a node already there.
+    NodeExists,
+    /// A check, set or delete with a version found another version.
+    VersionConflict,
+    /// A delete found children under the node.
+    NotEmpty,
+}
+
+impl std::fmt::Display for TxnFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            TxnFailure::FenceLost => "the fence does not hold",
+            TxnFailure::NoNode => "no node",
+            TxnFailure::NodeExists => "a node already exists",
+            TxnFailure::VersionConflict => "another version",
+            TxnFailure::NotEmpty => "the node has children",
+        })
     }
 }
 

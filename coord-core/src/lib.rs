@@ -95,8 +95,9 @@ pub use backend::node::{
     MAX_NODE_TTL, MIN_NODE_TTL,
 };
 pub use backend::tls::TlsOptions;
+pub use backend::txn::{Transaction, TxnLimits, TxnOp, TxnResult};
 pub use backend::watch::{TreeChange, TreeWatch, Watch};
 pub use backend::Backoff;
 pub use client::{Client, ClientEvent, ClientEvents, ClientOptions, Generation};
-pub use error::{Error, PathErrorKind, Result};
+pub use error::{Error, PathErrorKind, Result, TxnFailure, TxnStep};
 pub use session::Session;

@@ -9,6 +9,7 @@ use crate::backend::node::{
     Child, CreateMode, Created, Fence, Node, Op, OpResult, SessionId, SessionState, Stat,
 };
 use crate::backend::primitive::PrimitiveSession;
+use crate::backend::txn::{Transaction, TxnResult};
 use crate::backend::watch::{TreeWatch, Watch};
 use crate::error::{Error, Result};
 use crate::machinery::in_drop;
@@ -691,6 +692,57 @@ impl Session {
             Op::Delete { path, .. } => path::validate_non_root(path)?,
         }
         self.run(self.inner.guarded(fence, op)).await
+    }
+
+    /// Commit `txn`: every fence and check holds and every write is
+    /// applied, as one atomic step, or nothing is — ZooKeeper's `multi`,
+    /// etcd's `Txn`, one Redis script, one step under the in-memory store's
+    /// lock. See [`Transaction`] for how to build one and the
+    /// [`backend::txn`](crate::backend) rules; under a hold, use
+    /// [`Hold::transaction`](crate::prelude::Hold::transaction), which
+    /// adds the hold's fence.
+    ///
+    /// ```
+    /// # async fn demo(session: coord_core::Session) -> coord_core::Result<()> {
+    /// use coord_core::{Error, Transaction, TxnFailure, TxnResult, TxnStep};
+    ///
+    /// session.create("/jobs/pending/17", b"job").await?;
+    /// let txn = Transaction::new()
+    ///     .delete("/jobs/pending/17")
+    ///     .create("/jobs/running/17", "worker-2");
+    /// let results = session.commit(txn).await?;
+    /// assert_eq!(results[0], TxnResult::Deleted);
+    ///
+    /// // Run again, the delete finds no node: nothing is applied.
+    /// let again = Transaction::new()
+    ///     .delete("/jobs/pending/17")
+    ///     .create("/jobs/running/18", "worker-2");
+    /// match session.commit(again).await {
+    ///     Err(Error::TransactionFailed { step, failure, .. }) => {
+    ///         assert_eq!((step, failure), (TxnStep::Op(0), TxnFailure::NoNode));
+    ///     }
+    ///     other => panic!("{other:?}"),
+    /// }
+    /// assert!(session.get("/jobs/running/18").await?.is_none());
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// Before any I/O: `InvalidPath`, `InvalidArgument` (no op, a path
+    /// written twice or under another written path, data over the limit,
+    /// a transaction over the backend's
+    /// [`TxnLimits`](crate::TxnLimits)). Then
+    /// [`Error::TransactionFailed`] naming the step that did not hold
+    /// (nothing applied; a fence is named first); `OutcomeUnknown` when the
+    /// answer was lost and the backend cannot tell (all or nothing was
+    /// applied); `ConnectionLost` or the session's end when nothing was.
+    ///
+    /// # Cancel safety
+    /// Not cancel safe: the transaction may land after the drop (all of
+    /// it, or none).
+    pub async fn commit(&self, txn: Transaction) -> Result<Vec<TxnResult>> {
+        txn.validate(&self.inner.transaction_limits())?;
+        self.run(self.inner.transaction(&txn)).await
     }
 
     /// Make sure a persistent node exists at `path` (and its parents).

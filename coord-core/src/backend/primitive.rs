@@ -15,8 +15,9 @@ use crate::backend::lease::LeaseClock;
 use crate::backend::node::{
     Child, CreateMode, Created, Fence, Node, Op, OpResult, SessionId, SessionState, Stat,
 };
+use crate::backend::txn::{Transaction, TxnLimits, TxnResult};
 use crate::backend::watch::{TreeWatch, Watch};
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// [`PrimitiveSession::take_leaf`] as a read, then a delete (the default;
 /// also for a backend whose own way does not fit some node): at least
@@ -252,6 +253,32 @@ pub trait PrimitiveSession: Send + Sync + 'static {
     /// Errors: `LockLost` when the fence does not hold (checked first);
     /// otherwise those of the operation.
     async fn guarded(&self, fence: &Fence, op: Op) -> Result<OpResult>;
+
+    /// Commit `txn` as one atomic step: every fence and every check holds
+    /// and every write is applied, or nothing is (see
+    /// [`crate::backend::txn`] for the whole contract). `txn` has been
+    /// checked against [`PrimitiveSession::transaction_limits`] and the
+    /// rules of [`Transaction::validate`] before it gets here.
+    ///
+    /// Errors: `TransactionFailed` naming the step that failed (a fence
+    /// first, whatever else fails); `OutcomeUnknown` when the answer was
+    /// lost and the backend cannot tell what happened; the session's end
+    /// and `ConnectionLost` only when nothing was applied. The default
+    /// says `NotSupported`: a backend added before transactions.
+    async fn transaction(&self, txn: &Transaction) -> Result<Vec<TxnResult>> {
+        let _ = txn;
+        Err(Error::NotSupported {
+            operation: "a transaction",
+            backend: self.backend(),
+        })
+    }
+
+    /// What one [`PrimitiveSession::transaction`] may carry here, checked
+    /// before any I/O. The default is ZooKeeper's: 1,000 steps and 1 MB
+    /// (its `jute.maxbuffer` is 1 MiB for the whole request).
+    fn transaction_limits(&self) -> TxnLimits {
+        TxnLimits::new(1_000, 1_000_000)
+    }
 
     /// Ask the server whether this session still lives there: `Ok` when it
     /// does; the session's end when the server no longer has it (and the

@@ -6,6 +6,7 @@ use std::future::Future;
 use async_trait::async_trait;
 
 use crate::backend::node::{Fence, Op, OpResult};
+use crate::backend::txn::{Transaction, TxnResult};
 use crate::error::{Error, Result};
 use crate::hold::revocation;
 use crate::session::Session;
@@ -96,6 +97,42 @@ pub trait Hold: Send + Sync + std::fmt::Debug {
         self.write(Op::put(path, data)).await
     }
 
+    /// Commit `txn` only while the hold is still held: the hold's fence is
+    /// added as the transaction's first fence ([`TxnStep::Fence(0)`](crate::TxnStep::Fence)),
+    /// before any the transaction has, and everything is one atomic step
+    /// (see [`Session::commit`]).
+    ///
+    /// ```
+    /// # async fn demo(session: coord_core::Session) -> coord_core::Result<()> {
+    /// use coord_core::prelude::*;
+    /// use coord_core::recipes::Lock;
+    /// use coord_core::Transaction;
+    ///
+    /// session.create("/jobs/pending/17", b"job").await?;
+    /// let guard = Lock::new(&session, "/locks/jobs")?.acquire().await?;
+    /// // Moves the job only if this guard still holds the lock.
+    /// let move_job = Transaction::new()
+    ///     .delete("/jobs/pending/17")
+    ///     .create("/jobs/running/17", "worker-2");
+    /// guard.commit(move_job).await?;
+    /// guard.release().await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Session::commit`]; the hold lost is
+    /// [`Error::TransactionFailed`] at `TxnStep::Fence(0)` with
+    /// [`TxnFailure::FenceLost`](crate::TxnFailure::FenceLost) (nothing
+    /// is applied).
+    ///
+    /// # Cancel safety
+    /// Not cancel safe: the transaction may land after the drop.
+    async fn commit(&self, txn: Transaction) -> Result<Vec<TxnResult>> {
+        self.session()
+            .commit(txn.with_first_fence(self.fence()))
+            .await
+    }
+
     /// Resolve when the hold is lost, with one reason for each way a hold
     /// ends, the same whether this was already awaited when it ended or is
     /// awaited afterwards, on every backend and for every guard:
@@ -178,6 +215,20 @@ impl HoldContext {
     /// Not cancel safe: the write may land after the future is dropped.
     pub async fn put(&self, path: &str, data: impl AsRef<[u8]>) -> Result<OpResult> {
         self.write(Op::put(path, data)).await
+    }
+
+    /// Commit `txn` only while the hold is still held (see
+    /// [`Hold::commit`]: the hold's fence is the first fence).
+    ///
+    /// # Errors
+    /// As [`Hold::commit`].
+    ///
+    /// # Cancel safety
+    /// Not cancel safe: the transaction may land after the drop.
+    pub async fn commit(&self, txn: Transaction) -> Result<Vec<TxnResult>> {
+        self.session
+            .commit(txn.with_first_fence(self.fence.clone()))
+            .await
     }
 
     /// Resolve when a contender asks the holder to release (see

@@ -192,6 +192,15 @@ pub(super) fn again(e: &Error) -> Error {
             path: path.clone(),
             detail: detail.clone(),
         },
+        Error::TransactionFailed {
+            step,
+            path,
+            failure,
+        } => Error::TransactionFailed {
+            step: *step,
+            path: path.clone(),
+            failure: *failure,
+        },
         Error::NotSupported { operation, backend } => Error::NotSupported { operation, backend },
         Error::Backend { backend, source } => Error::backend(backend, source.to_string()),
     }
