@@ -264,6 +264,38 @@ pub enum TxnFailure {
     NotEmpty,
 }
 
+impl TxnFailure {
+    /// What a single op's error means as a step of a transaction:
+    /// `NotFound` is [`TxnFailure::NoNode`], `AlreadyExists`
+    /// [`TxnFailure::NodeExists`], `VersionMismatch`
+    /// [`TxnFailure::VersionConflict`], `NotEmpty` [`TxnFailure::NotEmpty`],
+    /// `LockLost` [`TxnFailure::FenceLost`]; `None` for any other error
+    /// (which is no refusal of the step, and stays as it is).
+    pub fn of(e: &Error) -> Option<TxnFailure> {
+        Some(match e {
+            Error::NotFound { .. } => TxnFailure::NoNode,
+            Error::AlreadyExists { .. } => TxnFailure::NodeExists,
+            Error::VersionMismatch { .. } => TxnFailure::VersionConflict,
+            Error::NotEmpty { .. } => TxnFailure::NotEmpty,
+            Error::LockLost { .. } => TxnFailure::FenceLost,
+            _ => return None,
+        })
+    }
+
+    /// `e`, an op's own error, as the refusal of `step` of a transaction
+    /// (see [`TxnFailure::of`]); any other error is returned as it is.
+    pub fn refusal(e: Error, step: TxnStep, path: &str) -> Error {
+        match TxnFailure::of(&e) {
+            Some(failure) => Error::TransactionFailed {
+                step,
+                path: path.to_owned(),
+                failure,
+            },
+            None => e,
+        }
+    }
+}
+
 impl std::fmt::Display for TxnFailure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {

@@ -9,7 +9,7 @@ use crate::backend::node::{
     Child, CreateMode, Created, Fence, Node, Op, OpResult, SessionId, SessionState, Stat,
 };
 use crate::backend::primitive::PrimitiveSession;
-use crate::backend::txn::{Transaction, TxnResult};
+use crate::backend::txn::{Transaction, TxnLimits, TxnResult};
 use crate::backend::watch::{TreeWatch, Watch};
 use crate::error::{Error, Result};
 use crate::machinery::in_drop;
@@ -743,6 +743,12 @@ impl Session {
     pub async fn commit(&self, txn: Transaction) -> Result<Vec<TxnResult>> {
         txn.validate(&self.inner.transaction_limits())?;
         self.run(self.inner.transaction(&txn)).await
+    }
+
+    /// What one [`Session::commit`] may carry on this session's backend:
+    /// more is refused with `InvalidArgument` before any I/O.
+    pub fn transaction_limits(&self) -> TxnLimits {
+        self.inner.transaction_limits()
     }
 
     /// Make sure a persistent node exists at `path` (and its parents).

@@ -51,5 +51,6 @@ mod session;
 mod shared;
 mod store;
 mod tree;
+mod txn;
 
 pub use store::{MemStore, DEFAULT_SESSION_TIMEOUT};

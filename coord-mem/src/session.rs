@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use coord_core::backend::{lease::LeaseClock, PrimitiveSession};
 use coord_core::{
     path, Child, CreateMode, Created, Error, Fence, Node, Op, OpResult, Result, SessionId,
-    SessionState, Stat, TreeChange, TreeWatch, Watch,
+    SessionState, Stat, Transaction, TreeChange, TreeWatch, TxnResult, Watch,
 };
 use tokio::sync::{mpsc, oneshot, watch};
 
@@ -313,6 +313,10 @@ impl PrimitiveSession for MemSession {
                 backend: crate::tree::BACKEND,
             }),
         }
+    }
+
+    async fn transaction(&self, txn: &Transaction) -> Result<Vec<TxnResult>> {
+        self.live()?.tree.commit(txn, self.key)
     }
 
     async fn close(&self) -> Result<()> {

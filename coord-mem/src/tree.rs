@@ -204,30 +204,9 @@ impl Tree {
         mode: CreateMode,
         owner: SessionKey,
     ) -> Result<Created> {
-        path::validate_non_root(path)?;
+        self.check_create(path, mode)?;
         let parent = path::parent(path);
-        // Ephemeral nodes have no children (as on ZooKeeper). Only an
-        // existing node can be ephemeral, and then none below it exists:
-        // so when the parent exists, it is the only one to look at (and no
-        // ancestor is missing).
-        let parent_entry = self.nodes.get(parent);
-        let parent_known = parent_entry.is_some();
-        let ephemeral = match parent_entry {
-            Some(e) => e.owner.is_some().then_some(parent),
-            None => path::ancestors(path)
-                .find(|a| self.nodes.get(*a).is_some_and(|e| e.owner.is_some())),
-        };
-        if let Some(ephemeral) = ephemeral {
-            tracing::debug!(
-                path,
-                parent = ephemeral,
-                "refused a child of an ephemeral node"
-            );
-            return Err(Error::NotSupported {
-                operation: "children of an ephemeral node",
-                backend: BACKEND,
-            });
-        }
+        let parent_known = self.nodes.contains_key(parent);
         let (path, sequence) = if mode.is_sequential() {
             let mut next = self.nodes.get(parent).map_or(0, |e| e.next_sequence);
             // A node made by hand may already carry the next name: skip it.
@@ -238,11 +217,6 @@ impl Tree {
             }
             (name, Some(next))
         } else {
-            if self.nodes.contains_key(path) {
-                return Err(Error::AlreadyExists {
-                    path: path.to_owned(),
-                });
-            }
             (path.to_owned(), None)
         };
 
@@ -271,6 +245,41 @@ impl Tree {
                 .insert(path.clone());
         }
         Ok(Created::new(path, sequence, stamp, 0))
+    }
+
+    /// What refuses a create of `path` in `mode` now, with nothing
+    /// changed: a bad path, a child of an ephemeral node, a node already
+    /// there (for a plain create).
+    pub(crate) fn check_create(&self, path: &str, mode: CreateMode) -> Result<()> {
+        path::validate_non_root(path)?;
+        let parent = path::parent(path);
+        // Ephemeral nodes have no children (as on ZooKeeper). Only an
+        // existing node can be ephemeral, and then none below it exists:
+        // so when the parent exists, it is the only one to look at (and no
+        // ancestor is missing).
+        let parent_entry = self.nodes.get(parent);
+        let ephemeral = match parent_entry {
+            Some(e) => e.owner.is_some().then_some(parent),
+            None => path::ancestors(path)
+                .find(|a| self.nodes.get(*a).is_some_and(|e| e.owner.is_some())),
+        };
+        if let Some(ephemeral) = ephemeral {
+            tracing::debug!(
+                path,
+                parent = ephemeral,
+                "refused a child of an ephemeral node"
+            );
+            return Err(Error::NotSupported {
+                operation: "children of an ephemeral node",
+                backend: BACKEND,
+            });
+        }
+        if !mode.is_sequential() && self.nodes.contains_key(path) {
+            return Err(Error::AlreadyExists {
+                path: path.to_owned(),
+            });
+        }
+        Ok(())
     }
 
     /// Insert a node whose parent exists; returns its stamp.
@@ -319,17 +328,30 @@ impl Tree {
 
     pub(crate) fn delete(&mut self, path: &str, version: Option<u64>) -> Result<()> {
         path::validate_non_root(path)?;
+        self.check_node(path, version, true)?;
+        self.remove(path);
+        Ok(())
+    }
+
+    /// What refuses a set (`childless` false) or a delete (`childless`
+    /// true) of `path` at `version` now, with nothing changed: no node,
+    /// another version, then (for a delete) children — the version first,
+    /// then the children, as ZooKeeper checks them.
+    pub(crate) fn check_node(
+        &self,
+        path: &str,
+        version: Option<u64>,
+        childless: bool,
+    ) -> Result<()> {
         let entry = self.nodes.get(path).ok_or_else(|| Error::NotFound {
             path: path.to_owned(),
         })?;
-        // The version first, then the children, as ZooKeeper checks them.
         check_version(path, entry, version)?;
-        if !entry.children.is_empty() {
+        if childless && !entry.children.is_empty() {
             return Err(Error::NotEmpty {
                 path: path.to_owned(),
             });
         }
-        self.remove(path);
         Ok(())
     }
 

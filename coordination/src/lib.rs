@@ -148,7 +148,8 @@ pub use coord_core::recipes::{
 pub use coord_core::{
     limits, path, Backoff, Child, Client, ClientEvent, ClientEvents, ClientOptions, CreateMode,
     Created, Error, Fence, Generation, Node, Op, OpResult, Result, Session, SessionId,
-    SessionState, Stat, TlsOptions, MAX_NODE_TTL, MIN_NODE_TTL,
+    SessionState, Stat, TlsOptions, Transaction, TxnFailure, TxnLimits, TxnOp, TxnResult, TxnStep,
+    MAX_NODE_TTL, MIN_NODE_TTL,
 };
 
 /// `use coordination::prelude::*`: the traits every recipe implements

@@ -11,7 +11,7 @@
 //! sequences and stamps ([`order`]), listing children ([`listing`]),
 //! children watches ([`children_watch`]), waiting for a node to go
 //! ([`gone`]), sessions and ephemeral nodes ([`session_end`]), guarded
-//! writes ([`guarded`]), data watches ([`data_watch`]) and node metadata
+//! writes ([`guarded`]), transactions ([`txn`]), data watches ([`data_watch`]) and node metadata
 //! ([`stat`]). Every test is also re-exported here, where the
 //! [`conformance_tests!`](crate::conformance_tests) macro names it.
 
@@ -27,6 +27,7 @@ pub mod session_end;
 pub mod stat;
 mod suite;
 mod support;
+pub mod txn;
 
 pub use children_watch::{
     prim_children_watch_fires, prim_children_watch_fires_on_session_end,
@@ -61,3 +62,9 @@ pub use session_end::{
     prim_ephemeral_gone_on_expire, prim_pending_waits_end_with_session,
 };
 pub use stat::{prim_created_at, prim_owner_names_the_session};
+pub use txn::{
+    prim_txn_applies_every_op, prim_txn_checks_see_the_state_before,
+    prim_txn_concurrent_conflicts_one_winner, prim_txn_cut_or_lost_answer_never_half_applied,
+    prim_txn_failing_last_op_applies_nothing, prim_txn_fence_lost_refused,
+    prim_txn_rules_refused_before_io,
+};
