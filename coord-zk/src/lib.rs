@@ -145,6 +145,7 @@ mod session;
 mod shared;
 mod stat;
 mod tls;
+mod txn;
 mod watch;
 
 #[doc(hidden)]

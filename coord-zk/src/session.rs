@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use coord_core::backend::{lease::LeaseClock, PrimitiveSession};
 use coord_core::{
     Child, CreateMode, Created, Error, Fence, Node, Op, OpResult, Result, SessionId, SessionState,
-    Stat, TreeWatch, Watch,
+    Stat, Transaction, TreeWatch, TxnResult, Watch,
 };
 use tokio::sync::watch;
 use zookeeper_client as zk;
@@ -370,6 +370,10 @@ impl PrimitiveSession for ZkSession {
     /// holder's fence has no such gap.
     async fn guarded(&self, fence: &Fence, op: Op) -> Result<OpResult> {
         self.handle.guarded(fence, op).await
+    }
+
+    async fn transaction(&self, txn: &Transaction) -> Result<Vec<TxnResult>> {
+        self.handle.transaction(txn).await
     }
 
     async fn close(&self) -> Result<()> {

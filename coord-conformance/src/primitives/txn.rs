@@ -495,6 +495,12 @@ pub async fn prim_txn_cut_or_lost_answer_never_half_applied(h: &dyn Harness) {
         .await
         .expect("state watch");
         let (a, b) = (format!("{root}/{round}/a"), format!("{root}/{round}/b"));
+        // The directory first: the commit is then the one request sent,
+        // and nothing refuses it.
+        observer
+            .ensure_dir(&format!("{root}/{round}"))
+            .await
+            .expect("ensure_dir");
         let txn = Transaction::new()
             .create(a.as_str(), "a")
             .create(b.as_str(), "b");
