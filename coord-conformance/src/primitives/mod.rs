@@ -63,8 +63,8 @@ pub use session_end::{
 };
 pub use stat::{prim_created_at, prim_owner_names_the_session};
 pub use txn::{
-    prim_txn_applies_every_op, prim_txn_checks_see_the_state_before,
-    prim_txn_concurrent_conflicts_one_winner, prim_txn_cut_or_lost_answer_never_half_applied,
-    prim_txn_failing_last_op_applies_nothing, prim_txn_fence_lost_refused,
-    prim_txn_rules_refused_before_io,
+    prim_txn_applies_every_op, prim_txn_at_the_limits_commits,
+    prim_txn_checks_see_the_state_before, prim_txn_concurrent_conflicts_one_winner,
+    prim_txn_cut_or_lost_answer_never_half_applied, prim_txn_failing_last_op_applies_nothing,
+    prim_txn_fence_lost_refused, prim_txn_rules_refused_before_io,
 };

@@ -45,6 +45,7 @@ macro_rules! __primitives_tests {
             primitives::prim_txn_fence_lost_refused,
             primitives::prim_txn_concurrent_conflicts_one_winner,
             primitives::prim_txn_rules_refused_before_io,
+            primitives::prim_txn_at_the_limits_commits,
             primitives::prim_txn_cut_or_lost_answer_never_half_applied,
             primitives::prim_get_watch_missing_node,
             primitives::prim_get_watch_fires_on_set_by_other,

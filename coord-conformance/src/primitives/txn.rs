@@ -472,6 +472,52 @@ pub async fn prim_txn_rules_refused_before_io(h: &dyn Harness) {
     );
 }
 
+/// A transaction at the backend's limits commits: as many steps as it
+/// allows (small creates), then as many bytes as it allows (large creates,
+/// each node at most `MAX_DATA_LEN`). The limits are what the server takes,
+/// not just what coord refuses.
+pub async fn prim_txn_at_the_limits_commits(h: &dyn Harness) {
+    let root = h.root("prim_txn_at_the_limits_commits");
+    let s = h.open().await;
+    let limits = s.transaction_limits();
+    s.ensure_dir(&format!("{root}/steps")).await.expect("dir");
+    let steps = (0..limits.max_steps).fold(Transaction::new(), |t, i| {
+        t.create(format!("{root}/steps/{i}"), "")
+    });
+    let results = s
+        .commit(steps)
+        .await
+        .expect("a transaction of max_steps creates");
+    assert_eq!(results.len(), limits.max_steps);
+    assert_eq!(
+        s.children(&format!("{root}/steps"))
+            .await
+            .expect("children")
+            .len(),
+        limits.max_steps
+    );
+    // Bytes: fill max_bytes exactly with nodes of at most MAX_DATA_LEN.
+    let dir = format!("{root}/bytes");
+    s.ensure_dir(&dir).await.expect("dir");
+    let nodes = limits
+        .max_bytes
+        .div_ceil(coord_core::path::MAX_DATA_LEN)
+        .clamp(1, limits.max_steps);
+    let mut left = limits.max_bytes;
+    let mut txn = Transaction::new();
+    for i in 0..nodes {
+        let path = format!("{dir}/{i:04}");
+        let share = (left / (nodes - i)).saturating_sub(path.len());
+        let share = share.min(coord_core::path::MAX_DATA_LEN);
+        left -= path.len() + share;
+        txn = txn.create(path, vec![b'x'; share]);
+    }
+    s.commit(txn)
+        .await
+        .expect("a transaction of (nearly) max_bytes");
+    let _ = s.close().await;
+}
+
 /// Rounds of [`prim_txn_cut_or_lost_answer_never_half_applied`].
 const FAULT_ROUNDS: usize = 6;
 

@@ -274,10 +274,13 @@ pub trait PrimitiveSession: Send + Sync + 'static {
     }
 
     /// What one [`PrimitiveSession::transaction`] may carry here, checked
-    /// before any I/O. The default is ZooKeeper's: 1,000 steps and 1 MB
-    /// (its `jute.maxbuffer` is 1 MiB for the whole request).
+    /// before any I/O. The default is ZooKeeper's: 1,000 steps and
+    /// 960,000 bytes. Its `jute.maxbuffer` (1 MiB, 1,048,575 bytes, by
+    /// default) bounds the whole multi request, and each step costs up to
+    /// about 60 bytes beyond its path and data (the op header, lengths,
+    /// the ACL, flags, the version), so 1,000 steps and 960,000 bytes fit.
     fn transaction_limits(&self) -> TxnLimits {
-        TxnLimits::new(1_000, 1_000_000)
+        TxnLimits::new(1_000, 960_000)
     }
 
     /// Ask the server whether this session still lives there: `Ok` when it
