@@ -706,7 +706,7 @@ impl Session {
     /// # async fn demo(session: coord_core::Session) -> coord_core::Result<()> {
     /// use coord_core::{Error, Transaction, TxnFailure, TxnResult, TxnStep};
     ///
-    /// session.create("/jobs/pending/17", b"job").await?;
+    /// session.create("/jobs/pending/17", b"job", coord_core::CreateMode::Persistent).await?;
     /// let txn = Transaction::new()
     ///     .delete("/jobs/pending/17")
     ///     .create("/jobs/running/17", "worker-2");

@@ -108,7 +108,7 @@ pub trait Hold: Send + Sync + std::fmt::Debug {
     /// use coord_core::recipes::Lock;
     /// use coord_core::Transaction;
     ///
-    /// session.create("/jobs/pending/17", b"job").await?;
+    /// session.create("/jobs/pending/17", b"job", coord_core::CreateMode::Persistent).await?;
     /// let guard = Lock::new(&session, "/locks/jobs")?.acquire().await?;
     /// // Moves the job only if this guard still holds the lock.
     /// let move_job = Transaction::new()
