@@ -17,6 +17,10 @@
 //! a [`coord_core::Child::sequence`]; the others are listed after them, by
 //! name.
 //!
+//! A transaction (`Session::commit`) is checked whole under the store's
+//! lock, then applied; its limits are ZooKeeper's (1,000 steps, 960,000
+//! bytes), so a test on mem refuses what ZooKeeper would.
+//!
 //! # Cancel safety
 //! Every operation of a mem session takes the store's lock once, on its
 //! first poll, and does all its work there: a future dropped before it was

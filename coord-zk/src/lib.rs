@@ -91,6 +91,7 @@
 //! | tree watch | `addWatch` in PERSISTENT_RECURSIVE mode (3.6+; `NotSupported` before); added again after every reconnection, then `Resync`. One connection keeps one watch per path before 3.9 (ZOOKEEPER-4466): a data watch on a tree watch's own path is served by the tree watch, and a tree watch on a path with a data watch set is `NotSupported` (the caches then use one-shot watches) |
 //! | creation time | `ctime` (the server's clock, in ms) |
 //! | guarded write | read the fence's czxid, then `multi(check(fence, version), op)` (see below) |
+//! | transaction | read every fence's czxid, then one `multi`: the fences' version checks, the check ops, the writes (see below) |
 //! | children of an ephemeral | refused by ZooKeeper: `Error::NotSupported` |
 //! | lease renewal | an `exists` on the session's root every third of the session timeout, counted from its send time (not in `requests_sent`) |
 //! | abandon | the session is closed once the client reaches the ensemble again; state `Expired` |
@@ -102,6 +103,16 @@
 //! A fence deleted and made again at the same path with the same version in
 //! that window would pass; lock nodes are sequential, so their paths never
 //! repeat and a lock holder's fence has no such window.
+//!
+//! **Transactions** (`Session::commit`) are guarded writes grown up: the
+//! fences are read as above, then one `multi` checks each fence's version,
+//! then every check op, then makes every write in op order; ZooKeeper
+//! names the first op that failed, which coord maps back to the user's
+//! step. A create whose parent is missing gets its parents made (as
+//! containers) and the multi is sent again; a lost answer is
+//! `OutcomeUnknown`. Limits: 1,000 steps and 960,000 bytes of paths and data
+//! (the server's `jute.maxbuffer`, 1 MiB by default, bounds the whole
+//! request; a server with a larger one still gets these limits).
 //!
 //! **Connection loss.** While the connection is down the session is
 //! `Suspended`: a write then fails at once with
