@@ -11,7 +11,7 @@
 use std::time::Duration;
 
 use coord_core::path::join;
-use coord_core::{CreateMode, Error, Fence, Op, SessionState, MAX_NODE_TTL};
+use coord_core::{CreateMode, Error, Fence, Op, SessionState, Transaction, MAX_NODE_TTL};
 use tokio::time::Instant;
 
 use crate::{await_state, within, Harness};
@@ -217,6 +217,65 @@ pub async fn ttl_node_bad_ttl_refused(h: &dyn Harness) {
     );
 }
 
+/// A transaction creates TTL nodes as `create` does: next to a plain
+/// persistent node made by the same transaction, the TTL node is deleted
+/// once it has gone its TTL without a change, and the other stays. A TTL
+/// out of range in a transaction is refused before any I/O.
+pub async fn ttl_node_in_transaction(h: &dyn Harness) {
+    let dir = h.root("ttl_node_in_transaction");
+    let s = h.open().await;
+    s.ensure_dir(&dir).await.expect("ensure_dir");
+    let (ttl_path, kept) = (join(&dir, "ttl"), join(&dir, "kept"));
+    let bad = Transaction::new().create_with(
+        ttl_path.as_str(),
+        "",
+        CreateMode::PersistentWithTtl(Duration::ZERO),
+    );
+    assert!(
+        matches!(s.commit(bad).await, Err(Error::InvalidArgument(_))),
+        "a zero TTL in a transaction is refused"
+    );
+    let made = Instant::now();
+    s.commit(
+        Transaction::new()
+            .create_with(ttl_path.as_str(), "t", CreateMode::PersistentWithTtl(TTL))
+            .create_with(
+                join(&dir, "seq-"),
+                "s",
+                CreateMode::PersistentSequentialWithTtl(TTL),
+            )
+            .create(kept.as_str(), "k"),
+    )
+    .await
+    .expect("a transaction of TTL creates");
+    let node = s.get(&ttl_path).await.expect("get").expect("the TTL node");
+    assert!(!node.stat.ephemeral, "a TTL node is not ephemeral");
+    let gone = s.watch_gone(&ttl_path).await.expect("watch_gone");
+    if let Some(gone) = gone {
+        within("the TTL node's deletion", gone)
+            .await
+            .expect("deleted");
+    }
+    assert!(
+        made.elapsed() + CLOCK_SLACK >= TTL,
+        "deleted after {:?}, before its TTL of {TTL:?}",
+        made.elapsed()
+    );
+    let left: Vec<String> = within("the sequential TTL node's deletion", async {
+        loop {
+            let (children, watch) = s.children_watch(&dir).await.expect("children_watch");
+            let names: Vec<String> = children.into_iter().map(|c| c.name).collect();
+            if !names.iter().any(|n| n.starts_with("seq-")) {
+                return names;
+            }
+            watch.await.expect("children watch");
+        }
+    })
+    .await;
+    assert_eq!(left, ["kept"], "only the plain node stays");
+    let _ = s.close().await;
+}
+
 /// A TTL node does not belong to its session: it outlives the close and
 /// the expiry of the session that made it.
 pub async fn ttl_node_outlives_its_session(h: &dyn Harness) {
@@ -312,6 +371,7 @@ macro_rules! __ttl_tests {
             ttl::ttl_node_sequential,
             ttl::ttl_node_bad_ttl_refused,
             ttl::ttl_node_outlives_its_session,
+            ttl::ttl_node_in_transaction,
             ttl::ttl_node_children_keep_it_or_are_refused,
         );
     };

@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use coord_core::backend::{lease::LeaseClock, PrimitiveSession};
 use coord_core::{
     path, Child, CreateMode, Created, Error, Fence, Node, Op, OpResult, Result, SessionId,
-    SessionState, Stat, Transaction, TreeChange, TreeWatch, TxnResult, Watch,
+    SessionState, Stat, Transaction, TreeChange, TreeWatch, TxnOp, TxnResult, Watch,
 };
 use tokio::sync::{mpsc, oneshot, watch};
 
@@ -316,7 +316,20 @@ impl PrimitiveSession for MemSession {
     }
 
     async fn transaction(&self, txn: &Transaction) -> Result<Vec<TxnResult>> {
-        self.live()?.tree.commit(txn, self.key)
+        let results = self.live()?.tree.commit(txn, self.key)?;
+        // TTL nodes are reaped as `create`'s are.
+        for (op, result) in txn.ops().iter().zip(&results) {
+            if let (TxnOp::Create { mode, .. }, TxnResult::Created(created)) = (op, result) {
+                if mode.ttl().is_some() {
+                    tokio::spawn(reap_ttl(
+                        Arc::downgrade(&self.shared),
+                        created.path.clone(),
+                        created.stamp,
+                    ));
+                }
+            }
+        }
+        Ok(results)
     }
 
     async fn close(&self) -> Result<()> {

@@ -11,7 +11,8 @@
 //!
 //! 1. At least one op (a check counts); fences are optional.
 //! 2. Every path is valid and not the root; data is at most
-//!    [`MAX_DATA_LEN`](crate::path::MAX_DATA_LEN) a node.
+//!    [`MAX_DATA_LEN`](crate::path::MAX_DATA_LEN) a node; a TTL mode's TTL
+//!    is in range (as for [`Session::create`](crate::Session::create)).
 //! 3. Each path is written (created, set or deleted) by at most one op,
 //!    and no written path lies under another written path (`/a` and `/a/b`
 //!    cannot both be written): every backend can then apply the writes in
@@ -285,6 +286,9 @@ impl Transaction {
             if let TxnOp::Create { data, .. } | TxnOp::Set { data, .. } = op {
                 path::validate_data(data)?;
             }
+            if let TxnOp::Create { mode, .. } = op {
+                mode.validate()?;
+            }
         }
         let mut written: Vec<&str> = self
             .ops
@@ -378,6 +382,13 @@ mod tests {
                 .check("/a", 1)
                 .validate(&ROOMY),
             Err(Error::InvalidPath { .. })
+        ));
+        let ttl = CreateMode::PersistentWithTtl(std::time::Duration::ZERO);
+        assert!(matches!(
+            Transaction::new()
+                .create_with("/a", "", ttl)
+                .validate(&ROOMY),
+            Err(Error::InvalidArgument(_))
         ));
         let big = vec![0u8; crate::path::MAX_DATA_LEN + 1];
         assert!(matches!(
