@@ -7,7 +7,7 @@
 # live in $COORD_TMP/zk, and the server logs through slf4j-simple to a file.
 
 need_packages+=(zookeeper)
-# Peers for coordctl's interop storms (coordctl/tests/interop_peers.rs):
+# Peers for coordctl's interop storms (coordctl/tests/interop_peers/):
 # Apache Curator (its jars, with their dependencies, in /usr/share/java),
 # compiled against with javac: the JDK only if javac is missing (the
 # zookeeper package brings a JRE, not a compiler).

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Participants for coordctl/tests/interop_peers.rs (run by that test).
+"""Participants for coordctl/tests/interop_peers/ (run by that test).
 
 Every participant follows the marker protocol: right after it gets a hold
 it creates DIR/holders/<KIND>.<IMPL>.<ID> exclusively (O_EXCL), lists
