@@ -1,4 +1,4 @@
-// Curator participants for coordctl/tests/interop_peers.rs, compiled by
+// Curator participants for coordctl/tests/interop_peers/, compiled by
 // that test with javac against Debian's /usr/share/java/curator-*.jar.
 //
 //   java Peers ROLE CONNECT PATH DIR ID DEADLINE_MS [LEASES]
