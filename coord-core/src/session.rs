@@ -698,9 +698,9 @@ impl Session {
     /// applied, as one atomic step, or nothing is — ZooKeeper's `multi`,
     /// etcd's `Txn`, one Redis script, one step under the in-memory store's
     /// lock. See [`Transaction`] for how to build one and the
-    /// [`backend::txn`](crate::backend) rules; under a hold, use
-    /// [`Hold::transaction`](crate::prelude::Hold::transaction), which
-    /// adds the hold's fence.
+    /// [`backend::txn`](crate::backend::txn) rules; under a hold, use
+    /// [`Hold::commit`](crate::prelude::Hold::commit), which adds the
+    /// hold's fence first.
     ///
     /// ```
     /// # async fn demo(session: coord_core::Session) -> coord_core::Result<()> {

@@ -23,7 +23,7 @@ pub mod sniff;
 pub(crate) mod tls;
 #[cfg(feature = "tls-probe")]
 pub mod tls_probe;
-pub(crate) mod txn;
+pub mod txn;
 pub(crate) mod watch;
 
 pub use backoff::Backoff;

@@ -24,9 +24,9 @@
 //!
 //! 1. **All or nothing.** `Ok` means every op was applied, atomically
 //!    (no reader sees some of them without the others).
-//!    [`Error::TransactionFailed`](crate::Error::TransactionFailed) means
+//!    [`Error::TransactionFailed`] means
 //!    none was. An answer lost with the connection is
-//!    [`Error::OutcomeUnknown`](crate::Error::OutcomeUnknown) (all or none
+//!    [`Error::OutcomeUnknown`] (all or none
 //!    was applied; read before trying again), unless the backend could
 //!    check which; errors that come before the request is sent
 //!    (`ConnectionLost`, the session's end) applied nothing.
@@ -146,10 +146,10 @@ impl TxnLimits {
 }
 
 /// Several checks and writes under any number of fences, applied all
-/// together or not at all (see the [module docs](self) for the rules and
+/// together or not at all (see the [module docs](crate::backend::txn) for the rules and
 /// the promises). Build it, then commit it with
 /// [`Session::commit`](crate::Session::commit), or under a hold with
-/// [`Hold::transaction`](crate::prelude::Hold::transaction).
+/// [`Hold::commit`](crate::prelude::Hold::commit).
 ///
 /// ```
 /// use coord_core::{CreateMode, Fence, Transaction};
@@ -266,7 +266,7 @@ impl Transaction {
         &self.ops
     }
 
-    /// Check the rules of the [module docs](self) against `limits`.
+    /// Check the rules of the [module docs](crate::backend::txn) against `limits`.
     ///
     /// # Errors
     /// `InvalidPath` for a bad path, `InvalidArgument` for anything else
