@@ -76,6 +76,8 @@ pub struct ServiceCache {
     dir: String,
     /// The ids reported present (last `Added`/`Updated`, no `Removed`).
     shown: BTreeSet<String>,
+    /// Whether `Initialized` was returned.
+    initialized: bool,
 }
 
 impl ServiceCache {
@@ -113,7 +115,14 @@ impl ServiceCache {
             children,
             dir,
             shown: BTreeSet::new(),
+            initialized: false,
         }
+    }
+
+    /// Whether [`next`](ServiceCache::next) has returned
+    /// [`ServiceCacheEvent::Initialized`]: the view was loaded once.
+    pub fn is_initialized(&self) -> bool {
+        self.initialized
     }
 
     /// The service's node, `BASE/NAME`.
@@ -169,7 +178,10 @@ impl ServiceCache {
                 }
             }
             CacheEvent::Removed { path } => self.removed(path::name(&path).to_owned()),
-            CacheEvent::Initialized => Some(ServiceCacheEvent::Initialized),
+            CacheEvent::Initialized => {
+                self.initialized = true;
+                Some(ServiceCacheEvent::Initialized)
+            }
             CacheEvent::Reset => Some(ServiceCacheEvent::Reset),
         }
     }

@@ -12,7 +12,7 @@ use std::time::Duration;
 use futures_core::Stream;
 use tokio::time::Instant;
 
-use super::cache::{ServiceCache, ServiceCacheEvent};
+use super::cache::ServiceCache;
 use super::instance::ServiceInstance;
 use crate::error::{Error, Result};
 
@@ -109,9 +109,10 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl ServiceProvider {
-    /// A provider over `cache`, once the cache has loaded (its
-    /// [`ServiceCacheEvent::Initialized`]; events before it are read and
-    /// dropped).
+    /// A provider over `cache`, once the cache has loaded (at once if it
+    /// has, [`ServiceCache::is_initialized`]; else its events up to
+    /// [`ServiceCacheEvent::Initialized`](super::ServiceCacheEvent::Initialized)
+    /// are read and dropped).
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for an error threshold of 0 or a timeout
@@ -131,9 +132,8 @@ impl ServiceProvider {
                 "a down-instance policy needs at least one error and a timeout: {policy:?}"
             )));
         }
-        loop {
+        while !cache.is_initialized() {
             match cache.next().await {
-                Some(Ok(ServiceCacheEvent::Initialized)) => break,
                 Some(Ok(_)) => {}
                 Some(Err(e)) => return Err(e),
                 None => return Err(Error::SessionClosed),
