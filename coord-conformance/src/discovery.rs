@@ -271,7 +271,7 @@ pub async fn discovery_cache_reports_changes(h: &dyn Harness) {
     );
     assert_eq!(cache.instances(), [a.clone(), b.clone()]);
     let mut a2 = a.clone();
-    a2.payload = Some(serde_json::json!(["x", 1]));
+    a2.payload = Some(serde_json::json!({ "tags": ["x", 1] }));
     ra.update(a2.clone()).await.expect("update");
     assert_eq!(
         next_change(&mut cache, "a updated").await,
@@ -406,7 +406,8 @@ pub async fn discovery_provider_strategies_and_down_instances(h: &dyn Harness) {
 }
 
 /// Arguments are checked before any I/O: a name or id that is not one
-/// path segment, a bad base, a service type coord does not register.
+/// path segment, a bad base, a service type coord does not register, an
+/// array payload (Curator cannot read one).
 pub async fn discovery_refuses_bad_arguments(h: &dyn Harness) {
     let base = h.root("discovery_refuses");
     let s = h.open().await;
@@ -432,6 +433,22 @@ pub async fn discovery_refuses_bad_arguments(h: &dyn Harness) {
         ServiceRegistration::register(&client, &base, permanent),
         Err(Error::InvalidArgument(_))
     ));
+    let mut array = instance("svc", "x", 1);
+    array.payload = Some(serde_json::json!(["a", 1]));
+    assert!(
+        matches!(
+            ServiceRegistration::register(&client, &base, array.clone()),
+            Err(Error::InvalidArgument(_))
+        ),
+        "an array payload, which Curator cannot read, was registered"
+    );
+    let reg =
+        ServiceRegistration::register(&client, &base, instance("svc", "x", 1)).expect("register");
+    assert!(matches!(
+        reg.update(array).await,
+        Err(Error::InvalidArgument(_))
+    ));
+    reg.unregister().await.expect("unregister");
     let d = ServiceDiscovery::new(&s, &base).expect("discovery");
     assert!(matches!(
         d.instances("a/b").await,

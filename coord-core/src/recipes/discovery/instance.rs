@@ -77,12 +77,16 @@ pub struct ServiceInstance {
     pub port: Option<u16>,
     /// The TLS port, if any.
     pub ssl_port: Option<u16>,
-    /// Any JSON the service publishes with its instance; `None` is written
-    /// `null`. A Curator peer reads a JSON object, string, number or
-    /// boolean payload as a `Map`, `String`, `Integer`/`Double` or
-    /// `Boolean`; Curator writes a typed object payload with its class
-    /// (`{"@class":"java.util.LinkedHashMap",…}`), which is kept here
-    /// as it is.
+    /// Any JSON the service publishes with its instance but an array;
+    /// `None` is written `null`. A Curator peer reads a JSON object,
+    /// string, number or boolean payload as a `Map`, `String`,
+    /// `Integer`/`Double` or `Boolean`; it reads an array as Jackson's
+    /// typed value `[class, value]`, and one it cannot fails its whole
+    /// `queryForInstances`, so registering an array payload is refused
+    /// (wrap it in an object: arrays inside are fine). Curator writes a
+    /// typed object payload with its class
+    /// (`{"@class":"java.util.LinkedHashMap",…}`), which is kept here as
+    /// it is.
     pub payload: Option<Value>,
     /// When the instance was registered, in milliseconds since the Unix
     /// epoch (Curator's `registrationTimeUTC`).
@@ -198,6 +202,18 @@ impl ServiceInstance {
                 Some(v) => v.as_bool().ok_or_else(|| bad("enabled", "a boolean"))?,
             },
         })
+    }
+
+    /// Check what coord refuses to register: a payload that is a JSON
+    /// array (see [`ServiceInstance::payload`]).
+    pub(super) fn check_writable(&self) -> Result<()> {
+        if matches!(self.payload, Some(Value::Array(_))) {
+            return Err(Error::InvalidArgument(
+                "a service instance's payload may not be a JSON array: Curator reads a bare                  array as a typed value and fails on it; wrap it in an object"
+                    .to_owned(),
+            ));
+        }
+        Ok(())
     }
 
     /// `address:port` (the TLS port when there is no plain one; the

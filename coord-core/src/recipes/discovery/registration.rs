@@ -82,8 +82,9 @@ impl ServiceRegistration {
     /// Before any I/O: [`Error::InvalidPath`] for a bad base path, or a
     /// name or id that is not one path segment; [`Error::InvalidArgument`]
     /// for an instance whose service type is not
-    /// [`ServiceType::Dynamic`] (coord registers ephemeral instances only)
-    /// or whose JSON is over the data limit; [`Error::SessionClosed`] if
+    /// [`ServiceType::Dynamic`] (coord registers ephemeral instances only),
+    /// whose payload is a JSON array (Curator cannot read it, see
+    /// [`ServiceInstance::payload`]) or whose JSON is over the data limit; [`Error::SessionClosed`] if
     /// the client is closed.
     ///
     /// # Panics
@@ -99,6 +100,7 @@ impl ServiceRegistration {
                 instance.service_type.as_str()
             )));
         }
+        instance.check_writable()?;
         let path = instance_path(base, &instance.name, &instance.id)?;
         let node =
             PersistentNode::start(client, &path, instance.to_json(), PersistentMode::Ephemeral)?;
@@ -159,7 +161,8 @@ impl ServiceRegistration {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for another name, id or service type,
-    /// or JSON over the data limit, before anything changes; otherwise as
+    /// an array payload, or JSON over the data limit, before anything
+    /// changes; otherwise as
     /// [`PersistentNode::set_data`].
     ///
     /// # Cancel safety
@@ -178,6 +181,7 @@ impl ServiceRegistration {
                 )));
             }
         }
+        instance.check_writable()?;
         let json = instance.to_json();
         path::validate_data(&json)?;
         *self.instance.lock().unwrap_or_else(|e| e.into_inner()) = instance;
