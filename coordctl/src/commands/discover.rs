@@ -2,13 +2,13 @@
 //! `coordctl discover list [NAME] [--json]`: service discovery as Curator
 //! x-discovery lays it out.
 
-use coordination::{Presence, ServiceDiscovery, ServiceInstance, ServiceRegistration};
+use coordination::{ServiceDiscovery, ServiceInstance, ServiceRegistration};
 
+use super::kept::{run_while_kept, Kept};
 use super::output::{escaped, print_line};
 use crate::cli_discover::{DiscoverCommand, ListArgs, RegisterArgs};
 use crate::ctx::Ctx;
 use crate::exit::{self, Failure};
-use crate::logging::say;
 
 pub async fn discover(ctx: &Ctx, c: DiscoverCommand) -> Result<u8, Failure> {
     match c {
@@ -44,68 +44,18 @@ async fn register(ctx: &Ctx, a: RegisterArgs) -> Result<u8, Failure> {
     let client = ctx.client().await?;
     let reg = ServiceRegistration::register(&client, &a.base, me)
         .map_err(|e| Failure::coord(&what, e))?;
-    let mut presence = reg.watch();
-    // Registered once before CMD starts (waiting, if need be, for a node
-    // of the same id to go).
-    loop {
-        match presence.next().await {
-            Some(Presence::Present { .. }) => break,
-            Some(Presence::Failed(e)) => return Err(Failure::coord_ref(&what, &e)),
-            None => {
-                return Err(Failure::new(
-                    exit::BACKEND,
-                    format!("{what}: the client closed"),
-                ))
-            }
-            Some(_) => {}
-        }
-    }
-    print_line(format!("registered {}", escaped(&id)).as_bytes())?;
-    let proc = match a.cmd.is_empty() {
-        true => None,
-        false => Some(
-            ctx.children
-                .spawn(&a.cmd, &[("COORD_SERVICE_ID", id.clone())])?,
+    let shown = format!("{}/{}", escaped(&a.name), escaped(&id));
+    let kept = Kept {
+        what: &what,
+        announce: format!("registered {}", escaped(&id)),
+        env: ("COORD_SERVICE_ID", id.clone()),
+        lost: format!(
+            "lost the registration of {shown}; registering again (the command keeps running)"
         ),
+        back: format!("registered {shown} again"),
+        leaving: format!("unregistering {shown}"),
     };
-    let cmd_ended = async {
-        match &proc {
-            Some(p) => p.wait().await,
-            None => std::future::pending().await,
-        }
-    };
-    tokio::pin!(cmd_ended);
-    let shown = format!("{}/{}", a.name, escaped(&id));
-    loop {
-        tokio::select! {
-            code = &mut cmd_ended => {
-                if let Err(e) = reg.unregister().await {
-                    say(format_args!("unregistering {shown}: {e}"));
-                }
-                return Ok(code);
-            }
-            event = presence.next() => match event {
-                Some(Presence::Absent) => say(format_args!(
-                    "lost the registration of {shown}; registering again (the command keeps running)"
-                )),
-                Some(Presence::Present { generation, .. }) => say(format_args!(
-                    "registered {shown} again (session {generation})"
-                )),
-                Some(Presence::Failed(e)) => {
-                    let failure = Failure::coord_ref(&what, &e);
-                    if let Some(p) = &proc {
-                        eprintln!("coordctl: {}; sending the command SIGTERM", failure.message);
-                        p.terminate().await;
-                    }
-                    return Err(failure);
-                }
-                None => {
-                    return Err(Failure::new(exit::BACKEND, format!("{what}: the client closed")))
-                }
-                Some(_) => {}
-            },
-        }
-    }
+    run_while_kept(ctx, reg.watch(), &a.cmd, kept, reg.unregister()).await
 }
 
 async fn list(ctx: &Ctx, a: ListArgs) -> Result<u8, Failure> {

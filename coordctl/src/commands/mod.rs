@@ -6,6 +6,7 @@ mod elect;
 mod group;
 mod hold;
 mod inspect;
+mod kept;
 mod lock;
 mod output;
 mod participants;
