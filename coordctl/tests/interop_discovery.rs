@@ -33,6 +33,8 @@ use common::{coordctl, run, server_url, stdout, Running};
 use coordination::{ServiceCache, ServiceCacheEvent, ServiceInstance};
 
 const DISCOVERY_JAVA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/interop/Discovery.java");
+/// Compiled with it: its watchdog (a peer exits once the test is gone).
+const PEERS_JAVA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/interop/Peers.java");
 /// Where Debian puts the Curator jars (curator-x-discovery.jar's manifest
 /// names its dependencies but curator-recipes, whose caches it uses).
 const JARS: &str = "/usr/share/java";
@@ -65,7 +67,7 @@ fn classpath() -> &'static str {
         let o = Command::new("javac")
             .args(["-nowarn", "-d"])
             .arg(&out)
-            .args(["-cp", &jars, DISCOVERY_JAVA])
+            .args(["-cp", &jars, DISCOVERY_JAVA, PEERS_JAVA])
             .output()
             .unwrap_or_else(|e| panic!("javac: {e}. {INSTALL}"));
         assert!(

@@ -17,7 +17,8 @@
 //       a ServiceCache: prints `instances ID,ID,…` (sorted) once started
 //       and after every change, until killed.
 //
-// Every role exits once its parent has gone (reparented) or after 120 s.
+// Every role exits once its parent has gone (reparented) or after 120 s
+// (Peers.watchdog, from Peers.java, compiled with this file).
 
 import java.util.ArrayList;
 import java.util.Collection;
@@ -44,7 +45,8 @@ public class Discovery {
         String connect = a[1];
         String base = a[2];
         String name = a[3];
-        watchdog(System.currentTimeMillis() + 120_000);
+        // Peers.java's (compiled beside this file).
+        Peers.watchdog(System.currentTimeMillis() + 120_000);
         CuratorFramework client =
                 CuratorFrameworkFactory.newClient(connect, 2000, 5000, new RetryNTimes(1000, 100));
         client.start();
@@ -127,25 +129,5 @@ public class Discovery {
         Collections.sort(ids);
         System.out.println("instances " + String.join(",", ids));
         System.out.flush();
-    }
-
-    /** Halt at the deadline, or once the parent has gone (reparented). */
-    static void watchdog(long deadline) {
-        long parent = ProcessHandle.current().parent().map(ProcessHandle::pid).orElse(-1L);
-        Thread t = new Thread(() -> {
-            while (true) {
-                long now = ProcessHandle.current().parent().map(ProcessHandle::pid).orElse(-1L);
-                if (System.currentTimeMillis() > deadline || now != parent) {
-                    Runtime.getRuntime().halt(3);
-                }
-                try {
-                    Thread.sleep(200);
-                } catch (InterruptedException e) {
-                    return;
-                }
-            }
-        });
-        t.setDaemon(true);
-        t.start();
     }
 }
