@@ -1,8 +1,9 @@
 //! [`ServiceCache`]: the instances of one service, kept current over a
 //! [`ChildrenCache`], with events (Curator's `ServiceCache`).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::pin::Pin;
+use std::sync::Mutex;
 use std::task::{ready, Context, Poll};
 
 use futures_core::Stream;
@@ -78,7 +79,14 @@ pub struct ServiceCache {
     shown: BTreeSet<String>,
     /// Whether `Initialized` was returned.
     initialized: bool,
+    /// The instances read so far, by node path, with the `(stamp,
+    /// version)` of the node they were read from: a node that did not
+    /// change is not parsed again (a provider reads the view every pick).
+    parsed: Mutex<HashMap<String, Parsed>>,
 }
+
+/// A node's `(stamp, version)` and what it holds (`None`: no instance).
+type Parsed = ((u64, u64), Option<ServiceInstance>);
 
 impl ServiceCache {
     /// Start caching the instances of service `name` under `base` on
@@ -116,6 +124,7 @@ impl ServiceCache {
             dir,
             shown: BTreeSet::new(),
             initialized: false,
+            parsed: Mutex::new(HashMap::new()),
         }
     }
 
@@ -137,11 +146,21 @@ impl ServiceCache {
 
     /// The instances as last seen, keyed by id (their node's name).
     pub fn by_id(&self) -> BTreeMap<String, ServiceInstance> {
-        self.children
-            .current()
-            .into_iter()
-            .filter_map(|(p, node)| parse(&p, &node.data).map(|i| (path::name(&p).to_owned(), i)))
-            .collect()
+        let current = self.children.current();
+        let mut parsed = self.parsed.lock().unwrap_or_else(|e| e.into_inner());
+        parsed.retain(|p, _| current.contains_key(p));
+        let mut out = BTreeMap::new();
+        for (p, node) in current {
+            let key = (node.stat.stamp, node.stat.version);
+            let fresh = parsed.get(&p).is_none_or(|(seen, _)| *seen != key);
+            if fresh {
+                parsed.insert(p.clone(), (key, parse(&p, &node.data)));
+            }
+            if let Some((_, Some(i))) = parsed.get(&p) {
+                out.insert(path::name(&p).to_owned(), i.clone());
+            }
+        }
+        out
     }
 
     /// The next event; see [`ServiceCacheEvent`]. The same as
