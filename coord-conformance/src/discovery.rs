@@ -2,7 +2,7 @@
 //! [`ServiceCache`], [`ServiceProvider`]) on every backend: an instance is
 //! Curator's JSON, byte for byte, in the ephemeral node `BASE/NAME/ID`;
 //! instances written as Curator writes them are read; it is registered
-//! again after its session ends; the cache reports every change; the
+//! again after its session ends (expired, or cut off past its timeout); the cache reports every change; the
 //! provider's strategies and down-instance policy behave as Curator's.
 
 use std::collections::BTreeSet;
@@ -248,6 +248,53 @@ pub async fn discovery_reregisters_after_session_loss(h: &dyn Harness) {
     let _ = other.close().await;
 }
 
+/// Through a partition longer than the session timeout: the loss is
+/// reported here (at the lease deadline), a cache on a healthy session
+/// sees the instance leave once the server has ended the session, and
+/// after the heal it is registered again on the client's next session,
+/// with the same JSON, and the cache sees it back.
+pub async fn discovery_reregisters_after_partition(h: &dyn Harness) {
+    let base = h.root("discovery_partition");
+    let other = h.open().await;
+    let (client, fault) = client(h).await;
+    let me = instance("api", "api-p", 8080);
+    let reg = ServiceRegistration::register(&client, &base, me.clone()).expect("register");
+    let mut events = Recorder::of(reg.watch());
+    let mut cache = ServiceCache::start(&other, &base, "api").expect("cache");
+    let (_, path, generation) = loop {
+        match events.next("registered").await {
+            Some((at, Presence::Present { path, generation })) => break (at, path, generation),
+            Some((_, Presence::Absent)) => {}
+            other => panic!("{other:?}"),
+        }
+    };
+    assert_eq!(
+        next_change(&mut cache, "the cache sees it").await,
+        ServiceCacheEvent::Added(me.clone())
+    );
+    let (_, stamp) = node_at(&other, &path).await.expect("registered");
+    fault.partition();
+    events.absent("the loss is reported while cut off").await;
+    assert_eq!(
+        next_change(&mut cache, "the server ends the cut-off session").await,
+        ServiceCacheEvent::Removed { id: "api-p".into() }
+    );
+    fault.heal();
+    let (_, again, g) = events.present("registered again after the heal").await;
+    assert_eq!(again, path);
+    assert!(g > generation, "registered again on the same session");
+    assert_eq!(
+        next_change(&mut cache, "the cache sees it back").await,
+        ServiceCacheEvent::Added(me.clone())
+    );
+    let (data, new_stamp) = node_at(&other, &path).await.expect("registered again");
+    assert_eq!(data, me.to_json());
+    assert!(new_stamp > stamp, "the old node");
+    reg.unregister().await.expect("unregister");
+    client.close().await.expect("close");
+    let _ = other.close().await;
+}
+
 /// The cache reports each registration, update and unregistration of
 /// another client's instances, and its view is theirs.
 pub async fn discovery_cache_reports_changes(h: &dyn Harness) {
@@ -470,6 +517,7 @@ macro_rules! __discovery_tests {
             discovery::discovery_registers_curator_json_at_base_name_id,
             discovery::discovery_reads_curator_instances,
             discovery::discovery_reregisters_after_session_loss,
+            discovery::discovery_reregisters_after_partition,
             discovery::discovery_cache_reports_changes,
             discovery::discovery_provider_strategies_and_down_instances,
             discovery::discovery_refuses_bad_arguments,
