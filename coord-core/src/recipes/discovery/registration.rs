@@ -27,8 +27,9 @@ pub(super) fn instance_path(base: &str, name: &str, id: &str) -> Result<String> 
 /// The ephemeral node `BASE/NAME/ID` holding the instance's JSON
 /// ([`ServiceInstance::to_json`], Curator 5.4's bytes), so Curator's
 /// `ServiceDiscovery`, `ServiceCache` and `ServiceProvider` on the same
-/// base path see it, and it sees theirs. Missing parents are made
-/// (persistent).
+/// base path see it, and it sees theirs. Missing parents are made as the
+/// backend makes them (on ZooKeeper container nodes, as Curator's
+/// `creatingParentContainersIfNeeded`).
 ///
 /// # Re-registration
 /// It is a [`PersistentNode`] in
