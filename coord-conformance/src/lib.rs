@@ -77,6 +77,7 @@ pub mod come_back;
 pub mod come_back_nodes;
 mod conditions;
 pub mod counter;
+pub mod discovery;
 mod each;
 pub mod election;
 pub mod fault;

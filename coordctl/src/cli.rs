@@ -257,6 +257,11 @@ pub enum Command {
     #[command(after_long_help = crate::exit::TABLE)]
     Members(WatchArgs),
 
+    /// Service discovery as Curator x-discovery lays it out: register an
+    /// instance while a command runs, list instances.
+    #[command(subcommand)]
+    Discover(crate::cli_discover::DiscoverCommand),
+
     /// Run the demo: a six-hourly job across 9 instances with a crash, an
     /// election with failovers, a queue with several consumers.
     ///
@@ -290,6 +295,7 @@ impl Command {
             Command::Revoke(_) => "revoke",
             Command::Inspect(_) => "inspect",
             Command::Members(_) => "members",
+            Command::Discover(_) => "discover",
             Command::Demo => "demo",
         }
     }

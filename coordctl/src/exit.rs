@@ -42,8 +42,8 @@ Exit status:
   3        timed out (lock --timeout, queue pop --timeout)
   4        the lock, leadership or membership was lost while held
            (CMD, if running, was sent SIGTERM, then SIGKILL 10s later);
-           never from join --rejoin or elect --rejoin, which join or
-           campaign again instead
+           never from join --rejoin, elect --rejoin or discover register,
+           which join, campaign or register again instead
   5        backend error: cannot connect, session ended (watch: never; it
            goes on on a new session), server error;
            queue pop: stdout could not be written (the item stays queued)

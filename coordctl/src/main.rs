@@ -25,6 +25,7 @@
 
 mod child;
 mod cli;
+mod cli_discover;
 mod commands;
 mod ctx;
 mod demo;

@@ -139,6 +139,10 @@ pub use coord_core::recipes::{
     DelayQueue, PriorityQueue, ReliableDelayQueue, ReliablePriorityQueue,
 };
 pub use coord_core::recipes::{
+    DownInstancePolicy, ProviderStrategy, ServiceCache, ServiceCacheEvent, ServiceDiscovery,
+    ServiceInstance, ServiceProvider, ServiceRegistration, ServiceType,
+};
+pub use coord_core::recipes::{
     GroupMember, PersistentMode, PersistentNode, Presence, PresenceWatcher,
 };
 pub use coord_core::recipes::{

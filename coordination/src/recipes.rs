@@ -306,6 +306,39 @@
 //! # Ok(()) }
 //! ```
 //!
+//! # [`ServiceRegistration`], [`ServiceCache`], [`ServiceProvider`]: service discovery
+//!
+//! Curator x-discovery's layout: an instance is the ephemeral node
+//! `BASE/NAME/ID` holding Curator's JSON ([`ServiceInstance::to_json`]), so
+//! Curator's `ServiceDiscovery` sees coord's instances and coord sees
+//! Curator's. A registration is kept on every session of a [`Client`]; a
+//! provider picks by round robin, at random or sticky, and skips an
+//! instance noted in error twice for 30 s (Curator's `DownInstancePolicy`).
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::time::Duration;
+//! use coordination::{
+//!     DownInstancePolicy, ProviderStrategy, ServiceCache, ServiceInstance, ServiceProvider,
+//!     ServiceRegistration,
+//! };
+//!
+//! let client = coordination::client("mem://").await?;
+//! let me = ServiceInstance::new("api", "10.0.0.7", 8080);
+//! let reg = ServiceRegistration::register(&client, "/services", me)?;
+//! reg.wait_registered(Duration::from_secs(5)).await?;
+//!
+//! let cache = ServiceCache::follow(&client, "/services", "api")?;
+//! let provider =
+//!     ServiceProvider::start(cache, ProviderStrategy::RoundRobin, DownInstancePolicy::default())
+//!         .await?;
+//! assert_eq!(provider.instance().map(|i| i.endpoint()).as_deref(), Some("10.0.0.7:8080"));
+//! reg.unregister().await?;
+//! client.close().await?;
+//! # Ok(()) }
+//! ```
+//!
 //! # [`Barrier`] and [`DoubleBarrier`]
 //!
 //! ```

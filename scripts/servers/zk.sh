@@ -12,6 +12,9 @@ need_packages+=(zookeeper)
 # compiled against with javac: the JDK only if javac is missing (the
 # zookeeper package brings a JRE, not a compiler).
 need_packages+=(libcurator-recipes-java)
+# Curator's service discovery (curator-x-discovery.jar), for
+# coordctl/tests/interop_discovery.rs.
+need_packages+=(libcurator-discovery-java)
 command -v javac >/dev/null 2>&1 || need_packages+=(default-jdk-headless)
 servers+=(zk)
 

@@ -4,11 +4,13 @@
 //! [`SemaphoreMutex`], [`SimpleLock`], [`MultiLock`], [`ReentrantLock`],
 //! [`Barrier`] and [`DoubleBarrier`], [`Election`] (and its
 //! [`LeaderLatch`]), [`Group`], [`Queue`] and the other queues,
-//! [`PeriodicJob`], [`Counter`], [`Partitioner`], the caches; and, built
+//! [`PeriodicJob`], [`Counter`], [`Partitioner`], the caches, service
+//! discovery ([`ServiceDiscovery`], [`ServiceCache`], [`ServiceProvider`]);
+//! and, built
 //! on a [`Client`](crate::Client) rather than one session, the recipes
 //! that come back after a session ends: [`PersistentNode`],
-//! [`GroupMember`], [`RejoiningLatch`], [`RejoiningPartitioner`] and the
-//! caches' `follow`;
+//! [`GroupMember`], [`ServiceRegistration`], [`RejoiningLatch`],
+//! [`RejoiningPartitioner`] and the caches' `follow`;
 //! [`Contender`] says who holds and who waits, [`revocation`] asks a holder
 //! to let go. Each recipe is made by its own constructor, and its type's
 //! doc says what it writes on the server, what it guarantees and which
@@ -43,6 +45,7 @@
 pub(crate) mod barrier;
 pub(crate) mod cache;
 pub(crate) mod counter;
+pub(crate) mod discovery;
 pub(crate) mod election;
 pub(crate) mod group;
 pub(crate) mod lock;
@@ -58,6 +61,10 @@ pub use crate::machinery::stats::Stats;
 pub use barrier::{Barrier, DoubleBarrier, Inside};
 pub use cache::{CacheEvent, ChildrenCache, NodeCache, TreeCache};
 pub use counter::{AddOutcome, Counter, CounterWatcher};
+pub use discovery::{
+    DownInstancePolicy, ProviderStrategy, ServiceCache, ServiceCacheEvent, ServiceDiscovery,
+    ServiceInstance, ServiceProvider, ServiceRegistration, ServiceType,
+};
 pub use election::{
     Election, ElectionEvent, ElectionLayout, ElectionState, LatchEvent, LatchWatcher, Leader,
     LeaderLatch, LeaderObserver, Leadership, Participant, ParticipantStatus, RejoiningLatch,

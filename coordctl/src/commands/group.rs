@@ -3,14 +3,14 @@
 
 use std::collections::HashMap;
 
-use coordination::{Group, GroupMember, Presence};
+use coordination::{Group, GroupMember};
 
 use super::hold::{Held, UnderHold};
+use super::kept::{run_while_kept, Kept};
 use super::output::print_line;
 use crate::cli::{JoinArgs, WatchArgs};
 use crate::ctx::Ctx;
 use crate::exit::{self, Failure};
-use crate::logging::say;
 
 pub async fn join(ctx: &Ctx, a: JoinArgs) -> Result<u8, Failure> {
     if a.rejoin {
@@ -48,69 +48,18 @@ async fn rejoin(ctx: &Ctx, a: JoinArgs) -> Result<u8, Failure> {
     let client = ctx.client().await?;
     let me = GroupMember::join(&client, &a.path, &name, a.data.as_bytes())
         .map_err(|e| Failure::coord(&what, e))?;
-    let mut presence = me.watch();
-    // Joined once before CMD starts (waiting, if need be, for a member of
-    // the same name to leave).
-    loop {
-        match presence.next().await {
-            Some(Presence::Present { .. }) => break,
-            Some(Presence::Failed(e)) => return Err(Failure::coord_ref(&what, &e)),
-            None => {
-                return Err(Failure::new(
-                    exit::BACKEND,
-                    format!("{what}: the client closed"),
-                ))
-            }
-            Some(_) => {}
-        }
-    }
-    print_line(format!("joined {name}").as_bytes())?;
-    let proc = match a.cmd.is_empty() {
-        true => None,
-        false => Some(
-            ctx.children
-                .spawn(&a.cmd, &[("COORD_MEMBER", name.clone())])?,
+    let kept = Kept {
+        what: &what,
+        announce: format!("joined {name}"),
+        env: ("COORD_MEMBER", name.clone()),
+        lost: format!(
+            "lost membership of {} as {name}; joining again (the command keeps running)",
+            a.path
         ),
+        back: format!("joined {} again as {name}", a.path),
+        leaving: format!("leaving {}", a.path),
     };
-    let cmd_ended = async {
-        match &proc {
-            Some(p) => p.wait().await,
-            None => std::future::pending().await,
-        }
-    };
-    tokio::pin!(cmd_ended);
-    loop {
-        tokio::select! {
-            code = &mut cmd_ended => {
-                if let Err(e) = me.leave().await {
-                    say(format_args!("leaving {}: {e}", a.path));
-                }
-                return Ok(code);
-            }
-            event = presence.next() => match event {
-                Some(Presence::Absent) => say(format_args!(
-                    "lost membership of {} as {name}; joining again (the command keeps running)",
-                    a.path
-                )),
-                Some(Presence::Present { generation, .. }) => say(format_args!(
-                    "joined {} again as {name} (session {generation})",
-                    a.path
-                )),
-                Some(Presence::Failed(e)) => {
-                    let failure = Failure::coord_ref(&what, &e);
-                    if let Some(p) = &proc {
-                        eprintln!("coordctl: {}; sending the command SIGTERM", failure.message);
-                        p.terminate().await;
-                    }
-                    return Err(failure);
-                }
-                None => {
-                    return Err(Failure::new(exit::BACKEND, format!("{what}: the client closed")))
-                }
-                Some(_) => {}
-            },
-        }
-    }
+    run_while_kept(ctx, me.watch(), &a.cmd, kept, me.leave()).await
 }
 
 pub async fn members(ctx: &Ctx, a: WatchArgs) -> Result<u8, Failure> {

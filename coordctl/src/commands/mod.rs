@@ -1,10 +1,12 @@
 //! One module per subcommand. Each returns the exit code, or a failure.
 
 mod counter;
+mod discover;
 mod elect;
 mod group;
 mod hold;
 mod inspect;
+mod kept;
 mod lock;
 mod output;
 mod participants;
@@ -30,6 +32,7 @@ pub async fn run(ctx: &Ctx, command: Command) -> Result<u8, Failure> {
         Command::Participants(a) => participants::participants(ctx, a).await,
         Command::Revoke(a) => participants::revoke(ctx, a).await,
         Command::Inspect(a) => inspect::inspect(ctx, a).await,
+        Command::Discover(c) => discover::discover(ctx, c).await,
         Command::Demo => {
             let report = crate::demo::run(&ctx.connector).await?;
             Ok(if report.ok() { exit::OK } else { exit::NONE })
