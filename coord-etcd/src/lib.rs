@@ -64,6 +64,29 @@
 //! | set by another session | a put with `ignore_lease`: the key keeps its lease (stays ephemeral of its creator) and its create revision (its stamp) |
 //! | creation time | none: etcd keeps no time per key ([`coord_core::Stat::created_at`] is `None`) |
 //! | guarded write | one Txn comparing the fence key's create revision |
+//! | transaction ([`coord_core::Session::commit`]) | one Txn: every fence's, check's and write's compares, every write's op; reads in its failure branch name the step that failed |
+//!
+//! ## Transactions
+//!
+//! A transaction is one etcd Txn, so its checks and fences are compared
+//! against the store before any of its writes, and all of it is applied or
+//! none. A create's missing parents are made before the Txn (by the
+//! create that makes them, as a single create would), and the Txn compares
+//! each parent (there, not ephemeral); a parent made for a transaction
+//! that then fails stays. A TTL create gets its lease before the Txn,
+//! revoked again if the transaction is refused. An answer lost with the
+//! connection is `OutcomeUnknown` (all or nothing was applied), except for
+//! a transaction of checks alone, which is sent again.
+//!
+//! **Limits** ([`coord_core::TxnLimits`]): 42 steps (fences plus ops) and
+//! 1,000,000 bytes of paths and data. etcd refuses a Txn of more than
+//! `--max-txn-ops` ops in its compares or either branch (128 by default),
+//! and a step costs up to three (a create compares its key and its
+//! parent twice; a delete reads its key and counts its children when it
+//! fails): 128 / 3 = 42. A request is at most `--max-request-bytes` (1.5
+//! MiB by default); a transaction whose Txn would be larger (each key
+//! appears in a compare, an op and a read) is refused with
+//! `InvalidArgument` before any I/O.
 //!
 //! Every write is one Txn, and a failed one reads back in the same round
 //! trip which condition failed, so errors are the same as on every other
@@ -107,6 +130,7 @@
 //! namespace, give etcdctl the key ([`EtcdOptions::key_of`]), not the path.
 #![warn(missing_docs)]
 
+mod commit;
 mod connect;
 mod error;
 mod etcd_session;
@@ -119,6 +143,7 @@ mod probe;
 mod session;
 mod shared;
 mod slots;
+mod transaction;
 mod tree_watch;
 mod ttl;
 mod txn;

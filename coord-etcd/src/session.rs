@@ -10,7 +10,7 @@ use coord_core::backend::Backoff;
 use coord_core::backend::{lease::LeaseClock, PrimitiveSession};
 use coord_core::{
     Child, CreateMode, Created, Error, Fence, Node, Op, OpResult, Result, SessionId, SessionState,
-    Stat, TreeWatch, Watch,
+    Stat, Transaction, TreeWatch, TxnLimits, TxnResult, Watch,
 };
 use etcd_client::GetOptions;
 use tokio::sync::watch;
@@ -333,6 +333,18 @@ impl PrimitiveSession for EtcdSession {
             self.deleted(&path, created, &done);
         }
         done
+    }
+
+    /// One Txn: see `crate::transaction` and `crate::commit`.
+    async fn transaction(&self, txn: &Transaction) -> Result<Vec<TxnResult>> {
+        self.commit(txn).await
+    }
+
+    /// etcd's default `--max-txn-ops` (128) over the three etcd ops one
+    /// step may cost: 42 steps; bytes as one node's data at most (the
+    /// request must fit etcd's `--max-request-bytes`, 1.5 MiB).
+    fn transaction_limits(&self) -> TxnLimits {
+        crate::commit::LIMITS
     }
 
     fn requests_sent(&self) -> Option<u64> {

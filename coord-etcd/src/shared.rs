@@ -106,7 +106,24 @@ impl Shared {
     /// request etcd refused unapplied because the auth store changed under
     /// it (after a token refresh, as etcd's Go client does). A read
     /// (`idempotent`) is also sent again after any lost connection.
-    pub(crate) async fn call<T, F, Fut>(&self, idempotent: bool, mut make: F) -> Result<T>
+    pub(crate) async fn call<T, F, Fut>(&self, idempotent: bool, make: F) -> Result<T>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = std::result::Result<T, etcd_client::Error>>,
+    {
+        self.call_tracked(idempotent, make)
+            .await
+            .map_err(|(e, _)| e)
+    }
+
+    /// [`Shared::call`], its error paired with whether the request may
+    /// have reached the server: `false` when every attempt failed before
+    /// it was sent (or was refused unapplied), so nothing was applied.
+    pub(crate) async fn call_tracked<T, F, Fut>(
+        &self,
+        idempotent: bool,
+        mut make: F,
+    ) -> std::result::Result<T, (Error, bool)>
     where
         F: FnMut() -> Fut,
         Fut: Future<Output = std::result::Result<T, etcd_client::Error>>,
@@ -126,7 +143,7 @@ impl Shared {
                     return Ok(v);
                 }
                 Ok(Err(e)) => e,
-                Err(_) => return Err(error::timed_out(self.request_timeout)),
+                Err(_) => return Err((error::timed_out(self.request_timeout), true)),
             };
             let auth_old = error::auth_revision_old(&err);
             if auth_old {
@@ -136,10 +153,10 @@ impl Shared {
             let mapped = error::map(err);
             if matches!(mapped, Error::SessionExpired) {
                 if self.closing.load(Ordering::SeqCst) {
-                    return Err(Error::SessionClosed);
+                    return Err((Error::SessionClosed, false));
                 }
                 self.set_state(SessionState::Expired);
-                return Err(mapped);
+                return Err((mapped, false));
             }
             let again = unsent || (idempotent && mapped.is_retryable());
             let pause = Duration::from_millis(20);
@@ -147,7 +164,7 @@ impl Shared {
                 || deadline.saturating_duration_since(Instant::now()) <= pause
                 || self.check_open().is_err()
             {
-                return Err(mapped);
+                return Err((mapped, !unsent));
             }
             tracing::debug!(error = %mapped, "etcd request failed before it was answered; again");
             tokio::time::sleep(pause).await;

@@ -18,7 +18,7 @@ use crate::error::{ephemeral_parent, unexpected};
 
 /// A revision or version from coord (u64) as etcd compares it (i64). One
 /// that does not fit can match nothing: -1 never equals a revision.
-fn rev(v: u64) -> i64 {
+pub(crate) fn rev(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(-1)
 }
 
@@ -126,8 +126,27 @@ pub(crate) struct FenceKey {
     pub stamp: u64,
 }
 
+impl FenceKey {
+    /// The compare that holds while the fence does: its key's create
+    /// revision is the stamp.
+    pub(crate) fn compare(&self) -> Compare {
+        Compare::create_revision(self.key.as_str(), CompareOp::Equal, rev(self.stamp))
+    }
+
+    /// The read, in a Txn's failure branch, that tells whether
+    /// [`FenceKey::compare`] failed ([`FenceKey::held`]).
+    pub(crate) fn read(&self) -> TxnOp {
+        TxnOp::get(self.key.as_str(), Some(GetOptions::new().with_keys_only()))
+    }
+
+    /// Whether the fence held, from its [`FenceKey::read`].
+    pub(crate) fn held(&self, kv: Option<KeyValue>) -> bool {
+        kv.is_some_and(|kv| urev(kv.create_revision()) == self.stamp)
+    }
+}
+
 impl Plan {
-    fn compares(&self) -> Vec<Compare> {
+    pub(crate) fn compares(&self) -> Vec<Compare> {
         match self {
             Plan::Create(c) => {
                 let mut v = vec![Compare::create_revision(
@@ -191,7 +210,7 @@ impl Plan {
         }
     }
 
-    fn then_ops(&self) -> Vec<TxnOp> {
+    pub(crate) fn then_ops(&self) -> Vec<TxnOp> {
         match self {
             Plan::Create(c) => {
                 let mut ops = Vec::with_capacity(c.ancestors.len() + 2);
@@ -240,7 +259,7 @@ impl Plan {
         }
     }
 
-    fn else_ops(&self) -> Vec<TxnOp> {
+    pub(crate) fn else_ops(&self) -> Vec<TxnOp> {
         match self {
             Plan::Create(c) => {
                 let mut ops = vec![TxnOp::get(c.key.as_str(), None)];
@@ -269,7 +288,7 @@ impl Plan {
     }
 
     /// What the write did, from the Txn's revision and its ops' answers.
-    fn succeeded(&self, revision: i64, resps: &[TxnOpResponse]) -> Result<OpResult> {
+    pub(crate) fn succeeded(&self, revision: i64, resps: &[TxnOpResponse]) -> Result<OpResult> {
         match self {
             Plan::Create(c) => {
                 // Every put of one Txn gets the Txn's revision.
@@ -466,8 +485,7 @@ impl Plan {
         let resps = resp.op_responses();
         let mut at = 0;
         if let Some(f) = fence {
-            let held = matches!(first_kv(&resps, 0), Ok(Some(kv)) if urev(kv.create_revision()) == f.stamp);
-            if !held {
+            if !first_kv(&resps, 0).is_ok_and(|kv| f.held(kv)) {
                 return false;
             }
             at = 1;
@@ -488,7 +506,7 @@ fn is_ours(c: &CreatePlan, kv: &KeyValue) -> bool {
 }
 
 /// The first key of the `i`-th answer, which must be a get.
-fn first_kv(resps: &[TxnOpResponse], i: usize) -> Result<Option<KeyValue>> {
+pub(crate) fn first_kv(resps: &[TxnOpResponse], i: usize) -> Result<Option<KeyValue>> {
     match resps.get(i) {
         Some(TxnOpResponse::Get(g)) => Ok(g.kvs().first().cloned()),
         _ => Err(unexpected("a Txn read without its answer")),
@@ -500,15 +518,8 @@ pub(crate) fn build(plan: &Plan, fence: Option<&FenceKey>) -> Txn {
     let mut compares = Vec::new();
     let mut else_ops = Vec::new();
     if let Some(f) = fence {
-        compares.push(Compare::create_revision(
-            f.key.as_str(),
-            CompareOp::Equal,
-            rev(f.stamp),
-        ));
-        else_ops.push(TxnOp::get(
-            f.key.as_str(),
-            Some(GetOptions::new().with_keys_only()),
-        ));
+        compares.push(f.compare());
+        else_ops.push(f.read());
     }
     compares.extend(plan.compares());
     else_ops.extend(plan.else_ops());
@@ -536,8 +547,7 @@ pub(crate) fn interpret(
     let mut rest = &resps[..];
     if let Some(f) = fence {
         // The fence is checked first: a lost hold is LockLost whatever else.
-        let held = first_kv(&resps, 0)?.is_some_and(|kv| urev(kv.create_revision()) == f.stamp);
-        if !held {
+        if !f.held(first_kv(&resps, 0)?) {
             return Err(Error::LockLost {
                 path: f.path.clone(),
             });
