@@ -5,7 +5,7 @@
 //! errors, transport failures into [`Error::ConnectionLost`], and anything
 //! else into [`Error::Backend`].
 
-use coord_core::Error;
+use coord_core::{Error, TxnFailure, TxnStep};
 use redis::RedisError;
 
 /// The backend's name in errors.
@@ -68,8 +68,38 @@ pub(crate) fn map(err: RedisError, expected: Option<u64>) -> Error {
         },
         Some("SESSIONEXPIRED") => Error::SessionExpired,
         Some("OUTCOMEUNKNOWN") => Error::lost_sequential_create(&path),
+        // The path is the caller's to fill in: it knows the transaction.
+        Some("TXNFAILED") => {
+            transaction_failed(&path).unwrap_or_else(|| Error::backend(BACKEND, err))
+        }
         _ => Error::backend(BACKEND, err),
     }
+}
+
+/// A transaction's failure from the transaction script's "fence <i>
+/// FENCELOST" or "op <i> <CODE>", with an empty path.
+fn transaction_failed(detail: &str) -> Option<Error> {
+    let mut words = detail.split(' ');
+    let (kind, index, code) = (words.next()?, words.next()?, words.next()?);
+    let index: usize = index.parse().ok()?;
+    let step = match kind {
+        "fence" => TxnStep::Fence(index),
+        "op" => TxnStep::Op(index),
+        _ => return None,
+    };
+    let failure = match code {
+        "FENCELOST" => TxnFailure::FenceLost,
+        "NONODE" => TxnFailure::NoNode,
+        "NODEEXISTS" => TxnFailure::NodeExists,
+        "BADVERSION" => TxnFailure::VersionConflict,
+        "NOTEMPTY" => TxnFailure::NotEmpty,
+        _ => return None,
+    };
+    Some(Error::TransactionFailed {
+        step,
+        path: String::new(),
+        failure,
+    })
 }
 
 /// The credential and ACL errors, or `None`: a wrong user name or
@@ -256,6 +286,24 @@ mod tests {
             matches!(&noperm, Error::PermissionDenied { reason, .. } if reason.contains("config|get")),
             "{noperm:?}"
         );
+        // A transaction's failure names its step; the caller fills in
+        // the path.
+        assert!(matches!(
+            map(reply("TXNFAILED op 3 BADVERSION"), None),
+            Error::TransactionFailed { step: TxnStep::Op(3), failure: TxnFailure::VersionConflict, path } if path.is_empty()
+        ));
+        assert!(matches!(
+            map(reply("TXNFAILED fence 0 FENCELOST"), None),
+            Error::TransactionFailed {
+                step: TxnStep::Fence(0),
+                failure: TxnFailure::FenceLost,
+                ..
+            }
+        ));
+        assert!(matches!(
+            map(reply("TXNFAILED op x NONODE"), None),
+            Error::Backend { .. }
+        ));
         // Script outcomes still map as before.
         assert!(matches!(
             map(reply("NONODE /a"), None),

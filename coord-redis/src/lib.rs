@@ -75,6 +75,18 @@
 //!   dropped connection is retried by a script that first looks for a child
 //!   with that prefix made by this session, so it is never made twice.
 //!
+//! - **Transactions** ([`coord_core::Session::commit`]): one script,
+//!   which checks every fence, then every op, before it writes anything
+//!   (so checks see the state before the transaction, and a refused one
+//!   leaves nothing: Redis does not roll a script back), then writes with
+//!   the single writes' own code. A create's missing parents are made in
+//!   the same step. Limits, refused with `InvalidArgument` before any I/O:
+//!   ZooKeeper's, 1,000 steps and 1,000,000 bytes of paths and data;
+//!   Redis has none a transaction meets first, and these bound how long
+//!   one script holds a server that runs nothing else meanwhile. An answer
+//!   lost with the connection is `OutcomeUnknown` (all or none was
+//!   applied).
+//!
 //! Redis Cluster is not supported: the scripts compute their keys.
 //!
 //! ## What Redis does not guarantee, and why the fencing token still holds
@@ -215,6 +227,7 @@ mod session;
 mod shared;
 #[doc(hidden)]
 pub mod testing;
+mod transaction;
 mod watch;
 
 pub use connect::connect;

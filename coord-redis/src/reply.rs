@@ -2,7 +2,7 @@
 
 use std::time::{Duration, SystemTime};
 
-use coord_core::{Child, Created, Node, OpResult, Result, SessionId, Stat};
+use coord_core::{Child, Created, Node, OpResult, Result, SessionId, Stat, TxnResult};
 use redis::Value;
 
 use crate::error;
@@ -62,13 +62,36 @@ pub(crate) fn decode_created(v: &Value) -> Result<Created> {
 /// The answer of a guarded put: `{'created', create's answer}` or
 /// `{'set', set's answer}`.
 pub(crate) fn decode_put(v: &Value) -> Result<OpResult> {
+    match decode_kind(v, "put")? {
+        TxnResult::Created(c) => Ok(OpResult::Created(c)),
+        TxnResult::Set(s) => Ok(OpResult::Set(s)),
+        _ => Err(error::unexpected("put", v)),
+    }
+}
+
+/// One `{kind, answer}` of a script: `{'checked', 1}`, `{'created',
+/// create's answer}`, `{'set', set's answer}` or `{'deleted', 1}`.
+fn decode_kind(v: &Value, what: &str) -> Result<TxnResult> {
     match v {
-        Value::Array(items) if items.len() == 2 => match bytes(&items[0], "put")?.as_slice() {
-            b"created" => Ok(OpResult::Created(decode_created(&items[1])?)),
-            b"set" => Ok(OpResult::Set(decode_stat(&items[1])?)),
-            _ => Err(error::unexpected("put", v)),
+        Value::Array(items) if items.len() == 2 => match bytes(&items[0], what)?.as_slice() {
+            b"checked" => Ok(TxnResult::Checked),
+            b"created" => Ok(TxnResult::Created(decode_created(&items[1])?)),
+            b"set" => Ok(TxnResult::Set(decode_stat(&items[1])?)),
+            b"deleted" => Ok(TxnResult::Deleted),
+            _ => Err(error::unexpected(what, v)),
         },
-        other => Err(error::unexpected("put", other)),
+        other => Err(error::unexpected(what, other)),
+    }
+}
+
+/// The answer of the transaction script: one `{kind, answer}` per op.
+pub(crate) fn decode_transaction(v: &Value) -> Result<Vec<TxnResult>> {
+    match v {
+        Value::Array(items) => items
+            .iter()
+            .map(|item| decode_kind(item, "transaction"))
+            .collect(),
+        other => Err(error::unexpected("transaction", other)),
     }
 }
 

@@ -36,4 +36,5 @@ scripts! {
     DELETE = "delete.lua";
     CHILDREN = "children.lua";
     GUARDED = "guarded.lua";
+    TRANSACTION = "transaction.lua";
 }

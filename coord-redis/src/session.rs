@@ -9,7 +9,7 @@ use coord_core::backend::Backoff;
 use coord_core::backend::{lease::LeaseClock, PrimitiveSession};
 use coord_core::{
     path, Child, CreateMode, Created, Error, Fence, Node, Op, OpResult, Result, SessionId,
-    SessionState, Stat, Watch,
+    SessionState, Stat, Transaction, TxnLimits, TxnResult, Watch,
 };
 use tokio::sync::watch as state_watch;
 use tokio::task::JoinHandle;
@@ -265,6 +265,17 @@ impl PrimitiveSession for RedisSession {
                 backend: BACKEND,
             }),
         }
+    }
+
+    /// One script: see `crate::transaction`.
+    async fn transaction(&self, txn: &Transaction) -> Result<Vec<TxnResult>> {
+        crate::transaction::commit(&self.core, txn).await
+    }
+
+    /// ZooKeeper's: 1,000 steps, 1,000,000 bytes (see
+    /// `crate::transaction::LIMITS`).
+    fn transaction_limits(&self) -> TxnLimits {
+        crate::transaction::LIMITS
     }
 
     fn requests_sent(&self) -> Option<u64> {

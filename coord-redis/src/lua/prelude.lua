@@ -171,10 +171,12 @@ end
 -- node.
 -- ttl: a TTL node's TTL in ms, or nil or '' for none.
 -- Returns {path, sequence or -1, stamp, version}.
-local function do_create(path, data, eph, seq, recover, ttl)
-  local d = parent(path)
+-- What a create at path (a prefix when seq == '1') needs: nil and the
+-- missing ancestors to make (top down) when it may go ahead, else the
+-- failure. Writes nothing (but reaps, as live does).
+local function create_check(path, seq)
   local chain = {}
-  local a = d
+  local a = parent(path)
   while a ~= '/' do
     table.insert(chain, 1, a)
     a = parent(a)
@@ -189,6 +191,18 @@ local function do_create(path, data, eph, seq, recover, ttl)
       table.insert(missing, x)
     end
   end
+  if seq ~= '1' and live(path) then
+    -- The stamp of the node in the way, so a wait for it can tell it from
+    -- a successor.
+    return fail('NODEEXISTS', redis.call('HGET', nkey(path), 's') .. ' ' .. path)
+  end
+  return nil, missing
+end
+
+local function do_create(path, data, eph, seq, recover, ttl)
+  local d = parent(path)
+  local bad, missing = create_check(path, seq)
+  if bad then return bad end
   local name = base(path)
   if recover ~= '0' and seq == '1' and #missing == 0 then
     local kids = redis.call('ZRANGE', ckey(d), 0, -1)
@@ -203,11 +217,6 @@ local function do_create(path, data, eph, seq, recover, ttl)
     end
   end
   if recover == '2' then return fail('OUTCOMEUNKNOWN', path) end
-  if seq ~= '1' and live(path) then
-    -- The stamp of the node in the way, so a wait for it can tell it from
-    -- a successor.
-    return fail('NODEEXISTS', redis.call('HGET', nkey(path), 's') .. ' ' .. path)
-  end
   -- Checks are done: from here on the script writes.
   local created, now_us = server_time()
   for _, x in ipairs(missing) do
@@ -251,12 +260,20 @@ end
 -- leaves an ephemeral node its creator's, and its fence valid.
 -- Returns {version, stamp, ephemeral 1/0, creation time in ms or -1,
 -- owner session ('' unless ephemeral)}.
-local function do_set(path, data, expected)
+-- nil when the node at path exists with version expected ('' for any),
+-- else the failure. Also a check's, and a set's.
+local function version_check(path, expected)
   if path == '/' or not live(path) then return fail('NONODE', path) end
-  local k = nkey(path)
-  if expected ~= '' and redis.call('HGET', k, 'v') ~= expected then
+  if expected ~= '' and redis.call('HGET', nkey(path), 'v') ~= expected then
     return fail('BADVERSION', path)
   end
+  return nil
+end
+
+local function do_set(path, data, expected)
+  local bad = version_check(path, expected)
+  if bad then return bad end
+  local k = nkey(path)
   local _, now_us = server_time()
   local v = next_stamp(now_us)
   redis.call('HSET', k, 'd', data, 'v', v)
@@ -272,16 +289,21 @@ local function do_set(path, data, expected)
 end
 
 -- Delete a node; expected is a version or '' for any. Returns 1.
-local function do_delete(path, expected)
-  if path == '/' or not live(path) then return fail('NONODE', path) end
-  if expected ~= '' and redis.call('HGET', nkey(path), 'v') ~= expected then
-    return fail('BADVERSION', path)
-  end
+-- nil when a delete of path may go ahead, else the failure.
+local function delete_check(path, expected)
+  local bad = version_check(path, expected)
+  if bad then return bad end
   if redis.call('ZCARD', ckey(path)) > 0 then
     for _, c in ipairs(redis.call('ZRANGE', ckey(path), 0, -1)) do
       if live(join(path, c)) then return fail('NOTEMPTY', path) end
     end
   end
+  return nil
+end
+
+local function do_delete(path, expected)
+  local bad = delete_check(path, expected)
+  if bad then return bad end
   unlink(path)
   return 1
 end
