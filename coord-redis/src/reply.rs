@@ -164,3 +164,18 @@ pub(crate) fn decode_children(v: &Value) -> Result<Vec<Child>> {
         })
         .collect()
 }
+
+/// The answer of the transaction outcome script: `{'applied', the
+/// transaction's answer}`, or `{'none'}` (`None`).
+pub(crate) fn decode_outcome(v: &Value) -> Result<Option<Vec<TxnResult>>> {
+    match v {
+        Value::Array(items) => match (items.first(), items.get(1)) {
+            (Some(kind), Some(answer)) if bytes(kind, "outcome")? == b"applied" => {
+                decode_transaction(answer).map(Some)
+            }
+            (Some(kind), None) if bytes(kind, "outcome")? == b"none" => Ok(None),
+            _ => Err(error::unexpected("outcome", v)),
+        },
+        other => Err(error::unexpected("outcome", other)),
+    }
+}

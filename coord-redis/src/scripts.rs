@@ -37,4 +37,5 @@ scripts! {
     CHILDREN = "children.lua";
     GUARDED = "guarded.lua";
     TRANSACTION = "transaction.lua";
+    TXN_OUTCOME = "txn_outcome.lua";
 }

@@ -50,6 +50,8 @@ pub(crate) struct Shared {
     /// Scripts this session ran on the server, one round trip each (see
     /// [`coord_core::backend::PrimitiveSession::requests_sent`]).
     pub(crate) requests: AtomicU64,
+    /// Numbers this session's transactions (see `crate::transaction`).
+    pub(crate) transactions: AtomicU64,
     /// What `connect` did about `notify-keyspace-events`; done again when
     /// the server may have restarted (a `CONFIG SET` does not survive one).
     pub(crate) keyspace_events: KeyspaceEvents,
@@ -103,6 +105,7 @@ impl Shared {
             crashed: AtomicBool::new(false),
             beat_now: Notify::new(),
             requests: AtomicU64::new(0),
+            transactions: AtomicU64::new(0),
             keyspace_events: options.keyspace_events,
         }
     }

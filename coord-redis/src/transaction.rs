@@ -1,13 +1,20 @@
 //! A transaction ([`coord_core::Transaction`]) on Redis: one run of
 //! `lua/transaction.lua`, which checks every fence and op before it writes
-//! anything, then writes with the single writes' own functions.
+//! anything, then writes with the single writes' own functions; after a
+//! lost answer, one run of `lua/txn_outcome.lua` says whether it was
+//! applied (and what it answered), and makes sure it never is if not.
 
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use coord_core::backend::Backoff;
 use coord_core::{Error, Result, Transaction, TxnLimits, TxnOp, TxnResult, TxnStep};
+use tokio::time::Instant;
 
 use crate::error::BACKEND;
-use crate::reply::{decode_transaction, flag, version_arg};
+use crate::reply::{decode_outcome, decode_transaction, flag, version_arg};
 use crate::scripts;
-use crate::shared::Shared;
+use crate::shared::{after, millis, Shared};
 
 /// What one transaction may carry on Redis: ZooKeeper's limits. Redis has
 /// none of its own that a transaction meets first (a bulk argument may be
@@ -56,9 +63,27 @@ fn arguments(txn: &Transaction) -> Result<Vec<Vec<u8>>> {
     Ok(args)
 }
 
-/// [`coord_core::backend::PrimitiveSession::transaction`] on Redis.
+/// [`coord_core::backend::PrimitiveSession::transaction`] on Redis. A
+/// transaction that writes has a number in the session, under which the
+/// script keeps its answer for twice the session timeout (and a request
+/// timeout): after a lost answer, [`recover`] reads it.
 pub(crate) async fn commit(core: &Shared, txn: &Transaction) -> Result<Vec<TxnResult>> {
-    let args = arguments(txn)?;
+    let writes = txn.ops().iter().any(TxnOp::writes);
+    let number = if writes {
+        core.transactions
+            .fetch_add(1, Ordering::Relaxed)
+            .to_string()
+    } else {
+        String::new()
+    };
+    let keep = millis(
+        core.ttl
+            .saturating_mul(2)
+            .saturating_add(core.request_timeout),
+    )
+    .to_string();
+    let mut args = vec![number.clone().into_bytes(), keep.clone().into_bytes()];
+    args.extend(arguments(txn)?);
     let args: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
     match core.call(&scripts::TRANSACTION, &args, None).await {
         Ok(value) => decode_transaction(&value),
@@ -74,16 +99,51 @@ pub(crate) async fn commit(core: &Shared, txn: &Transaction) -> Result<Vec<TxnRe
             })
         }
         // The script may have run: all of it, or none.
-        Err(Error::ConnectionLost(e)) if txn.ops().iter().any(TxnOp::writes) => {
-            let first = txn.ops().iter().find(|o| o.writes()).map(TxnOp::path);
-            Err(Error::OutcomeUnknown {
-                path: first.unwrap_or_default().to_owned(),
-                detail: format!(
-                    "the answer to this transaction was lost ({e}): all of it or none of it \
-                     was applied; read before trying again"
-                ),
-            })
+        Err(Error::ConnectionLost(lost)) if writes => {
+            recover(core, txn, [number.as_bytes(), keep.as_bytes()], &lost).await
         }
         Err(e) => Err(e),
+    }
+}
+
+/// After the answer to the transaction numbered `marker[0]` was lost: its
+/// kept answer, or `ConnectionLost` when it was not applied (and, marked
+/// so, never will be). Asked again while the connection is down, for up to
+/// a session timeout; `OutcomeUnknown` when no answer came.
+async fn recover(
+    core: &Shared,
+    txn: &Transaction,
+    marker: [&[u8]; 2],
+    lost: &str,
+) -> Result<Vec<TxnResult>> {
+    let deadline = after(Instant::now(), core.ttl);
+    let backoff = Backoff::new(Duration::from_millis(25), Duration::from_secs(1));
+    let mut attempt = 0;
+    loop {
+        tracing::debug!(session = %core.sid, "redis transaction answer lost; asking what became of it");
+        match core.call(&scripts::TXN_OUTCOME, &marker, None).await {
+            Ok(value) => {
+                return match decode_outcome(&value)? {
+                    Some(results) => Ok(results),
+                    None => Err(Error::ConnectionLost(format!(
+                        "the answer to this transaction was lost ({lost}); it was not applied, \
+                         and now never will be"
+                    ))),
+                }
+            }
+            Err(Error::ConnectionLost(_)) if deadline.is_none_or(|d| Instant::now() < d) => {}
+            Err(e) => {
+                let first = txn.ops().iter().find(|o| o.writes()).map(TxnOp::path);
+                return Err(Error::OutcomeUnknown {
+                    path: first.unwrap_or_default().to_owned(),
+                    detail: format!(
+                        "the answer to this transaction was lost ({lost}) and what became of \
+                         it could not be read ({e}): all of it or none of it was applied; \
+                         read before trying again"
+                    ),
+                });
+            }
+        }
+        backoff.sleep(&mut attempt).await;
     }
 }

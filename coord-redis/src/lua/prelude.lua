@@ -17,6 +17,9 @@
 --   s:<sid>    a session: exists while it lives (PX TTL, kept by heartbeats)
 --   e:<sid>    set of the paths of a session's ephemeral nodes
 --   sessions   set of the ids of sessions not yet reaped
+--   t:<sid>:<n>  the answer of a session's transaction n (msgpack), kept a
+--              while (PX) for a look after a lost answer; '' when that
+--              look found none
 --   A TTL node is reaped as an ephemeral node is: it has a TTL id
 --   ('ttl-<its stamp>') that is a session of its own, s:<id> with PX set to
 --   the node's TTL (again by every set), e:<id> holding the node's path; so

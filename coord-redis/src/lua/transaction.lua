@@ -1,5 +1,7 @@
--- A transaction (coord_core::Transaction): ARGV[3] the number of fences,
--- then each fence's path and stamp; then the ops, seven arguments each:
+-- A transaction (coord_core::Transaction): ARGV[3] its number in the
+-- session ('' for one that writes nothing), [4] how long its outcome is
+-- kept, in ms; [5] the number of fences, then each fence's path and
+-- stamp; then the ops, seven arguments each:
 -- kind (check | create | set | delete), path, data, version ('' for any),
 -- ephemeral and sequential ('1' or '0'), TTL in ms or ''.
 --
@@ -15,8 +17,15 @@
 -- answer}, {'set', set's answer}, {'deleted', 1}.
 local e = check_session()
 if e then return e end
-local i = 4
-for f = 0, tonumber(ARGV[3]) - 1 do
+-- Its outcome, kept for a look after a lost answer (txn_outcome.lua),
+-- which marks it '' when it finds none: this run came too late then.
+local mk = nil
+if ARGV[3] ~= '' then
+  mk = NS .. 't:' .. SID .. ':' .. ARGV[3]
+  if redis.call('EXISTS', mk) == 1 then return fail('TXNLATE', ARGV[3]) end
+end
+local i = 6
+for f = 0, tonumber(ARGV[5]) - 1 do
   local fp, st = ARGV[i], ARGV[i + 1]
   if fp == '/' or not live(fp) or redis.call('HGET', nkey(fp), 's') ~= st then
     return { err = 'TXNFAILED fence ' .. f .. ' FENCELOST' }
@@ -60,4 +69,5 @@ for k, op in ipairs(ops) do
   if type(r) == 'table' and r.err then return r end
   out[k] = { done[kind], r }
 end
+if mk then redis.call('SET', mk, cmsgpack.pack(out), 'PX', ARGV[4]) end
 return out
