@@ -83,9 +83,14 @@
 //!   the same step. Limits, refused with `InvalidArgument` before any I/O:
 //!   ZooKeeper's, 1,000 steps and 1,000,000 bytes of paths and data;
 //!   Redis has none a transaction meets first, and these bound how long
-//!   one script holds a server that runs nothing else meanwhile. An answer
-//!   lost with the connection is `OutcomeUnknown` (all or none was
-//!   applied).
+//!   one script holds a server that runs nothing else meanwhile. The
+//!   script keeps a writing transaction's answer for twice the session
+//!   timeout (`{ns}:t:<session>:<n>`, expiring on its own): after an
+//!   answer lost with the connection, the session reads it back (the
+//!   transaction was applied: its results) or finds none and marks it so,
+//!   which refuses the transaction should it still arrive (not applied:
+//!   `ConnectionLost`). Only when the server stays unreachable for a
+//!   session timeout is it `OutcomeUnknown`.
 //!
 //! Redis Cluster is not supported: the scripts compute their keys.
 //!
