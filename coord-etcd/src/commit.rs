@@ -1,7 +1,7 @@
 //! Committing a transaction on etcd ([`crate::transaction`]'s one Txn):
-//! TTL leases granted and missing parents made before it is sent, a
-//! parent gone meanwhile made again, the answer read into results or
-//! `TransactionFailed`, and the bookkeeping of single writes after it.
+//! TTL leases granted before it is sent; when a create finds no parent,
+//! the parents made and the Txn sent again; the answer read into results
+//! or `TransactionFailed`, and the bookkeeping of single writes after it.
 
 use coord_core::{CreateMode, Error, Result, Transaction, TxnLimits, TxnOp, TxnResult, TxnStep};
 
@@ -11,8 +11,8 @@ use crate::listing::{parent_of, DeletingGuard};
 use crate::transaction::{Failed, Planned, Step, MAX_REQUEST_BYTES, MAX_TXN_OPS, OPS_PER_STEP};
 use crate::txn::{DeletePlan, FenceKey, Plan, SetPlan};
 
-/// How many times a transaction is sent again because a create's parent
-/// went between its making and the Txn.
+/// How many times a transaction is sent: again after making the parents
+/// a create found missing (which may go again before the Txn).
 const PARENT_RETRIES: usize = 8;
 
 /// What one transaction may carry on etcd (see the crate docs).
@@ -60,8 +60,8 @@ impl EtcdSession {
     }
 
     /// The plan of `txn`: each op as its single write plans it; a create
-    /// compares its parent alone (made first by
-    /// [`EtcdSession::make_parents`]).
+    /// compares its parent alone (made by [`EtcdSession::make_parents`]
+    /// when missing).
     fn plan(&self, txn: &Transaction) -> Result<Planned> {
         let keys = &self.shared.keys;
         let fences = txn
@@ -131,8 +131,10 @@ impl EtcdSession {
             .collect();
         let read_only = planned.read_only();
         let request = planned.build();
-        for _ in 0..PARENT_RETRIES {
-            self.make_parents(planned).await?;
+        for attempt in 0..PARENT_RETRIES {
+            if attempt > 0 {
+                self.make_parents(planned).await?;
+            }
             let sent = shared
                 .call_tracked(read_only, || {
                     let mut kv = shared.client.kv_client();
@@ -169,12 +171,7 @@ impl EtcdSession {
                 }
                 Err(Failed::Other(e)) => return Err(e),
                 Err(Failed::Parent) => {
-                    tracing::debug!("a transaction's parent went before its Txn; again");
-                    for c in planned.creates() {
-                        if let Some(p) = c.known_parent() {
-                            self.forget_dir(p);
-                        }
-                    }
+                    tracing::debug!("a transaction's create has no parent; making it");
                 }
             }
         }
@@ -183,9 +180,10 @@ impl EtcdSession {
         ))
     }
 
-    /// Make every create's parent this session does not know is there, as
-    /// a create of it does (with its missing ancestors); one there already
-    /// is fine (the Txn's compares then say whether it is plain).
+    /// Make every create's parent, as a create of it does (with its
+    /// missing ancestors); one there already is fine (the Txn's compares
+    /// say whether it is plain). After a lost answer, a parent found there
+    /// is fine too, whoever made it.
     async fn make_parents(&self, planned: &Planned) -> Result<()> {
         let mut made: Vec<&str> = Vec::new();
         for c in planned.creates() {
@@ -193,20 +191,27 @@ impl EtcdSession {
                 continue;
             };
             let parent = parent_of(&c.path);
-            if made.contains(&parent) || self.knows_dir(key) {
+            if made.contains(&parent) {
                 continue;
             }
             let plan = self.create_plan(parent, b"", CreateMode::Persistent);
             match self.write(Plan::Create(plan), None).await {
                 Ok(_) | Err(Error::AlreadyExists { .. }) => made.push(parent),
+                Err(e) if e.is_retryable() => {
+                    let there = self.shared.get(key, None).await;
+                    if !there.is_ok_and(|r| !r.kvs().is_empty()) {
+                        return Err(e);
+                    }
+                    made.push(parent);
+                }
                 Err(e) => return Err(e),
             }
         }
         Ok(())
     }
 
-    /// After a committed Txn: the bookkeeping of single writes (parents
-    /// known, names lent again, TTL leases of deleted nodes revoked, a
+    /// After a committed Txn: the bookkeeping of single writes (names
+    /// lent again, TTL leases of deleted nodes revoked, a
     /// TTL node's set restarting its TTL).
     async fn committed(
         &self,
@@ -215,11 +220,6 @@ impl EtcdSession {
         mut results: Vec<TxnResult>,
     ) -> Vec<TxnResult> {
         let shared = &self.shared;
-        for c in planned.creates() {
-            if let Some(p) = c.known_parent() {
-                self.remember_dir(p);
-            }
-        }
         for step in &planned.steps {
             if let Step::Write(Plan::Delete(d)) = step {
                 self.deleted(&d.path, d.created, &Ok(()));

@@ -50,7 +50,7 @@ pub(crate) struct EtcdSession {
 }
 
 /// How many directories [`EtcdSession::dirs`] holds before it starts over.
-const DIRS_KEPT: usize = 1024;
+pub(crate) const DIRS_KEPT: usize = 1024;
 
 /// How many of its deleted contender nodes a session remembers to leave
 /// out of its listings: a listing read before a delete landed can only be
@@ -95,31 +95,6 @@ impl EtcdSession {
         };
         if let Some(h) = handle {
             h.abort();
-        }
-    }
-
-    /// Whether the directory with key `dir` is in [`EtcdSession::dirs`]:
-    /// a create under it compares it alone.
-    pub(crate) fn knows_dir(&self, dir: &str) -> bool {
-        self.dirs.lock().is_ok_and(|d| d.contains(dir))
-    }
-
-    /// A create under the directory with key `dir` succeeded: it is there,
-    /// not ephemeral.
-    pub(crate) fn remember_dir(&self, dir: &str) {
-        if let Ok(mut dirs) = self.dirs.lock() {
-            if dirs.len() >= DIRS_KEPT && !dirs.contains(dir) {
-                dirs.clear();
-            }
-            dirs.insert(dir.to_owned());
-        }
-    }
-
-    /// A create under the directory with key `dir` found it gone (or not
-    /// plain): compare it no more.
-    pub(crate) fn forget_dir(&self, dir: &str) {
-        if let Ok(mut dirs) = self.dirs.lock() {
-            dirs.remove(dir);
         }
     }
 

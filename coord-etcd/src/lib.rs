@@ -70,10 +70,11 @@
 //!
 //! A transaction is one etcd Txn, so its checks and fences are compared
 //! against the store before any of its writes, and all of it is applied or
-//! none. A create's missing parents are made before the Txn (by the
-//! create that makes them, as a single create would), and the Txn compares
-//! each parent (there, not ephemeral); a parent made for a transaction
-//! that then fails stays. A TTL create gets its lease before the Txn,
+//! none. The Txn compares each create's parent (there, not ephemeral);
+//! when one is missing, the parents are made (as a create of each would
+//! make it, with its missing ancestors) and the Txn is sent again, one
+//! more round trip each; a parent made for a transaction that then fails
+//! stays. A TTL create gets its lease before the Txn,
 //! revoked again if the transaction is refused. An answer lost with the
 //! connection is `OutcomeUnknown` (all or nothing was applied), except for
 //! a transaction of checks alone, which is sent again.

@@ -7,8 +7,8 @@
 //! etcd evaluates every compare of a Txn against the store before the Txn,
 //! so checks see the state before the writes, as the contract says. A
 //! create's parent is compared alone (there, and not ephemeral), as
-//! [`CreatePlan::parent_known`] does: the session makes missing parents
-//! before it sends the Txn (`crate::commit`). So one step costs at most
+//! [`CreatePlan::parent_known`] does: when one is missing, the session
+//! makes the parents and sends the Txn again (`crate::commit`). So one step costs at most
 //! [`OPS_PER_STEP`] etcd ops in each branch, whatever the depth.
 
 use coord_core::{Error, Result, TxnFailure, TxnResult, TxnStep};

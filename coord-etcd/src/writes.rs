@@ -12,7 +12,7 @@ use coord_core::{CreateMode, Created, Error, OpResult, Result};
 use etcd_client::GetOptions;
 
 use crate::error;
-use crate::etcd_session::{EtcdSession, Listing};
+use crate::etcd_session::{EtcdSession, Listing, DIRS_KEPT};
 use crate::keys::sequential_suffix;
 use crate::listing::{children_of, parent_of};
 use crate::txn::{self, CreatePlan, FenceKey, Plan};
@@ -125,7 +125,9 @@ impl EtcdSession {
         let parent = match &mut plan {
             Plan::Create(c) => {
                 let parent = c.ancestors.last().cloned();
-                c.parent_known = parent.as_ref().is_some_and(|p| self.knows_dir(p));
+                c.parent_known = parent
+                    .as_ref()
+                    .is_some_and(|p| self.dirs.lock().is_ok_and(|d| d.contains(p)));
                 parent
             }
             _ => None,
@@ -162,8 +164,8 @@ impl EtcdSession {
                     if plan.needs_ancestors(fence.as_ref(), &resp) {
                         // The parent is gone (or was made again, ephemeral):
                         // the whole plan makes it or says why not.
-                        if let Some(p) = &parent {
-                            self.forget_dir(p);
+                        if let (Some(p), Ok(mut dirs)) = (&parent, self.dirs.lock()) {
+                            dirs.remove(p);
                         }
                         if let Plan::Create(c) = &mut plan {
                             c.parent_known = false;
@@ -175,7 +177,12 @@ impl EtcdSession {
                         crate::ttl::forget_deleted(shared, lease).await;
                     }
                     if let (Some(p), true) = (&parent, resp.succeeded()) {
-                        self.remember_dir(p);
+                        if let Ok(mut dirs) = self.dirs.lock() {
+                            if dirs.len() >= DIRS_KEPT && !dirs.contains(p) {
+                                dirs.clear();
+                            }
+                            dirs.insert(p.clone());
+                        }
                     }
                     let listing = match (&plan, txn::sibling_listing(&plan, &resp)) {
                         (Plan::Create(c), Some(kvs)) => c.list_siblings.as_deref().map(|p| {
