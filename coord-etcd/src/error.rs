@@ -342,14 +342,7 @@ pub(crate) fn at(path: &str) -> impl FnOnce(Error) -> Error + '_ {
 /// to the member it picked (refused, unreachable, DNS). Sending it again
 /// cannot do anything twice.
 pub(crate) fn never_sent(e: &etcd_client::Error) -> bool {
-    let mut text = e.to_string();
-    let mut source = std::error::Error::source(e);
-    while let Some(s) = source {
-        text.push_str(" | ");
-        text.push_str(&s.to_string());
-        source = s.source();
-    }
-    let text = text.to_ascii_lowercase();
+    let text = chain_text(e);
     [
         "tcp connect error",
         "connection refused",
@@ -358,6 +351,37 @@ pub(crate) fn never_sent(e: &etcd_client::Error) -> bool {
     ]
     .iter()
     .any(|s| text.contains(s))
+}
+
+/// Whether a request of a live session failed because the new connection
+/// it was to go on was cut while it was made (reset, or closed during the
+/// TLS handshake: the client's connector failed), so it never left. Not
+/// for `connect`, where a closed handshake may be a server that does not
+/// speak TLS, and must say so at once.
+pub(crate) fn connection_cut_before_sent(e: &etcd_client::Error) -> bool {
+    // tonic wraps every failure of its connector (TCP or TLS) in its
+    // `ConnectError`; a request is sent only on a connection made.
+    format!("{e:?}").contains("ConnectError(")
+        && [
+            "tls handshake eof",
+            "connection reset",
+            "unexpected eof",
+            "broken pipe",
+        ]
+        .iter()
+        .any(|s| chain_text(e).contains(s))
+}
+
+/// An error's message and its sources', lowercase.
+fn chain_text(e: &etcd_client::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        text.push_str(" | ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text.to_ascii_lowercase()
 }
 
 /// Whether etcd refused the request as checked against an older auth

@@ -102,7 +102,8 @@ impl Shared {
     ///
     /// With several endpoints the client may route a request to a member
     /// it cannot connect to; such a request never left, so it is sent again
-    /// (the balancer then picks another member) until the timeout. So is a
+    /// (the balancer then picks another member) until the timeout, as is
+    /// one whose new connection was cut while it was made. So is a
     /// request etcd refused unapplied because the auth store changed under
     /// it (after a token refresh, as etcd's Go client does). A read
     /// (`idempotent`) is also sent again after any lost connection.
@@ -149,7 +150,8 @@ impl Shared {
             if auth_old {
                 self.refresh_token(epoch).await;
             }
-            let unsent = auth_old || error::never_sent(&err);
+            let unsent =
+                auth_old || error::never_sent(&err) || error::connection_cut_before_sent(&err);
             let mapped = error::map(err);
             if matches!(mapped, Error::SessionExpired) {
                 if self.closing.load(Ordering::SeqCst) {
