@@ -24,6 +24,7 @@ async fn the_costliest_transaction_within_the_limits_fits_a_default_server() {
     let h = EtcdHarness::from_env();
     let root = h.root("txn_limits");
     let s = h.open().await;
+    assert_eq!(s.transaction_limits().max_steps, MAX_STEPS);
     let held = s
         .create(&format!("{root}/lock/n"), b"", CreateMode::Ephemeral)
         .await

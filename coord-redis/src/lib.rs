@@ -81,7 +81,7 @@
 //!   leaves nothing: Redis does not roll a script back), then writes with
 //!   the single writes' own code. A create's missing parents are made in
 //!   the same step. Limits, refused with `InvalidArgument` before any I/O:
-//!   ZooKeeper's, 1,000 steps and 1,000,000 bytes of paths and data;
+//!   1,000 steps (as on ZooKeeper) and 1,000,000 bytes of paths and data;
 //!   Redis has none a transaction meets first, and these bound how long
 //!   one script holds a server that runs nothing else meanwhile. The
 //!   script keeps a writing transaction's answer for twice the session

@@ -272,8 +272,7 @@ impl PrimitiveSession for RedisSession {
         crate::transaction::commit(&self.core, txn).await
     }
 
-    /// ZooKeeper's: 1,000 steps, 1,000,000 bytes (see
-    /// `crate::transaction::LIMITS`).
+    /// 1,000 steps, 1,000,000 bytes (see `crate::transaction::LIMITS`).
     fn transaction_limits(&self) -> TxnLimits {
         crate::transaction::LIMITS
     }

@@ -16,11 +16,12 @@ use crate::reply::{decode_outcome, decode_transaction, flag, version_arg};
 use crate::scripts;
 use crate::shared::{after, millis, Shared};
 
-/// What one transaction may carry on Redis: ZooKeeper's limits. Redis has
-/// none of its own that a transaction meets first (a bulk argument may be
-/// 512 MB); these bound how long one script holds the server, which runs
-/// nothing else meanwhile.
-pub(crate) const LIMITS: TxnLimits = TxnLimits::new(1_000, 1_000_000);
+/// What one transaction may carry on Redis: 1,000 steps, as on ZooKeeper,
+/// and one node's largest data in bytes. Redis has no limit of its own
+/// that a transaction meets first (a bulk argument may be 512 MB); these
+/// bound how long one script holds the server, which runs nothing else
+/// meanwhile.
+pub(crate) const LIMITS: TxnLimits = TxnLimits::new(1_000, coord_core::path::MAX_DATA_LEN);
 
 /// The arguments of the transaction script for `txn` (see its header).
 fn arguments(txn: &Transaction) -> Result<Vec<Vec<u8>>> {

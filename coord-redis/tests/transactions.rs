@@ -18,7 +18,9 @@ async fn a_transaction_at_the_limits_is_applied_whole() {
     let h = RedisHarness::from_env();
     let s = coord_redis::connect(h.options()).await.expect("connect");
     // The documented limits: 1,000 steps, 1,000,000 bytes.
-    let max_steps = 1_000;
+    let limits = s.transaction_limits();
+    assert_eq!((limits.max_steps, limits.max_bytes), (1_000, 1_000_000));
+    let max_steps = limits.max_steps;
     let mut txn = Transaction::new();
     for i in 0..max_steps {
         txn = txn.create(format!("/many/n{i:04}"), [b'x'; 900]);
