@@ -102,3 +102,56 @@ async fn a_lost_answer_is_outcome_unknown_and_applied_whole() {
     );
     let _ = (s.close().await, observer.close().await);
 }
+
+/// A create under an ephemeral node is refused as a single create is
+/// (`NotSupported`), and nothing of the transaction is applied.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_child_of_an_ephemeral_node_is_refused_whole() {
+    let h = EtcdHarness::from_env();
+    let root = h.root("txn_ephemeral_parent");
+    let s = h.open().await;
+    let eph = s
+        .create(&format!("{root}/e"), b"", CreateMode::Ephemeral)
+        .await
+        .expect("ephemeral");
+    let r = s
+        .commit(
+            Transaction::new()
+                .create(format!("{root}/plain"), "")
+                .create(format!("{}/kid", eph.path), ""),
+        )
+        .await;
+    assert!(matches!(r, Err(Error::NotSupported { .. })), "{r:?}");
+    assert!(s
+        .get(&format!("{root}/plain"))
+        .await
+        .expect("get")
+        .is_none());
+    let _ = s.close().await;
+}
+
+/// A transaction that deletes this session's contender node (made by a
+/// single create) does the single delete's bookkeeping: the name is lent
+/// to the next contender at the prefix, with a new sequence.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transaction_deleting_a_contender_lends_its_name_again() {
+    let h = EtcdHarness::from_env();
+    let prefix = format!("{}/lock/_c_x-lock-", h.root("txn_lends_name"));
+    let s = h.open().await;
+    let first = s
+        .create(&prefix, b"", CreateMode::EphemeralSequential)
+        .await
+        .expect("contender");
+    let done = s
+        .commit(Transaction::new().delete(first.path.clone()))
+        .await
+        .expect("commit");
+    assert_eq!(done, vec![TxnResult::Deleted]);
+    let next = s
+        .create(&prefix, b"", CreateMode::EphemeralSequential)
+        .await
+        .expect("contender");
+    assert_eq!(next.path, first.path, "the name is lent again");
+    assert!(next.sequence > first.sequence);
+    let _ = s.close().await;
+}

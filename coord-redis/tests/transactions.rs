@@ -117,3 +117,25 @@ async fn a_commit_during_a_partition_is_known_after_the_heal() {
     s.close().await.expect("close");
     observer.close().await.expect("close");
 }
+
+/// A create under an ephemeral node is refused as a single create is
+/// (`NotSupported`), before the script writes anything.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_child_of_an_ephemeral_node_is_refused_whole() {
+    let h = RedisHarness::from_env();
+    let s = coord_redis::connect(h.options()).await.expect("connect");
+    let eph = s
+        .create("/eph/e", b"", CreateMode::Ephemeral)
+        .await
+        .expect("ephemeral");
+    let r = s
+        .commit(
+            Transaction::new()
+                .create("/eph/plain", "")
+                .create(format!("{}/kid", eph.path), ""),
+        )
+        .await;
+    assert!(matches!(r, Err(Error::NotSupported { .. })), "{r:?}");
+    assert!(s.get("/eph/plain").await.expect("get").is_none());
+    s.close().await.expect("close");
+}
