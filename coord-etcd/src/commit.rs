@@ -3,7 +3,9 @@
 //! the parents made and the Txn sent again; the answer read into results
 //! or `TransactionFailed`, and the bookkeeping of single writes after it.
 
-use coord_core::{CreateMode, Error, Result, Transaction, TxnLimits, TxnOp, TxnResult, TxnStep};
+use coord_core::{
+    CreateMode, Error, Result, Transaction, TxnFailure, TxnLimits, TxnOp, TxnResult, TxnStep,
+};
 
 use crate::error;
 use crate::etcd_session::EtcdSession;
@@ -115,8 +117,8 @@ impl EtcdSession {
         Ok(Planned { fences, steps })
     }
 
-    /// Send the Txn (after making missing parents), again while a
-    /// create's parent was found gone.
+    /// Send the Txn; when a create found no parent, make the parents and
+    /// send it again.
     async fn commit_planned(&self, txn: &Transaction, planned: &Planned) -> Result<Vec<TxnResult>> {
         let shared = &self.shared;
         let _deleting: Vec<DeletingGuard<'_>> = planned
@@ -159,6 +161,16 @@ impl EtcdSession {
             match planned.interpret(&resp)? {
                 Ok(results) => return Ok(self.committed(planned, &resp, results).await),
                 Err(Failed::Step(step, failure)) => {
+                    if let (TxnStep::Op(i), TxnFailure::NoNode) = (step, failure) {
+                        // This session's contender node found gone: its
+                        // name is lent again, as after a single delete.
+                        if let Some(Step::Write(Plan::Delete(d))) = planned.steps.get(i) {
+                            let gone = Err::<(), _>(Error::NotFound {
+                                path: d.path.clone(),
+                            });
+                            self.deleted(&d.path, d.created, &gone);
+                        }
+                    }
                     let path = match step {
                         TxnStep::Fence(i) => txn.fences().get(i).map(|f| f.path.clone()),
                         TxnStep::Op(i) => txn.ops().get(i).map(|o| o.path().to_owned()),

@@ -74,7 +74,9 @@
 //! when one is missing, the parents are made (as a create of each would
 //! make it, with its missing ancestors) and the Txn is sent again, one
 //! more round trip each; a parent made for a transaction that then fails
-//! stays. A TTL create gets its lease before the Txn,
+//! stays. Every key a Txn writes gets its revision: the creates of one
+//! transaction share one create revision, so its sequential creates have
+//! the same sequence (and stamp). A TTL create gets its lease before the Txn,
 //! revoked again if the transaction is refused. An answer lost with the
 //! connection is `OutcomeUnknown` (all or nothing was applied), except for
 //! a transaction of checks alone, which is sent again.
