@@ -155,3 +155,38 @@ async fn a_transaction_deleting_a_contender_lends_its_name_again() {
     assert!(next.sequence > first.sequence);
     let _ = s.close().await;
 }
+
+/// A transaction whose parents are there is one request (one Txn), a
+/// refused one too; one whose create finds no parent costs the parent's
+/// create and the Txn once more.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_commit_is_one_request() {
+    let h = EtcdHarness::from_env();
+    let root = h.root("txn_one_request");
+    let s = h.open().await;
+    let cfg = s
+        .create(&format!("{root}/cfg"), b"1", CreateMode::Persistent)
+        .await
+        .expect("create");
+    let txn = Transaction::new()
+        .check(format!("{root}/cfg"), cfg.version)
+        .set(format!("{root}/cfg"), "2")
+        .create(format!("{root}/a"), "")
+        .create_with(format!("{root}/e"), "", CreateMode::Ephemeral);
+    let before = s.requests_sent().expect("counted");
+    s.commit(txn.clone()).await.expect("commit");
+    assert_eq!(s.requests_sent().expect("counted") - before, 1);
+    let before = s.requests_sent().expect("counted");
+    let refused = s.commit(txn).await;
+    assert!(
+        matches!(refused, Err(Error::TransactionFailed { .. })),
+        "{refused:?}"
+    );
+    assert_eq!(s.requests_sent().expect("counted") - before, 1);
+    let before = s.requests_sent().expect("counted");
+    s.commit(Transaction::new().create(format!("{root}/new/x"), ""))
+        .await
+        .expect("commit");
+    assert_eq!(s.requests_sent().expect("counted") - before, 3);
+    let _ = s.close().await;
+}

@@ -139,3 +139,27 @@ async fn a_child_of_an_ephemeral_node_is_refused_whole() {
     assert!(s.get("/eph/plain").await.expect("get").is_none());
     s.close().await.expect("close");
 }
+
+/// A transaction is one request (one script), applied or refused, with
+/// its missing parents made in the same script.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_commit_is_one_request() {
+    let h = RedisHarness::from_env();
+    let s = coord_redis::connect(h.options()).await.expect("connect");
+    let cfg = s
+        .create("/one/cfg", b"1", CreateMode::Persistent)
+        .await
+        .expect("create");
+    let txn = Transaction::new()
+        .check("/one/cfg", cfg.version)
+        .set("/one/cfg", "2")
+        .create("/one/new/deep/a", "")
+        .create_with("/one/e", "", CreateMode::Ephemeral);
+    for expect_ok in [true, false] {
+        let before = s.requests_sent().expect("counted");
+        let done = s.commit(txn.clone()).await;
+        assert_eq!(done.is_ok(), expect_ok, "{done:?}");
+        assert_eq!(s.requests_sent().expect("counted") - before, 1);
+    }
+    s.close().await.expect("close");
+}
