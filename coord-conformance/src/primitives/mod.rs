@@ -67,4 +67,5 @@ pub use txn::{
     prim_txn_checks_see_the_state_before, prim_txn_concurrent_conflicts_one_winner,
     prim_txn_cut_or_lost_answer_never_half_applied, prim_txn_failing_last_op_applies_nothing,
     prim_txn_fence_lost_refused, prim_txn_rules_refused_before_io,
+    prim_txn_sequential_creates_in_order,
 };

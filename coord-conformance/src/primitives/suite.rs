@@ -42,6 +42,7 @@ macro_rules! __primitives_tests {
             primitives::prim_txn_applies_every_op,
             primitives::prim_txn_failing_last_op_applies_nothing,
             primitives::prim_txn_checks_see_the_state_before,
+            primitives::prim_txn_sequential_creates_in_order,
             primitives::prim_txn_fence_lost_refused,
             primitives::prim_txn_concurrent_conflicts_one_winner,
             primitives::prim_txn_rules_refused_before_io,

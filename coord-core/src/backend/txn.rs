@@ -13,7 +13,8 @@
 //! 2. Every path is valid and not the root; data is at most
 //!    [`MAX_DATA_LEN`](crate::path::MAX_DATA_LEN) a node; a TTL mode's TTL
 //!    is in range (as for [`Session::create`](crate::Session::create)).
-//! 3. Each path is written (created, set or deleted) by at most one op,
+//! 3. Each path is written (created, set or deleted) by at most one op
+//!    (sequential creates may share a prefix: each makes its own node),
 //!    and no written path lies under another written path (`/a` and `/a/b`
 //!    cannot both be written): every backend can then apply the writes in
 //!    any order with the same result.
@@ -290,17 +291,25 @@ impl Transaction {
                 mode.validate()?;
             }
         }
-        let mut written: Vec<&str> = self
+        // (path, whether it is a sequential create's prefix)
+        let mut written: Vec<(&str, bool)> = self
             .ops
             .iter()
             .filter(|op| op.writes())
-            .map(TxnOp::path)
+            .map(|op| {
+                let sequential = matches!(op, TxnOp::Create { mode, .. } if mode.is_sequential());
+                (op.path(), sequential)
+            })
             .collect();
         written.sort_unstable();
         // Sorted, a path under another comes right after it or after
         // siblings under it, so comparing neighbours finds every pair.
+        // Sequential creates may share a prefix: each makes its own node.
         for pair in written.windows(2) {
-            let (a, b) = (pair[0], pair[1]);
+            let ((a, a_seq), (b, b_seq)) = (pair[0], pair[1]);
+            if a == b && a_seq && b_seq {
+                continue;
+            }
             if a == b {
                 return Err(Error::InvalidArgument(format!(
                     "a transaction writes {a} twice; write each path once"
@@ -406,6 +415,15 @@ mod tests {
             .create("/a/bc", "")
             .delete("/a/b");
         assert!(refused(&nested, &ROOMY).contains("/a/b/c, which is under it"));
+        // Sequential creates share a prefix, each making its own node.
+        let queue = Transaction::new()
+            .create_with("/q/item-", "1", CreateMode::PersistentSequential)
+            .create_with("/q/item-", "2", CreateMode::EphemeralSequential);
+        assert!(queue.validate(&ROOMY).is_ok());
+        let mixed = Transaction::new()
+            .create_with("/q/item-", "1", CreateMode::PersistentSequential)
+            .set("/q/item-", "2");
+        assert!(refused(&mixed, &ROOMY).contains("twice"));
         // Siblings sharing a prefix are not nested; checks may name any path.
         let fine = Transaction::new()
             .create("/a/b", "")
