@@ -33,7 +33,7 @@
 //! | `redis` | Redis 7 (`coord-redis`) | `redis://…`, `rediss://…` | nothing |
 //! | `full` | all of the above | | `protoc` |
 //! | `metrics` | (no backend) metrics through the `metrics` facade: see [`telemetry`] | | nothing |
-//! | `serde` | (no backend) JSON for a typed shared value: [`TypedSharedValue::new`], [`Json`](coord_core::recipes::Json) | | nothing |
+//! | `serde` | (no backend) JSON for a typed shared value: `TypedSharedValue::new`, `Json` | | nothing |
 //!
 //! No feature is on by default: the default build needs no server and no
 //! `protoc`. A URL whose backend is not compiled in fails with

@@ -15,7 +15,7 @@ use crate::session::Session;
 
 /// A shared value holding a `T`, stored as its codec's bytes (Curator's
 /// `SharedValue` with a serializer; an etcd STM key holding JSON). Made by
-/// [`TypedSharedValue::new`] (JSON through serde, with the `serde`
+/// `TypedSharedValue::new` (JSON through serde, with the `serde`
 /// feature) or [`TypedSharedValue::with_codec`] (any [`Codec`]). The same
 /// calls as [`SharedValue`], typed, plus [`TypedSharedValue::update`]:
 /// read, compute, compare-and-set, retried until it lands.
