@@ -6,9 +6,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use coord_core::path::join;
 use coord_core::recipes::{SharedCount, SharedValue, TypedSharedValue, Update, Versioned};
-use coord_core::{CreateMode, Error};
+use coord_core::{CreateMode, Error, SessionState};
 use tokio::task::JoinSet;
 
+use crate::faults::SHORT_FAULT_TIMEOUT;
 use crate::{within, Harness};
 
 /// The watcher's next item, which must come within [`crate::WAIT`] and be
@@ -452,6 +453,69 @@ pub async fn shared_value_typed_json(h: &dyn Harness) {
     let _ = b.close().await;
 }
 
+/// Rounds of [`shared_count_lost_answer_counts_once`].
+const LOST_ROUNDS: usize = 6;
+
+/// A write of a shared count whose answer is lost (the request reaches the
+/// server, the answer never comes back, the connection closes): with one
+/// writer, the count moves by exactly one each round — a `try_set`, an
+/// `add` or a `set` either reports success, or fails as "outcome unknown"
+/// having landed once; it is never repeated on top of itself, and nothing
+/// else is returned. An `add` and a `set` read first, so theirs may be
+/// the lost answer: a read retried, then the write. (In memory the hook
+/// loses create answers only, so there the writes simply succeed.)
+pub async fn shared_count_lost_answer_counts_once(h: &dyn Harness) {
+    let path = join(&h.root("shared_count_lost_answer_counts_once"), "c");
+    let (faulty, fault) = h.open_faulty(SHORT_FAULT_TIMEOUT).await;
+    let observer = h.open().await;
+    let c = SharedCount::new(&faulty, &path).expect("count");
+    let seen = SharedCount::new(&observer, &path).expect("count");
+    let mut rounds = Vec::new();
+    for round in 0..LOST_ROUNDS {
+        let mut state = faulty.state_watch();
+        within(
+            "connected before the round",
+            state.wait_for(|s| *s == SessionState::Connected),
+        )
+        .await
+        .expect("state watch");
+        let before = c.get().await.expect("get");
+        fault.lose_next_answer();
+        let r = match round % 3 {
+            0 => within(
+                "the try_set whose answer was lost",
+                c.try_set(before.version, before.value + 1),
+            )
+            .await
+            .map(|set| assert!(set, "round {round}: a lone writer's try_set failed")),
+            1 => within("the add whose answer was lost", c.add(1))
+                .await
+                .map(|o| assert_eq!((o.pre, o.post), (before.value, before.value + 1))),
+            _ => within("the set whose answer was lost", c.set(before.value + 1))
+                .await
+                .map(drop),
+        };
+        let now = seen.get().await.expect("get by the observer").value;
+        assert_eq!(
+            now,
+            before.value + 1,
+            "round {round}: the write counted {} times ({r:?})",
+            now - before.value
+        );
+        match &r {
+            Ok(()) => rounds.push("ok".to_owned()),
+            Err(Error::OutcomeUnknown { .. }) => rounds.push("outcome unknown".to_owned()),
+            Err(e) => panic!("round {round}: {e}"),
+        }
+    }
+    println!(
+        "shared count lost-answer rounds: backend={} {rounds:?}",
+        h.name()
+    );
+    let _ = faulty.close().await;
+    let _ = observer.close().await;
+}
+
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __shared_value_tests {
@@ -464,6 +528,7 @@ macro_rules! __shared_value_tests {
             shared_value::shared_value_close_ends_watchers,
             shared_value::shared_count_is_curators_format,
             shared_value::shared_count_concurrent_adds_all_count,
+            shared_value::shared_count_lost_answer_counts_once,
             shared_value::shared_value_typed_json,
         );
     };
