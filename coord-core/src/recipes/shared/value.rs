@@ -168,7 +168,7 @@ impl SharedValue {
 
     /// Read the node, creating it with the initial value when missing;
     /// retryable errors are retried.
-    pub(super) async fn read(&self) -> Result<Versioned<Vec<u8>>> {
+    pub(crate) async fn read(&self) -> Result<Versioned<Vec<u8>>> {
         let mut attempt = 0;
         loop {
             match self.session.get(&self.node).await {
@@ -275,7 +275,7 @@ impl SharedValue {
     /// Write `data` if the node is at `version`: `Some(new version)`, or
     /// `None` when it is not (a conflict). Retries a lost connection when
     /// a read shows the write did not land.
-    pub(super) async fn try_write(&self, version: u64, data: &[u8]) -> Result<Option<u64>> {
+    pub(crate) async fn try_write(&self, version: u64, data: &[u8]) -> Result<Option<u64>> {
         let mut attempt = 0;
         loop {
             match self.session.set(&self.node, data, Some(version)).await {
