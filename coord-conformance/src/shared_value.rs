@@ -10,7 +10,7 @@ use coord_core::{CreateMode, Error, SessionState};
 use tokio::task::JoinSet;
 
 use crate::faults::SHORT_FAULT_TIMEOUT;
-use crate::{within, Harness};
+use crate::{await_state, within, Harness};
 
 /// The watcher's next item, which must come within [`crate::WAIT`] and be
 /// `Ok`.
@@ -472,13 +472,7 @@ pub async fn shared_count_lost_answer_counts_once(h: &dyn Harness) {
     let seen = SharedCount::new(&observer, &path).expect("count");
     let mut rounds = Vec::new();
     for round in 0..LOST_ROUNDS {
-        let mut state = faulty.state_watch();
-        within(
-            "connected before the round",
-            state.wait_for(|s| *s == SessionState::Connected),
-        )
-        .await
-        .expect("state watch");
+        await_state(&faulty, SessionState::Connected).await;
         let before = c.get().await.expect("get");
         fault.lose_next_answer();
         let r = match round % 3 {
@@ -495,23 +489,18 @@ pub async fn shared_count_lost_answer_counts_once(h: &dyn Harness) {
                 .await
                 .map(drop),
         };
-        let now = seen.get().await.expect("get by the observer").value;
+        let moved = seen.get().await.expect("get by the observer").value - before.value;
         assert_eq!(
-            now,
-            before.value + 1,
-            "round {round}: the write counted {} times ({r:?})",
-            now - before.value
+            moved, 1,
+            "round {round}: the write counted {moved} times ({r:?})"
         );
-        match &r {
-            Ok(()) => rounds.push("ok".to_owned()),
-            Err(Error::OutcomeUnknown { .. }) => rounds.push("outcome unknown".to_owned()),
+        rounds.push(match r {
+            Ok(()) => "ok",
+            Err(Error::OutcomeUnknown { .. }) => "outcome unknown",
             Err(e) => panic!("round {round}: {e}"),
-        }
+        });
     }
-    println!(
-        "shared count lost-answer rounds: backend={} {rounds:?}",
-        h.name()
-    );
+    println!("shared count lost answers: {} {rounds:?}", h.name());
     let _ = faulty.close().await;
     let _ = observer.close().await;
 }

@@ -26,7 +26,8 @@ use crate::session::Session;
 /// big-endian binary integer; coord refuses those bytes with
 /// [`Error::InvalidArgument`] (they are not decimal text — unless they
 /// happen to be ASCII digits, when coord misreads them), and Curator
-/// misreads coord's text. Do not share a counter node with Curator.
+/// misreads coord's text. Do not share a counter node with Curator: for
+/// Curator's `SharedCount`, use [`SharedCount`](super::SharedCount).
 ///
 /// Every change is a compare-and-set on the node's version: [`Counter::add`]
 /// reads, computes, and writes only if nobody wrote meanwhile, and on a
