@@ -453,6 +453,50 @@ pub async fn shared_value_typed_json(h: &dyn Harness) {
     let _ = b.close().await;
 }
 
+/// A watcher whose connection is cut while another session writes (and
+/// deletes, and writes again) still reaches the latest value once the
+/// connection is back within the session timeout: a lost connection is
+/// retried, never an end of the watcher, and no change is lost for good.
+pub async fn shared_value_watch_catches_up_after_cut(h: &dyn Harness) {
+    let path = join(&h.root("shared_value_watch_catches_up_after_cut"), "v");
+    let (faulty, fault) = h.open_faulty(SHORT_FAULT_TIMEOUT).await;
+    let writer = h.open().await;
+    let v = SharedValue::new(&writer, &path).expect("value");
+    v.set("before").await.expect("set");
+    let mut watcher = SharedValue::new(&faulty, &path).expect("value").watch();
+    assert_eq!(
+        next_value("the value now", &mut watcher)
+            .await
+            .map(|v| v.value),
+        Some(b"before".to_vec())
+    );
+    let pending = tokio::spawn(async move {
+        let mut last = None;
+        while last
+            .as_ref()
+            .map(|v: &Versioned<Vec<u8>>| v.value.as_slice())
+            != Some(b"after")
+        {
+            last = next_value("the value after the heal", &mut watcher).await;
+        }
+        last.map(|v| v.version)
+    });
+    fault.cut();
+    await_state(&faulty, SessionState::Suspended).await;
+    v.set("during").await.expect("set");
+    writer.delete(&path, None).await.expect("delete");
+    let version = v.set("after").await.expect("set");
+    fault.heal();
+    assert_eq!(
+        within("the watcher catches up", pending)
+            .await
+            .expect("task"),
+        Some(version)
+    );
+    let _ = faulty.close().await;
+    let _ = writer.close().await;
+}
+
 /// Rounds of [`shared_count_lost_answer_counts_once`].
 const LOST_ROUNDS: usize = 6;
 
@@ -515,6 +559,7 @@ macro_rules! __shared_value_tests {
             shared_value::shared_value_cas_exactly_one_wins,
             shared_value::shared_value_watch_sees_last_of_burst,
             shared_value::shared_value_close_ends_watchers,
+            shared_value::shared_value_watch_catches_up_after_cut,
             shared_value::shared_count_is_curators_format,
             shared_value::shared_count_concurrent_adds_all_count,
             shared_value::shared_count_lost_answer_counts_once,
