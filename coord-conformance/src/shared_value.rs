@@ -74,6 +74,27 @@ pub async fn shared_value_missing_node_made_by_set(h: &dyn Harness) {
         })
     );
     assert_eq!(va.get().await.expect("get").value, b"made");
+
+    // Under a parent that does not exist yet either.
+    let deep = join(&root, "not/yet/there");
+    let mut watcher = SharedValue::new(&a, &deep).expect("value").watch();
+    assert_eq!(
+        next_value("a node under a missing parent", &mut watcher).await,
+        None
+    );
+    let pending = tokio::spawn(async move { next_value("the deep node made", &mut watcher).await });
+    let version = SharedValue::new(&b, &deep)
+        .expect("value")
+        .set("deep")
+        .await
+        .expect("set under a missing parent");
+    assert_eq!(
+        within("the watcher task", pending).await.expect("task"),
+        Some(Versioned {
+            value: b"deep".to_vec(),
+            version
+        })
+    );
     for bad in ["relative", "/", "/a//b", "/a/"] {
         assert!(
             matches!(SharedValue::new(&a, bad), Err(Error::InvalidPath { .. })),
