@@ -265,8 +265,8 @@ pub async fn shared_value_watch_sees_last_of_burst(h: &dyn Harness) {
 }
 
 /// `close` ends every watcher of the value and of its clones (a pending
-/// `next` returns `None`) and refuses later calls; the node stays, and a
-/// new value on the same node works.
+/// `next` returns `SessionClosed`, then `None`) and refuses later calls;
+/// the node stays, and a new value on the same node works.
 pub async fn shared_value_close_ends_watchers(h: &dyn Harness) {
     let path = join(&h.root("shared_value_close_ends_watchers"), "v");
     let s = h.open().await;
@@ -274,7 +274,10 @@ pub async fn shared_value_close_ends_watchers(h: &dyn Harness) {
     v.set("kept").await.expect("set");
     let mut watcher = v.clone().watch();
     assert!(next_value("the value now", &mut watcher).await.is_some());
-    let pending = tokio::spawn(async move { watcher.next().await.is_none() });
+    let pending = tokio::spawn(async move {
+        let end = watcher.next().await;
+        matches!(end, Some(Err(Error::SessionClosed))) && watcher.next().await.is_none()
+    });
     let clone = v.clone();
     clone.close();
     assert!(
@@ -284,7 +287,9 @@ pub async fn shared_value_close_ends_watchers(h: &dyn Harness) {
     assert!(v.is_closed());
     assert!(matches!(v.get().await, Err(Error::InvalidArgument(_))));
     assert!(matches!(v.set("x").await, Err(Error::InvalidArgument(_))));
-    assert!(v.watch().next().await.is_none());
+    let mut late = v.watch();
+    assert!(matches!(late.next().await, Some(Err(Error::SessionClosed))));
+    assert!(late.next().await.is_none());
     let fresh = SharedValue::new(&s, &path).expect("value");
     assert_eq!(fresh.get().await.expect("get").value, b"kept");
     let _ = s.close().await;

@@ -41,7 +41,11 @@ async fn main() -> common::Result {
         "the app sees the mode {:?}",
         String::from_utf8_lossy(&seen.ok_or("missing")?.value)
     );
-    mode.close(); // ends the watcher
+    mode.close(); // ends the watcher: SessionClosed once, then None
+    assert!(matches!(
+        changes.next().await,
+        Some(Err(coordination::Error::SessionClosed))
+    ));
     assert!(changes.next().await.is_none());
 
     // A typed value: JSON through serde. `update` reads, changes and

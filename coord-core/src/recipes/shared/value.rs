@@ -124,9 +124,10 @@ impl SharedValue {
     }
 
     /// End this value's use: every watcher made from it or a clone ends
-    /// (its pending and later `next` return `None`), and every later call
-    /// of it or a clone fails with [`Error::InvalidArgument`]. The node
-    /// stays; nothing is written (Curator's `close`).
+    /// (its pending or next `next` returns [`Error::SessionClosed`], then
+    /// `None`), and every later call of it or a clone fails with
+    /// [`Error::InvalidArgument`]. The node stays; nothing is written
+    /// (Curator's `close`).
     pub fn close(&self) {
         self.closed.send_replace(true);
     }

@@ -43,11 +43,14 @@ impl SharedValue {
 /// (`T` is `Vec<u8>` for a [`SharedValue`], the codec's type for a
 /// [`TypedSharedValue`](super::TypedSharedValue)). An
 /// [`Error::InvalidArgument`] (data the codec cannot decode) or a lost
-/// connection leaves it going; any other error is its last item. It ends
-/// (`None`) once its value is [closed](SharedValue::close).
+/// connection leaves it going; any other error is its last item. Once its
+/// value is [closed](SharedValue::close), it yields
+/// [`Error::SessionClosed`] once, then ends.
 pub struct SharedValueWatcher<T = Vec<u8>, C = RawBytes> {
     follow: Resumable<Follow>,
     closed: watch::Receiver<bool>,
+    /// The close was reported (`Err(SessionClosed)`): only `None` now.
+    ended: bool,
     node: String,
     codec: Arc<C>,
     value: PhantomData<fn() -> T>,
@@ -66,6 +69,7 @@ impl<T, C: Codec<T>> SharedValueWatcher<T, C> {
     pub(super) fn new(value: SharedValue, codec: Arc<C>) -> Self {
         SharedValueWatcher {
             closed: value.closed_watch(),
+            ended: false,
             node: value.path().to_owned(),
             follow: Resumable::new(Follow {
                 value,
@@ -80,15 +84,16 @@ impl<T, C: Codec<T>> SharedValueWatcher<T, C> {
     /// The next value: the current one on the first call, then the first
     /// one of a version other than the last one returned (`None` inside:
     /// the node is missing); `None` after an error other than
-    /// `InvalidArgument` or `ConnectionLost`, and once the value is closed.
+    /// `InvalidArgument` or `ConnectionLost`.
     /// The same as
     /// [`StreamExt::next`](https://docs.rs/futures/latest/futures/stream/trait.StreamExt.html#method.next).
     ///
     /// # Errors
     /// `Some(Err)`: [`Error::InvalidArgument`] when the node holds data
     /// the codec cannot decode (the watcher stays usable: the next call
-    /// waits for the next change); the session's end; backend errors. Lost
-    /// connections are retried.
+    /// waits for the next change); [`Error::SessionClosed`] once the value
+    /// is closed; the session's end; backend errors. Lost connections are
+    /// retried.
     ///
     /// # Cancel safety
     /// Cancel safe: dropped while waiting, no change is consumed; the next
@@ -98,12 +103,19 @@ impl<T, C: Codec<T>> SharedValueWatcher<T, C> {
     }
 
     fn poll_item(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Option<Versioned<T>>>>> {
-        if *self.closed.borrow() {
+        if self.ended {
             return Poll::Ready(None);
+        }
+        // Closed before or during this step: the end, reported once, as a
+        // closed cache reports its own.
+        if *self.closed.borrow() {
+            self.ended = true;
+            return Poll::Ready(Some(Err(Error::SessionClosed)));
         }
         let item = std::task::ready!(self.follow.poll_next(cx));
         if *self.closed.borrow() {
-            return Poll::Ready(None);
+            self.ended = true;
+            return Poll::Ready(Some(Err(Error::SessionClosed)));
         }
         Poll::Ready(item.map(|r| {
             r.and_then(|seen| {
@@ -197,7 +209,7 @@ impl Advance for Follow {
         let mut closed = self.value.closed_watch();
         tokio::select! {
             r = self.step() => r,
-            // Closed: the watcher returns `None`; this error is not shown.
+            // Closed: the watcher reports it (see `poll_item`).
             () = async {
                 if closed.wait_for(|c| *c).await.is_err() {
                     // No sender: never closed (it lives in `self.value`).
