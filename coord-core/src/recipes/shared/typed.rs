@@ -191,8 +191,7 @@ impl<T, C: Codec<T>> TypedSharedValue<T, C> {
     /// applied (once at most).
     pub async fn update<F>(&self, mut f: F) -> Result<Update<T>>
     where
-        F: FnMut(&T) -> Result<T> + Send,
-        T: Send,
+        F: FnMut(&T) -> Result<T>,
     {
         let mut attempt = 0;
         loop {
