@@ -3,13 +3,11 @@
 //! version for version, and adds from both sides at once all count (both
 //! compare-and-set on the node's version). The Curator side is
 //! tests/interop/SharedCountPeer.java (Debian's libcurator-recipes-java),
-//! compiled here with javac; a missing JDK or jar fails the test and says
+//! compiled here with javac beside Peers.java (its watchdog); a missing JDK or jar fails the test and says
 //! how to install it (scripts/test-all does).
 
 mod common;
 
-use std::path::Path;
-use std::process::Command;
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -20,9 +18,8 @@ const PEER_JAVA: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/tests/interop/SharedCountPeer.java"
 );
-/// Where Debian puts the Curator jars (their manifests name their own
-/// dependencies).
-const JARS: &str = "/usr/share/java";
+/// Compiled with it: its watchdog (a peer exits once the test is gone).
+const PEERS_JAVA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/interop/Peers.java");
 const INSTALL: &str = "scripts/test-all installs the peers (see scripts/servers/zk.sh): \
     apt-get install default-jdk-headless libcurator-recipes-java";
 /// Adds on each side in [`zk_shared_count_coord_and_curator`].
@@ -32,37 +29,22 @@ fn zk_hosts() -> String {
     common::server_url("COORD_TEST_ZK", str::to_owned)
 }
 
-/// The class path of the compiled peer, compiled once per test run into a
-/// fresh directory under the target directory.
+/// The class path of the compiled peer, compiled once per test run.
 fn classpath() -> &'static str {
     static CP: OnceLock<String> = OnceLock::new();
     CP.get_or_init(|| {
-        let recipes = format!("{JARS}/curator-recipes.jar");
-        assert!(
-            Path::new(&recipes).exists(),
-            "{recipes} is missing: {INSTALL}"
-        );
-        let out = Path::new(env!("CARGO_TARGET_TMPDIR"))
-            .join("interop-shared-java")
-            .join(uuid::Uuid::new_v4().simple().to_string());
-        std::fs::create_dir_all(&out).unwrap_or_else(|e| panic!("mkdir {}: {e}", out.display()));
-        let o = Command::new("javac")
-            .args(["-nowarn", "-d"])
-            .arg(&out)
-            .args(["-cp", &recipes, PEER_JAVA])
-            .output()
-            .unwrap_or_else(|e| panic!("javac: {e}. {INSTALL}"));
-        assert!(
-            o.status.success(),
-            "javac {PEER_JAVA} failed: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        format!("{}:{recipes}:{JARS}/slf4j-nop.jar", out.display())
+        common::javac(
+            "interop-shared-java",
+            &["curator-recipes"],
+            &[PEER_JAVA, PEERS_JAVA],
+            INSTALL,
+        )
     })
 }
 
 /// Run the Curator peer on `path` with `args`; its one line of output.
-/// Panics when it fails (it gives up by itself after 60 s).
+/// Panics when it fails (it gives up by itself after 60 s, or once this
+/// process is gone).
 async fn curator(path: &str, args: &[&str]) -> String {
     let out = tokio::process::Command::new("java")
         .args(["-Xmx64m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"])

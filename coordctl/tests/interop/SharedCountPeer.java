@@ -6,8 +6,8 @@
 //   java SharedCountPeer HOSTS PATH set V        setCount(V), prints "set V"
 //   java SharedCountPeer HOSTS PATH await V      prints "saw V" once its
 //       listener (or its first read) has seen the count V
-// Every mode gives up after 60 s (exit 2) so a stuck peer never outlives
-// its test.
+// Every mode gives up after 60 s (exit 3, Peers.watchdog) so a stuck
+// peer never outlives its test.
 
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -24,17 +24,9 @@ import org.apache.curator.retry.ExponentialBackoffRetry;
 public class SharedCountPeer {
     public static void main(String[] args) throws Exception {
         String hosts = args[0], path = args[1], mode = args[2];
-        Thread watchdog = new Thread(() -> {
-            try {
-                Thread.sleep(60_000);
-            } catch (InterruptedException e) {
-                return;
-            }
-            System.err.println("gave up after 60 s");
-            System.exit(2);
-        });
-        watchdog.setDaemon(true);
-        watchdog.start();
+        // Peers.java's (compiled beside this file): halt at the deadline,
+        // or once the test that started us is gone.
+        Peers.watchdog(System.currentTimeMillis() + 60_000);
         CuratorFramework client = CuratorFrameworkFactory.newClient(
             hosts, 10_000, 5_000, new ExponentialBackoffRetry(50, 10));
         client.start();
