@@ -110,6 +110,7 @@ pub mod semaphore;
 pub mod server;
 pub mod server_restart;
 mod service;
+pub mod shared_value;
 mod suite;
 mod support;
 pub mod tree_watch;

@@ -25,6 +25,7 @@ macro_rules! conformance_tests {
         $crate::__periodic_job_tests!($make);
         $crate::__counter_tests!($make);
         $crate::__discovery_tests!($make);
+        $crate::__shared_value_tests!($make);
         $crate::__cache_tests!($make);
         $crate::__tree_watch_tests!($make);
         $crate::__ttl_tests!($make);

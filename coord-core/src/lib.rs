@@ -19,11 +19,12 @@
 //! |---|---|---|
 //! | `metrics` | metrics (lock wait times, waiters, holders, lost holds, session states, queue depths) through the [`metrics`](https://docs.rs/metrics) facade: see [`telemetry`] | the `metrics` crate |
 //! | `tls-probe` | for backend authors: the one TLS handshake probe the ZooKeeper and etcd backends share (`backend::tls_probe`), and the sniff of what listens at an address after a failed connect (`backend::sniff`) | rustls (ring provider), the public web roots |
+//! | `serde` | the JSON codec of a typed shared value (`recipes::Json`, `TypedSharedValue::new`) | `serde` (serde_json is always compiled: discovery needs it) |
 //!
-//! Both are off by default: without them coord-core compiles no metrics
+//! All are off by default: without them coord-core compiles no metrics
 //! code and no TLS stack. Through the `coordination` facade, turn on its
-//! `metrics` feature; the backends that need `tls-probe` turn it on
-//! themselves.
+//! `metrics` or `serde` feature; the backends that need `tls-probe` turn
+//! it on themselves.
 //!
 //! # Event streams
 //! Everything that reports a sequence of events — the caches, the

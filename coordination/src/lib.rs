@@ -33,6 +33,7 @@
 //! | `redis` | Redis 7 (`coord-redis`) | `redis://…`, `rediss://…` | nothing |
 //! | `full` | all of the above | | `protoc` |
 //! | `metrics` | (no backend) metrics through the `metrics` facade: see [`telemetry`] | | nothing |
+//! | `serde` | (no backend) JSON for a typed shared value: `TypedSharedValue::new`, `Json` | | nothing |
 //!
 //! No feature is on by default: the default build needs no server and no
 //! `protoc`. A URL whose backend is not compiled in fails with
@@ -126,6 +127,8 @@ pub use duration::{
 };
 pub use error::ConnectError;
 
+#[cfg(feature = "serde")]
+pub use coord_core::recipes::Json;
 pub use coord_core::recipes::{
     period_index, revocation, while_held, AddOutcome, Barrier, Contender, ContenderState, Counter,
     CounterWatcher, Delivery, DoubleBarrier, Election, ElectionEvent, ElectionLayout,
@@ -133,6 +136,10 @@ pub use coord_core::recipes::{
     Leadership, Lease, Lock, LockGuard, Member, Membership, MultiLock, MultiLockGuard, OnCrash,
     Participant, PeriodicJob, Queue, ReadLock, ReentrantLock, ReliableQueue, RunContext,
     RunOutcome, RwLock, Semaphore, SemaphoreMutex, SimpleLock, WriteLock,
+};
+pub use coord_core::recipes::{
+    BigEndianI32, Codec, CodecError, RawBytes, SharedCount, SharedCountWatcher, SharedValue,
+    SharedValueWatcher, TypedSharedValue, Update, Versioned,
 };
 pub use coord_core::recipes::{CacheEvent, ChildrenCache, NodeCache, TreeCache};
 pub use coord_core::recipes::{

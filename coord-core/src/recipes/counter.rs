@@ -1,12 +1,11 @@
 //! A shared counter (`Counter`, `CounterWatcher`): one `i64` many sessions read, set and add to.
 
+use super::shared::SharedValue;
 use crate::backend::backoff::Backoff;
-use crate::backend::node::{CreateMode, Node};
 use crate::backend::watch::Watch;
 use crate::error::{Error, Result};
-use crate::machinery::retry::{backoff, pause};
+use crate::machinery::retry::backoff;
 use crate::machinery::stream::{resumable_stream, Advance, Resumable};
-use crate::path;
 use crate::session::Session;
 
 /// A shared counter: one `i64` many sessions read, set and add to (kazoo
@@ -27,7 +26,8 @@ use crate::session::Session;
 /// big-endian binary integer; coord refuses those bytes with
 /// [`Error::InvalidArgument`] (they are not decimal text — unless they
 /// happen to be ASCII digits, when coord misreads them), and Curator
-/// misreads coord's text. Do not share a counter node with Curator.
+/// misreads coord's text. Do not share a counter node with Curator: for
+/// Curator's `SharedCount`, use [`SharedCount`](super::SharedCount).
 ///
 /// Every change is a compare-and-set on the node's version: [`Counter::add`]
 /// reads, computes, and writes only if nobody wrote meanwhile, and on a
@@ -36,8 +36,9 @@ use crate::session::Session;
 /// "promoted to a lock" fallback as in Curator's `DistributedAtomicLong`:
 /// the retry loop with backoff is the whole mechanism.
 ///
-/// A write whose answer is lost to a dropped connection may or may not
-/// have landed. `add` then reads the node again: if it is still at the
+/// The node's reads and writes are a [`SharedValue`]'s (the counter is
+/// one, holding decimal text). A write whose answer is lost to a dropped
+/// connection may or may not have landed. `add` then reads the node again: if it is still at the
 /// version the write expected, the write did not land and the add goes on
 /// (retrying); if it moved, nobody can tell (another session may have
 /// written the same bytes), so `add` never writes again (which could count
@@ -62,8 +63,8 @@ use crate::session::Session;
 /// ```
 #[derive(Debug, Clone)]
 pub struct Counter {
-    session: Session,
-    node: String,
+    /// The node, with the initial value's text as its initial bytes.
+    value: SharedValue,
     initial: i64,
 }
 
@@ -112,10 +113,8 @@ impl Counter {
     /// # Errors
     /// [`Error::InvalidPath`] for a bad path or `/`.
     pub fn new(session: &Session, path: &str) -> Result<Self> {
-        path::validate_non_root(path)?;
         Ok(Counter {
-            session: session.clone(),
-            node: path.to_owned(),
+            value: SharedValue::new(session, path)?.with_initial(encode(0)),
             initial: 0,
         })
     }
@@ -124,43 +123,23 @@ impl Counter {
     /// anyone wrote it, and while its node has no data. The first read or
     /// write makes the node (holding `initial`, for a read); every session
     /// must agree on `initial` (kazoo's `default`, Curator's `seedValue`).
-    pub fn with_initial(mut self, initial: i64) -> Self {
-        self.initial = initial;
-        self
+    pub fn with_initial(self, initial: i64) -> Self {
+        Counter {
+            value: self.value.with_initial(encode(initial)),
+            initial,
+        }
     }
 
     /// The counter's node.
     pub fn path(&self) -> &str {
-        &self.node
+        self.value.path()
     }
 
     /// Read the node, creating it with the initial value when missing;
     /// retryable errors are retried. Returns the value and version.
     async fn read(&self) -> Result<(i64, u64)> {
-        let mut attempt = 0;
-        loop {
-            match self.session.get(&self.node).await {
-                Ok(Some(node)) => {
-                    return Ok((
-                        parse(&self.node, &node.data, self.initial)?,
-                        node.stat.version,
-                    ))
-                }
-                Ok(None) => match self
-                    .session
-                    .create(&self.node, &encode(self.initial), CreateMode::Persistent)
-                    .await
-                {
-                    Ok(c) => return Ok((self.initial, c.version)),
-                    // Someone else made it, or our lost create did: read it.
-                    Err(Error::AlreadyExists { .. }) => {}
-                    Err(e) if e.is_retryable() => pause(&self.session, &mut attempt).await,
-                    Err(e) => return Err(e),
-                },
-                Err(e) if e.is_retryable() => backoff(&mut attempt).await,
-                Err(e) => return Err(e),
-            }
-        }
+        let now = self.value.read().await?;
+        Ok((parse(self.path(), &now.value, self.initial)?, now.version))
     }
 
     /// The value and the node's version (for
@@ -194,41 +173,7 @@ impl Counter {
     /// # Cancel safety
     /// Not cancel safe: dropped, the value may or may not have been set.
     pub async fn set(&self, value: i64) -> Result<u64> {
-        let mut attempt = 0;
-        loop {
-            match self.read_node().await? {
-                Some(node) => {
-                    if let Some(version) = self.try_write(node.stat.version, value).await? {
-                        return Ok(version);
-                    }
-                }
-                None => match self
-                    .session
-                    .create(&self.node, &encode(value), CreateMode::Persistent)
-                    .await
-                {
-                    Ok(c) => return Ok(c.version),
-                    // Made meanwhile (by someone, or by our create whose
-                    // answer was lost): set it over.
-                    Err(Error::AlreadyExists { .. }) => continue,
-                    Err(e) if e.is_retryable() => {
-                        // Did the create land? Made with our value: yes
-                        // (or someone set the same, which is as good).
-                        // Missing: no, try again. Anything else: unknown.
-                        pause(&self.session, &mut attempt).await;
-                        match self.read_node().await? {
-                            None => continue,
-                            Some(node) if node.data == encode(value) => {
-                                return Ok(node.stat.version)
-                            }
-                            other => return Err(self.unknown(value, other.as_ref())),
-                        }
-                    }
-                    Err(e) => return Err(e),
-                },
-            }
-            Backoff::RECIPES.sleep(&mut attempt).await;
-        }
+        self.value.set(encode(value)).await
     }
 
     /// Set the value to `value` only if the node is still at `version` (as
@@ -274,59 +219,9 @@ impl Counter {
     }
 
     /// Write `value` if the node is at `version`: `Some(new version)`, or
-    /// `None` when it is not (a conflict). Retries a lost connection when
-    /// a read shows the write did not land.
+    /// `None` when it is not (a conflict); see [`SharedValue::try_set`].
     async fn try_write(&self, version: u64, value: i64) -> Result<Option<u64>> {
-        let data = encode(value);
-        let mut attempt = 0;
-        loop {
-            match self.session.set(&self.node, &data, Some(version)).await {
-                Ok(stat) => return Ok(Some(stat.version)),
-                Err(Error::VersionMismatch { .. }) | Err(Error::NotFound { .. }) => {
-                    return Ok(None)
-                }
-                Err(e) if e.is_retryable() => {
-                    pause(&self.session, &mut attempt).await;
-                    // Did it land? Unchanged version: no, write again.
-                    match self.read_node().await? {
-                        Some(node) if node.stat.version == version => {}
-                        other => return Err(self.unknown(value, other.as_ref())),
-                    }
-                }
-                Err(e) => return Err(e),
-            }
-        }
-    }
-
-    /// The error of a write of `value` whose answer was lost while the
-    /// node (now `node`, or gone) moved: whether it landed cannot be known.
-    fn unknown(&self, value: i64, node: Option<&Node>) -> Error {
-        let now = match node {
-            Some(n) => format!(
-                "it now holds {:?}",
-                String::from_utf8_lossy(&n.data[..n.data.len().min(32)])
-            ),
-            None => "it is now gone".to_owned(),
-        };
-        Error::OutcomeUnknown {
-            path: self.node.clone(),
-            detail: format!(
-                "the answer to our write of {value} to the counter was lost, and the node has \
-                 changed since ({now}); the write was not repeated"
-            ),
-        }
-    }
-
-    /// Read the raw node, retrying retryable errors.
-    async fn read_node(&self) -> Result<Option<Node>> {
-        let mut attempt = 0;
-        loop {
-            match self.session.get(&self.node).await {
-                Ok(n) => return Ok(n),
-                Err(e) if e.is_retryable() => backoff(&mut attempt).await,
-                Err(e) => return Err(e),
-            }
-        }
+        self.value.try_write(version, &encode(value)).await
     }
 
     /// Add `delta` (negative to subtract) atomically: read, write
@@ -354,7 +249,7 @@ impl Counter {
             let post = pre.checked_add(delta).ok_or_else(|| {
                 Error::InvalidArgument(format!(
                     "adding {delta} to the counter {} ({pre}) overflows an i64",
-                    self.node
+                    self.path()
                 ))
             })?;
             if let Some(version) = self.try_write(version, post).await? {
@@ -454,8 +349,8 @@ impl Advance for Follow {
                     Err(e) => return Err(e),
                 }
             }
-            let session = &self.counter.session;
-            let node = &self.counter.node;
+            let session = self.counter.value.session();
+            let node = self.counter.path();
             match session.get_watch(node).await {
                 Ok(Some((n, w))) => {
                     self.watch = Some(w);

@@ -53,6 +53,7 @@ pub(crate) mod partitioner;
 pub(crate) mod periodic_job;
 pub(crate) mod persistent;
 pub(crate) mod queue;
+pub(crate) mod shared;
 
 pub use crate::hold::revocation;
 pub use crate::hold::{while_held, Contender, ContenderState, HoldContext};
@@ -83,4 +84,10 @@ pub use persistent::{GroupMember, PersistentMode, PersistentNode, Presence, Pres
 pub use queue::{
     DelayQueue, Delivery, PriorityQueue, Queue, ReliableDelayQueue, ReliablePriorityQueue,
     ReliableQueue,
+};
+#[cfg(feature = "serde")]
+pub use shared::Json;
+pub use shared::{
+    BigEndianI32, Codec, CodecError, RawBytes, SharedCount, SharedCountWatcher, SharedValue,
+    SharedValueWatcher, TypedSharedValue, Update, Versioned,
 };

@@ -378,3 +378,43 @@ pub fn expect_initial_load(watch: &Running, root: &str, a: &str) {
     );
     assert_eq!(watch.line(20), "initialized");
 }
+
+/// Where Debian puts the Curator jars (each jar's manifest names its own
+/// dependencies).
+pub const CURATOR_JARS: &str = "/usr/share/java";
+
+/// Compile the Java `sources` against the `jars` of [`CURATOR_JARS`] (by
+/// name, without `.jar`) into a fresh directory under the test's target
+/// directory, named after `label`; the class path to run them with (slf4j-nop
+/// added, which keeps the JVMs quiet). Panics, saying how to install them
+/// (`install`), when a jar or javac is missing or the build fails.
+pub fn javac(label: &str, jars: &[&str], sources: &[&str], install: &str) -> String {
+    let jars: Vec<String> = jars
+        .iter()
+        .map(|j| format!("{CURATOR_JARS}/{j}.jar"))
+        .collect();
+    for j in &jars {
+        assert!(
+            std::path::Path::new(j).exists(),
+            "{j} is missing: {install}"
+        );
+    }
+    let jars = jars.join(":");
+    let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(label)
+        .join(uuid::Uuid::new_v4().simple().to_string());
+    std::fs::create_dir_all(&out).unwrap_or_else(|e| panic!("mkdir {}: {e}", out.display()));
+    let o = Command::new("javac")
+        .args(["-nowarn", "-d"])
+        .arg(&out)
+        .args(["-cp", &jars])
+        .args(sources)
+        .output()
+        .unwrap_or_else(|e| panic!("javac: {e}. {install}"));
+    assert!(
+        o.status.success(),
+        "javac {sources:?} failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    format!("{}:{jars}:{CURATOR_JARS}/slf4j-nop.jar", out.display())
+}
