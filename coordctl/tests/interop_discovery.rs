@@ -23,7 +23,6 @@
 mod common;
 
 use std::io::{BufRead, BufReader};
-use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::sync::OnceLock;
@@ -35,9 +34,6 @@ use coordination::{ServiceCache, ServiceCacheEvent, ServiceInstance};
 const DISCOVERY_JAVA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/interop/Discovery.java");
 /// Compiled with it: its watchdog (a peer exits once the test is gone).
 const PEERS_JAVA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/interop/Peers.java");
-/// Where Debian puts the Curator jars (curator-x-discovery.jar's manifest
-/// names its dependencies but curator-recipes, whose caches it uses).
-const JARS: &str = "/usr/share/java";
 /// Every participant's session timeout.
 const SESSION: Duration = Duration::from_secs(2);
 const INSTALL: &str = "scripts/test-all installs the peers (see scripts/servers/zk.sh): \
@@ -55,27 +51,12 @@ fn zk_url() -> String {
 fn classpath() -> &'static str {
     static CP: OnceLock<String> = OnceLock::new();
     CP.get_or_init(|| {
-        for jar in ["curator-x-discovery", "curator-recipes", "slf4j-nop"] {
-            let p = Path::new(JARS).join(format!("{jar}.jar"));
-            assert!(p.exists(), "{} is missing: {INSTALL}", p.display());
-        }
-        let out = Path::new(env!("CARGO_TARGET_TMPDIR"))
-            .join("interop-discovery-java")
-            .join(uuid::Uuid::new_v4().simple().to_string());
-        std::fs::create_dir_all(&out).unwrap_or_else(|e| panic!("mkdir {}: {e}", out.display()));
-        let jars = format!("{JARS}/curator-x-discovery.jar:{JARS}/curator-recipes.jar");
-        let o = Command::new("javac")
-            .args(["-nowarn", "-d"])
-            .arg(&out)
-            .args(["-cp", &jars, DISCOVERY_JAVA, PEERS_JAVA])
-            .output()
-            .unwrap_or_else(|e| panic!("javac: {e}. {INSTALL}"));
-        assert!(
-            o.status.success(),
-            "javac {DISCOVERY_JAVA} failed: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        format!("{}:{jars}:{JARS}/slf4j-nop.jar", out.display())
+        common::javac(
+            "interop-discovery-java",
+            &["curator-x-discovery", "curator-recipes"],
+            &[DISCOVERY_JAVA, PEERS_JAVA],
+            INSTALL,
+        )
     })
 }
 

@@ -387,8 +387,34 @@ pub const CURATOR_JARS: &str = "/usr/share/java";
 /// name, without `.jar`) into a fresh directory under the test's target
 /// directory, named after `label`; the class path to run them with (slf4j-nop
 /// added, which keeps the JVMs quiet). Panics, saying how to install them
-/// (`install`), when a jar or javac is missing or the build fails.
+/// (`install`), when a jar, java or javac is missing or the build fails.
+/// Directories of runs over an hour old are removed.
 pub fn javac(label: &str, jars: &[&str], sources: &[&str], install: &str) -> String {
+    for tool in ["java", "javac"] {
+        let works = Command::new(tool)
+            .arg("-version")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(
+            works,
+            "`{tool} -version` failed: the Curator interop tests need a JDK. {install}"
+        );
+    }
+    let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(label);
+    if let Ok(old) = std::fs::read_dir(&base) {
+        for d in old.filter_map(|e| e.ok()) {
+            let stale = d
+                .metadata()
+                .and_then(|m| m.modified())
+                .is_ok_and(|t| t.elapsed().unwrap_or_default() > Duration::from_secs(3600));
+            if stale {
+                let _ = std::fs::remove_dir_all(d.path());
+            }
+        }
+    }
     let jars: Vec<String> = jars
         .iter()
         .map(|j| format!("{CURATOR_JARS}/{j}.jar"))
@@ -400,9 +426,7 @@ pub fn javac(label: &str, jars: &[&str], sources: &[&str], install: &str) -> Str
         );
     }
     let jars = jars.join(":");
-    let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-        .join(label)
-        .join(uuid::Uuid::new_v4().simple().to_string());
+    let out = base.join(uuid::Uuid::new_v4().simple().to_string());
     std::fs::create_dir_all(&out).unwrap_or_else(|e| panic!("mkdir {}: {e}", out.display()));
     let o = Command::new("javac")
         .args(["-nowarn", "-d"])
