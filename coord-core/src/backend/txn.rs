@@ -38,10 +38,17 @@
 //!    error names that fence ([`TxnStep::Fence`](crate::TxnStep::Fence)),
 //!    whatever else would fail too.
 //! 3. **Creates make their parents** as [`Session::create`](crate::Session::create)
-//!    does, before the commit: a parent made for a transaction that then
-//!    fails stays (it is an empty persistent directory, as Curator's
-//!    `creatingParentsIfNeeded` leaves).
+//!    does. Where they are made outside the commit (ZooKeeper, etcd: made
+//!    when the commit finds one missing, then the commit is sent again), a
+//!    parent made for a transaction that then fails stays (an empty
+//!    directory, as Curator's `creatingParentsIfNeeded` leaves); Redis and
+//!    mem make them inside the commit.
 //! 4. **Results in op order**: one [`TxnResult`] per op.
+//! 5. **Order**: the nodes a transaction creates come after every node
+//!    made before it and before every node made after it. Among
+//!    themselves their sequences never go down in op order, and siblings
+//!    are listed in op order; but one transaction may give them one stamp
+//!    (ZooKeeper: one zxid; etcd: one revision) and, on etcd, one sequence.
 
 use super::node::{CreateMode, Created, Fence, Stat};
 use crate::error::{Error, Result};
