@@ -8,7 +8,7 @@ use coord_core::{CreateMode, Error, SessionState};
 use tokio::task::JoinSet;
 
 use crate::faults::SHORT_FAULT_TIMEOUT;
-use crate::{within, Harness};
+use crate::{through_cut, within, Harness};
 
 /// A counter nobody wrote reads as its initial value (0 by default), and
 /// that read makes the node; the value is stored as decimal text (kazoo's
@@ -258,30 +258,10 @@ pub async fn counter_add_during_cut_counts_once(h: &dyn Harness) {
     // and what it returned).
     let mut rounds = Vec::new();
     for round in 0..CUT_ROUNDS {
-        let mut task = {
+        let (in_flight, r) = {
             let c = c.clone();
-            tokio::spawn(async move { c.add(1).await })
+            through_cut(&faulty, &*fault, round, async move { c.add(1).await }).await
         };
-        // Cut at different points of the add: at once, or a little later.
-        for _ in 0..round {
-            tokio::task::yield_now().await;
-        }
-        fault.cut();
-        let mut state = faulty.state_watch();
-        let early = within("the cut is noticed, or the add finished", async {
-            tokio::select! {
-                _ = state.wait_for(|s| *s != SessionState::Connected) => None,
-                r = &mut task => Some(r),
-            }
-        })
-        .await;
-        fault.heal();
-        let in_flight = early.is_none();
-        let r = match early {
-            Some(r) => r,
-            None => within("the add after the heal", task).await,
-        }
-        .expect("the add's task");
         let (now, _) = seen.get().await.expect("get by the observer");
         rounds.push((
             in_flight,
