@@ -112,7 +112,9 @@ impl Worker {
         }
         // Initial load: arm every watch, then diff against the old view.
         self.refresh(self.root.clone(), Kind::Data).await?;
-        let old = std::mem::take(&mut *view.lock().unwrap_or_else(|p| p.into_inner()));
+        // A copy, not a take: the view stays whole for readers until
+        // `publish` replaces it (a load is rare: the first, and a reset).
+        let old = view.lock().unwrap_or_else(|p| p.into_inner()).clone();
         let mut events = Vec::new();
         if reset {
             events.push(CacheEvent::Reset);
