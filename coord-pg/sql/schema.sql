@@ -1,0 +1,307 @@
+-- coord-pg's schema, version 1: the tree, the sessions and every operation
+-- of the primitive contract as one SQL function each, so an operation is
+-- one round trip and one transaction (atomic, its change notices sent at
+-- its commit, in commit order). Created by coord itself, idempotently; the
+-- schema name `coord` is replaced by the one the URL names.
+--
+-- Work in progress on branch `pg` (issue 33): not wired to any Rust code
+-- yet. Tried by hand with psql against scripts/servers/pg.sh's server.
+--
+-- Errors are raised with SQLSTATEs of coord's own class CX, which the
+-- client maps onto coord_core::Error:
+--   CXSES the session is over (expired, closed or unknown)
+--   CXNON no node                      CXEXI a node already exists
+--   CXVER another version              CXNEM the node has children
+--   CXEPH a child of an ephemeral node CXFEN a fence does not hold
+
+create schema if not exists coord;
+
+create table if not exists coord.meta (
+  version int not null
+);
+insert into coord.meta (version)
+  select 1 where not exists (select 1 from coord.meta);
+
+-- Stamps (fencing tokens) and session ids. A sequence is WAL-logged ahead
+-- of what it hands out, so after a crash it skips forward, never back.
+create sequence if not exists coord.stamps;
+create sequence if not exists coord.session_ids;
+
+-- A session ends when the *server's* clock passes expires_at (renewed by
+-- heartbeats); its ephemeral nodes go with its row (on delete cascade).
+create table if not exists coord.sessions (
+  id bigint primary key,
+  timeout_ms int not null check (timeout_ms > 0),
+  expires_at timestamptz not null
+);
+
+create table if not exists coord.nodes (
+  path text primary key,
+  parent text,                       -- null for the root only
+  name text not null,
+  data bytea not null,
+  version bigint not null default 0, -- counts sets
+  stamp bigint not null,             -- from coord.stamps; the root has 0
+  seq bigint,                        -- for nodes created sequential
+  owner bigint references coord.sessions (id) on delete cascade,
+  ttl_ms bigint,                     -- TTL nodes: deleted after a TTL unchanged
+  mtime timestamptz not null,
+  ctime timestamptz not null,
+  next_seq bigint not null default 0 -- the next sequence among its children
+);
+-- Children in order: sequential ones by sequence, then the rest by name.
+-- The same index answers "the child just before sequence S" in O(log N).
+create index if not exists nodes_children on coord.nodes (parent, seq, name);
+create index if not exists nodes_ttl on coord.nodes (ttl_ms) where ttl_ms is not null;
+
+insert into coord.nodes (path, parent, name, data, stamp, mtime, ctime)
+  values ('/', null, '', '', 0, clock_timestamp(), clock_timestamp())
+  on conflict do nothing;
+
+-- Change notices: 'c' created, 'u' set, 'd' deleted, then ':' and the
+-- path, on the channel `coord` (NOTIFY is transactional: sent at commit).
+create or replace function coord.notice() returns trigger
+language plpgsql as $$
+begin
+  if tg_op = 'INSERT' then
+    perform pg_notify('coord', 'c:' || new.path);
+  elsif tg_op = 'UPDATE' then
+    perform pg_notify('coord', 'u:' || new.path);
+  else
+    perform pg_notify('coord', 'd:' || old.path);
+  end if;
+  return null;
+end $$;
+drop trigger if exists nodes_notice on coord.nodes;
+create trigger nodes_notice after insert or update of data, version or delete
+  on coord.nodes for each row execute function coord.notice();
+
+-- End every session the server's clock has passed (their ephemeral nodes
+-- go by cascade, with their notices), and every TTL node gone its TTL
+-- unchanged and childless. Every operation calls it first, so a dead
+-- process's nodes go at the first operation of anyone after its expiry.
+create or replace function coord.reap() returns void
+language plpgsql as $$
+begin
+  delete from coord.sessions where expires_at < clock_timestamp();
+  delete from coord.nodes n
+    where n.ttl_ms is not null
+      and n.mtime + n.ttl_ms * interval '1 millisecond' < clock_timestamp()
+      and not exists (select 1 from coord.nodes c where c.parent = n.path);
+end $$;
+
+-- Refuse unless session `sid` lives (after reaping).
+create or replace function coord.live(sid bigint) returns void
+language plpgsql as $$
+begin
+  perform coord.reap();
+  if not exists (select 1 from coord.sessions where id = sid) then
+    raise exception 'session % is over', sid using errcode = 'CXSES';
+  end if;
+end $$;
+
+create or replace function coord.open(timeout_ms int)
+returns table (id bigint, expires_at timestamptz)
+language plpgsql as $$
+declare
+  sid bigint := nextval('coord.session_ids');
+begin
+  perform coord.reap();
+  insert into coord.sessions (id, timeout_ms, expires_at)
+    values (sid, open.timeout_ms, clock_timestamp() + open.timeout_ms * interval '1 millisecond');
+  return query select s.id, s.expires_at from coord.sessions s where s.id = sid;
+end $$;
+
+-- A heartbeat: true while the session lives (its end moved on), false once
+-- the server ended it.
+create or replace function coord.renew(sid bigint) returns boolean
+language plpgsql as $$
+begin
+  update coord.sessions
+    set expires_at = clock_timestamp() + timeout_ms * interval '1 millisecond'
+    where id = sid and expires_at >= clock_timestamp();
+  if found then
+    return true;
+  end if;
+  perform coord.reap();
+  return false;
+end $$;
+
+create or replace function coord.close(sid bigint) returns void
+language plpgsql as $$
+begin
+  delete from coord.sessions where id = sid;
+end $$;
+
+-- The test hook: end session `sid` now, as its expiry would.
+create or replace function coord.expire(sid bigint) returns boolean
+language plpgsql as $$
+begin
+  delete from coord.sessions where id = sid;
+  return found;
+end $$;
+
+create or replace function coord.parent_of(p text) returns text
+language sql immutable as $$
+  select case when p = '/' then null
+              when position('/' in substr(p, 2)) = 0 then '/'
+              else regexp_replace(p, '/[^/]*$', '') end
+$$;
+
+create or replace function coord.name_of(p text) returns text
+language sql immutable as $$
+  select regexp_replace(p, '^.*/', '')
+$$;
+
+-- Make the missing ancestors of `p` (persistent, empty), refusing to go
+-- under an ephemeral node.
+create or replace function coord.make_parents(p text) returns void
+language plpgsql as $$
+declare
+  dir text := coord.parent_of(p);
+  missing text[] := '{}';
+  o bigint;
+begin
+  while dir is not null loop
+    select owner into o from coord.nodes where path = dir;
+    if found then
+      if o is not null then
+        raise exception 'no children under the ephemeral node %', dir using errcode = 'CXEPH';
+      end if;
+      exit;
+    end if;
+    missing := dir || missing;
+    dir := coord.parent_of(dir);
+  end loop;
+  foreach dir in array missing loop
+    insert into coord.nodes (path, parent, name, data, stamp, mtime, ctime)
+      values (dir, coord.parent_of(dir), coord.name_of(dir), '', nextval('coord.stamps'),
+              clock_timestamp(), clock_timestamp())
+      on conflict do nothing;
+  end loop;
+end $$;
+
+-- Create `p` (sequential: `p` is the prefix, the name gets a ten-digit
+-- sequence) for session `sid`; ephemeral nodes are `sid`'s.
+create or replace function coord.create(sid bigint, p text, d bytea, ephemeral boolean,
+                                        sequential boolean, ttl_ms bigint)
+returns table (path text, seq bigint, stamp bigint, version bigint)
+language plpgsql as $$
+declare
+  dir text := coord.parent_of(p);
+  s bigint := null;
+  made text := p;
+  st bigint;
+begin
+  perform coord.live(sid);
+  perform coord.make_parents(p);
+  if sequential then
+    -- The parent's row lock orders concurrent sequential creates.
+    update coord.nodes set next_seq = next_seq + 1 where nodes.path = dir
+      returning next_seq - 1 into s;
+    made := p || lpad(s::text, 10, '0');
+    while exists (select 1 from coord.nodes n where n.path = made) loop
+      update coord.nodes set next_seq = next_seq + 1 where nodes.path = dir
+        returning next_seq - 1 into s;
+      made := p || lpad(s::text, 10, '0');
+    end loop;
+  end if;
+  st := nextval('coord.stamps');
+  begin
+    insert into coord.nodes (path, parent, name, data, stamp, seq, owner, ttl_ms, mtime, ctime)
+      values (made, dir, coord.name_of(made), d, st, s,
+              case when ephemeral then sid end, ttl_ms, clock_timestamp(), clock_timestamp());
+  exception when unique_violation then
+    raise exception 'a node already exists at %', made using errcode = 'CXEXI';
+  end;
+  return query select made, s, st, 0::bigint;
+end $$;
+
+create or replace function coord.get(sid bigint, p text)
+returns table (data bytea, version bigint, stamp bigint, owner bigint, ctime timestamptz)
+language plpgsql as $$
+begin
+  perform coord.live(sid);
+  return query select n.data, n.version, n.stamp, n.owner, n.ctime
+    from coord.nodes n where n.path = p;
+end $$;
+
+-- Set `p`'s data; compare-and-set when `v` is not null.
+create or replace function coord.set(sid bigint, p text, d bytea, v bigint)
+returns table (version bigint, stamp bigint, owner bigint)
+language plpgsql as $$
+declare
+  cur bigint;
+begin
+  perform coord.live(sid);
+  select n.version into cur from coord.nodes n where n.path = p for update;
+  if not found then
+    raise exception 'no node at %', p using errcode = 'CXNON';
+  end if;
+  if v is not null and v <> cur then
+    raise exception 'version mismatch at %', p using errcode = 'CXVER';
+  end if;
+  return query update coord.nodes n
+    set data = d, version = n.version + 1, mtime = clock_timestamp()
+    where n.path = p
+    returning n.version, n.stamp, n.owner;
+end $$;
+
+-- Delete `p`; compare-and-delete when `v` is not null.
+create or replace function coord.delete(sid bigint, p text, v bigint) returns void
+language plpgsql as $$
+declare
+  cur bigint;
+begin
+  perform coord.live(sid);
+  select n.version into cur from coord.nodes n where n.path = p for update;
+  if not found then
+    raise exception 'no node at %', p using errcode = 'CXNON';
+  end if;
+  if v is not null and v <> cur then
+    raise exception 'version mismatch at %', p using errcode = 'CXVER';
+  end if;
+  if exists (select 1 from coord.nodes c where c.parent = p) then
+    raise exception 'node % has children', p using errcode = 'CXNEM';
+  end if;
+  delete from coord.nodes n where n.path = p;
+end $$;
+
+-- The children of `dir`: sequential ones by sequence, then the rest by
+-- name (the index's order).
+create or replace function coord.children(sid bigint, dir text)
+returns table (name text, seq bigint)
+language plpgsql as $$
+begin
+  perform coord.live(sid);
+  if not exists (select 1 from coord.nodes n where n.path = dir) then
+    raise exception 'no node at %', dir using errcode = 'CXNON';
+  end if;
+  return query select n.name, n.seq from coord.nodes n
+    where n.parent = dir order by n.seq nulls last, n.name;
+end $$;
+
+-- Issue 35's ordered neighbour, in O(log N): the child of `dir` just
+-- before sequence `before` (null: the first child with a sequence).
+create or replace function coord.predecessor(sid bigint, dir text, before bigint)
+returns table (name text, seq bigint)
+language plpgsql as $$
+begin
+  perform coord.live(sid);
+  if before is null then
+    return query select n.name, n.seq from coord.nodes n
+      where n.parent = dir and n.seq is not null order by n.seq limit 1;
+  else
+    return query select n.name, n.seq from coord.nodes n
+      where n.parent = dir and n.seq < before order by n.seq desc limit 1;
+  end if;
+end $$;
+
+-- A guarded write's check: the fence node exists with its stamp.
+create or replace function coord.fence(p text, st bigint) returns void
+language plpgsql as $$
+begin
+  if not exists (select 1 from coord.nodes n where n.path = p and n.stamp = st) then
+    raise exception 'the fence % does not hold', p using errcode = 'CXFEN';
+  end if;
+end $$;
