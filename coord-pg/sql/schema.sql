@@ -120,7 +120,10 @@ begin
   update coord.sessions
     set expires_at = clock_timestamp() + timeout_ms * interval '1 millisecond'
     where id = sid and expires_at >= clock_timestamp();
+  -- Every heartbeat reaps too, so with any live client a dead session's
+  -- nodes and an expired TTL node go within a heartbeat period.
   if found then
+    perform coord.reap();
     return true;
   end if;
   perform coord.reap();
@@ -227,8 +230,9 @@ begin
 end $$;
 
 -- Set `p`'s data; compare-and-set when `v` is not null.
+drop function if exists coord.set(bigint, text, bytea, bigint) cascade;
 create or replace function coord.set(sid bigint, p text, d bytea, v bigint)
-returns table (version bigint, stamp bigint, owner bigint)
+returns table (version bigint, stamp bigint, owner bigint, ctime timestamptz)
 language plpgsql as $$
 declare
   cur bigint;
@@ -244,7 +248,7 @@ begin
   return query update coord.nodes n
     set data = d, version = n.version + 1, mtime = clock_timestamp()
     where n.path = p
-    returning n.version, n.stamp, n.owner;
+    returning n.version, n.stamp, n.owner, n.ctime;
 end $$;
 
 -- Delete `p`; compare-and-delete when `v` is not null.
@@ -303,5 +307,52 @@ language plpgsql as $$
 begin
   if not exists (select 1 from coord.nodes n where n.path = p and n.stamp = st) then
     raise exception 'the fence % does not hold', p using errcode = 'CXFEN';
+  end if;
+end $$;
+
+-- Guarded writes: the fence checked, then the write, in one transaction.
+create or replace function coord.guarded_create(sid bigint, fp text, fst bigint, p text, d bytea,
+                                                ephemeral boolean, sequential boolean)
+returns table (path text, seq bigint, stamp bigint, version bigint)
+language plpgsql as $$
+begin
+  perform coord.live(sid);
+  perform coord.fence(fp, fst);
+  return query select * from coord.create(sid, p, d, ephemeral, sequential, null);
+end $$;
+
+create or replace function coord.guarded_set(sid bigint, fp text, fst bigint, p text, d bytea, v bigint)
+returns table (version bigint, stamp bigint, owner bigint, ctime timestamptz)
+language plpgsql as $$
+begin
+  perform coord.live(sid);
+  perform coord.fence(fp, fst);
+  return query select * from coord.set(sid, p, d, v);
+end $$;
+
+create or replace function coord.guarded_delete(sid bigint, fp text, fst bigint, p text, v bigint)
+returns void
+language plpgsql as $$
+begin
+  perform coord.live(sid);
+  perform coord.fence(fp, fst);
+  perform coord.delete(sid, p, v);
+end $$;
+
+-- A guarded put: set the node if it is there, else create it persistent
+-- (with its parents); `created` says which.
+create or replace function coord.guarded_put(sid bigint, fp text, fst bigint, p text, d bytea)
+returns table (created boolean, path text, seq bigint, version bigint, stamp bigint,
+               owner bigint, ctime timestamptz)
+language plpgsql as $$
+begin
+  perform coord.live(sid);
+  perform coord.fence(fp, fst);
+  if exists (select 1 from coord.nodes n where n.path = p) then
+    return query select false, p, null::bigint, s.version, s.stamp, s.owner, s.ctime
+      from coord.set(sid, p, d, null) s;
+  else
+    return query select true, c.path, c.seq, c.version, c.stamp, null::bigint, null::timestamptz
+      from coord.create(sid, p, d, false, false, null) c;
   end if;
 end $$;
