@@ -134,6 +134,10 @@ begin
   -- nodes and an expired TTL node go within a heartbeat period.
   if found then
     perform @schema@.reap();
+    delete from @schema@.done d
+      where d.session = sid
+        and d.at < clock_timestamp() - (select s.timeout_ms from @schema@.sessions s where s.id = sid)
+                                       * interval '1 millisecond';
     return true;
   end if;
   perform @schema@.reap();
@@ -228,6 +232,45 @@ begin
     raise exception 'a node already exists at %', made using errcode = 'CXEXI';
   end;
   return query select made, s, st, 0::bigint;
+end $$;
+
+-- Creates whose answer may be lost: the client names each with a request
+-- id; the row, written in the create's own transaction, says after a
+-- reconnect whether (and what) it made, even when the node is gone again.
+-- Kept for the session's timeout (renew drops older ones) and never past
+-- the session.
+create table if not exists @schema@.done (
+  req text primary key,
+  session bigint not null references @schema@.sessions (id) on delete cascade,
+  path text not null,
+  seq bigint,
+  stamp bigint not null,
+  at timestamptz not null
+);
+create index if not exists done_session on @schema@.done (session, at);
+
+-- create, recording request `req` in `done`.
+create or replace function @schema@.create_once(sid bigint, req text, p text, d bytea,
+                                             ephemeral boolean, sequential boolean, ttl_ms bigint)
+returns table (path text, seq bigint, stamp bigint, version bigint)
+language plpgsql as $$
+declare
+  c record;
+begin
+  select * into c from @schema@.create(sid, p, d, ephemeral, sequential, ttl_ms);
+  insert into @schema@.done (req, session, path, seq, stamp, at)
+    values (req, sid, c.path, c.seq, c.stamp, clock_timestamp());
+  return query select c.path, c.seq, c.stamp, c.version;
+end $$;
+
+-- What request `req` of session `sid` created, if it did.
+create or replace function @schema@.created(sid bigint, req text)
+returns table (path text, seq bigint, stamp bigint)
+language plpgsql as $$
+begin
+  perform @schema@.live(sid);
+  return query select d.path, d.seq, d.stamp from @schema@.done d
+    where d.req = created.req and d.session = sid;
 end $$;
 
 create or replace function @schema@.get(sid bigint, p text)

@@ -19,7 +19,7 @@ use tokio_postgres::Row;
 
 use crate::connect::heartbeat_every;
 use crate::error::BACKEND;
-use crate::link::{open, Link, Mapper, Param};
+use crate::link::{open, Backend, Link, Mapper, Param};
 use crate::watch::{one_shot, tree_watch, Hub, Kind};
 
 /// One session: its command link, its listener's hub, its tasks.
@@ -136,6 +136,36 @@ impl PgSession {
                 Child::new(r.get(0), seq.and_then(|s| u64::try_from(s).ok()))
             })
             .collect())
+    }
+
+    /// What the create `req`, sent to server process `backend` and whose
+    /// answer was lost, made: `None` when it made nothing (and never
+    /// will). Waits for the connection to come back, ends `backend` so the
+    /// request cannot still land, then reads the create's record.
+    ///
+    /// # Errors
+    /// The session's end while waiting; the server's errors.
+    async fn created(&self, req: &str, backend: Backend) -> Result<Option<Created>> {
+        let mut state = self.link.state.subscribe();
+        loop {
+            let _ = state
+                .wait_for(|s| *s == SessionState::Connected || s.is_terminal())
+                .await;
+            self.check()?;
+            match self.link.end_backend(backend).await {
+                Ok(()) => {}
+                Err(e) if e.is_retryable() => continue,
+                Err(e) => return Err(e),
+            }
+            match self
+                .call("path, seq, stamp", "created", &[(&req, Type::TEXT)], "")
+                .await
+            {
+                Ok(rows) => return Ok(rows.first().map(|r| created_at(r, 0))),
+                Err(e) if e.is_retryable() => continue,
+                Err(e) => return Err(e),
+            }
+        }
     }
 
     fn watch(
@@ -283,23 +313,41 @@ impl PrimitiveSession for PgSession {
 
     async fn create(&self, path: &str, data: &[u8], mode: CreateMode) -> Result<Created> {
         let ttl = ttl_arg(mode);
-        let rows = self
-            .call(
-                "path, seq, stamp",
-                "create",
-                &[
-                    (&path, Type::TEXT),
-                    (&data, Type::BYTEA),
-                    (&mode.is_ephemeral(), Type::BOOL),
-                    (&mode.is_sequential(), Type::BOOL),
-                    (&ttl, Type::INT8),
-                ],
-                path,
-            )
-            .await?;
-        rows.first()
-            .map(|r| created_at(r, 0))
-            .ok_or_else(|| no_answer(path))
+        let req = uuid::Uuid::new_v4().to_string();
+        let (eph, seq) = (mode.is_ephemeral(), mode.is_sequential());
+        loop {
+            let backend = self.link.backend();
+            let sent = self
+                .call(
+                    "path, seq, stamp",
+                    "create_once",
+                    &[
+                        (&req, Type::TEXT),
+                        (&path, Type::TEXT),
+                        (&data, Type::BYTEA),
+                        (&eph, Type::BOOL),
+                        (&seq, Type::BOOL),
+                        (&ttl, Type::INT8),
+                    ],
+                    path,
+                )
+                .await;
+            match (sent, backend) {
+                (Ok(rows), _) => {
+                    return rows
+                        .first()
+                        .map(|r| created_at(r, 0))
+                        .ok_or_else(|| no_answer(path))
+                }
+                (Err(Error::ConnectionLost(_)), Some(backend)) => {
+                    if let Some(made) = self.created(&req, backend).await? {
+                        return Ok(made);
+                    }
+                    // Not made, and it cannot land any more: send it again.
+                }
+                (Err(e), _) => return Err(e),
+            }
+        }
     }
 
     async fn get(&self, path: &str) -> Result<Option<Node>> {
@@ -443,7 +491,7 @@ impl PrimitiveSession for PgSession {
                 ];
                 let rows = self
                     .call(
-                        "created, path, seq, stamp, version, owner, ctime",
+                        "created, path, seq, stamp, version, stamp, owner, ctime",
                         "guarded_put",
                         &args,
                         &path,
@@ -473,18 +521,12 @@ impl PrimitiveSession for PgSession {
             return Ok(());
         }
         let close = format!("select {}.close($1)", self.schema());
+        self.link.closing();
         let result = self
             .link
             .query(&close, &[(&self.sid, Type::INT8)], "")
             .await;
-        self.link.state.send_if_modified(|s| {
-            if s.is_terminal() {
-                false
-            } else {
-                *s = SessionState::Closed;
-                true
-            }
-        });
+        self.link.end(SessionState::Closed);
         result.map(|_| ())
     }
 
@@ -493,7 +535,7 @@ impl PrimitiveSession for PgSession {
     }
 
     async fn abandon(&self) {
-        self.link.ended_by_server();
+        self.link.end(SessionState::Expired);
         // The server ends it by itself `timeout` after the last renewal it
         // answered; until then, try to end it sooner.
         let usable = coord_core::backend::lease::usable(self.link.target.session_timeout);
