@@ -68,17 +68,20 @@ insert into @schema@.nodes (path, parent, name, data, stamp, mtime, ctime)
   values ('/', null, '', '', 0, clock_timestamp(), clock_timestamp())
   on conflict do nothing;
 
--- Change notices: 'c' created, 'u' set, 'd' deleted, then ':' and the
--- path, on the channel named after the schema (NOTIFY is transactional: sent at commit).
+-- Change notices: 'c' created, 'u' set, 'd' deleted, then the node's
+-- stamp, its version and its path, ':' between them (`u:12:3:/a/b`), on
+-- the channel named after the schema (NOTIFY is transactional: sent at
+-- commit, in commit order). The stamp and version let a watch set before
+-- a read tell a change its read already saw from a later one.
 create or replace function @schema@.notice() returns trigger
 language plpgsql as $$
 begin
   if tg_op = 'INSERT' then
-    perform pg_notify('@schema@', 'c:' || new.path);
+    perform pg_notify('@schema@', 'c:' || new.stamp || ':' || new.version || ':' || new.path);
   elsif tg_op = 'UPDATE' then
-    perform pg_notify('@schema@', 'u:' || new.path);
+    perform pg_notify('@schema@', 'u:' || new.stamp || ':' || new.version || ':' || new.path);
   else
-    perform pg_notify('@schema@', 'd:' || old.path);
+    perform pg_notify('@schema@', 'd:' || old.stamp || ':' || old.version || ':' || old.path);
   end if;
   return null;
 end $$;
@@ -327,14 +330,14 @@ end $$;
 -- The children of `dir`: sequential ones by sequence, then the rest by
 -- name (the index's order).
 create or replace function @schema@.children(sid bigint, dir text)
-returns table (name text, seq bigint)
+returns table (name text, seq bigint, stamp bigint)
 language plpgsql as $$
 begin
   perform @schema@.live(sid);
   if not exists (select 1 from @schema@.nodes n where n.path = dir) then
     raise exception 'no node at %', dir using errcode = 'CXNON';
   end if;
-  return query select n.name, n.seq from @schema@.nodes n
+  return query select n.name, n.seq, n.stamp from @schema@.nodes n
     where n.parent = dir order by n.seq nulls last, n.name;
 end $$;
 

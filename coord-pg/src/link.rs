@@ -96,7 +96,9 @@ impl Link {
             }
         });
         let who = "select pid, backend_start from pg_stat_activity where pid = pg_backend_pid()";
-        let rows = self.bounded(id, client.query_typed(who, &[]), &|e| map(e, "")).await?;
+        let rows = self
+            .bounded(id, client.query_typed(who, &[]), &|e| map(e, ""))
+            .await?;
         if let Some(r) = rows.first() {
             let backend = Backend {
                 pid: r.get(0),
@@ -132,7 +134,10 @@ impl Link {
                    where pid = $1 and backend_start = $2";
         self.query(
             sql,
-            &[(&backend.pid, Type::INT4), (&backend.start, Type::TIMESTAMPTZ)],
+            &[
+                (&backend.pid, Type::INT4),
+                (&backend.start, Type::TIMESTAMPTZ),
+            ],
             "",
         )
         .await

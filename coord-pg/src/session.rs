@@ -2,6 +2,7 @@
 //! function of `sql/schema.sql` (one round trip, one transaction), over
 //! the session's [`Link`].
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::SystemTime;
 
@@ -20,7 +21,7 @@ use tokio_postgres::Row;
 use crate::connect::heartbeat_every;
 use crate::error::BACKEND;
 use crate::link::{open, Backend, Link, Mapper, Param};
-use crate::watch::{one_shot, tree_watch, Hub, Kind};
+use crate::watch::{one_shot, tree_watch, Hub, Kind, Seen, Waiter};
 
 /// One session: its command link, its listener's hub, its tasks.
 pub(crate) struct PgSession {
@@ -126,16 +127,25 @@ impl PgSession {
     }
 
     async fn list(&self, dir: &str) -> Result<Vec<Child>> {
+        Ok(self.list_stamped(dir).await?.0)
+    }
+
+    /// The children of `dir`, and the stamp of each by name.
+    async fn list_stamped(&self, dir: &str) -> Result<(Vec<Child>, HashMap<String, u64>)> {
         let rows = self
-            .call("name, seq", "children", &[(&dir, Type::TEXT)], dir)
+            .call("name, seq, stamp", "children", &[(&dir, Type::TEXT)], dir)
             .await?;
-        Ok(rows
+        let mut stamps = HashMap::with_capacity(rows.len());
+        let children = rows
             .iter()
             .map(|r| {
                 let seq: Option<i64> = r.get(1);
-                Child::new(r.get(0), seq.and_then(|s| u64::try_from(s).ok()))
+                let name: String = r.get(0);
+                stamps.insert(name.clone(), u64_of(r.get(2)));
+                Child::new(name, seq.and_then(|s| u64::try_from(s).ok()))
             })
-            .collect())
+            .collect();
+        Ok((children, stamps))
     }
 
     /// What the create `req`, sent to server process `backend` and whose
@@ -168,15 +178,18 @@ impl PgSession {
         }
     }
 
+    /// A waiter for `kind` at `path`, registered before its read.
     fn watch(
         &self,
         path: &str,
         kind: Kind,
     ) -> (
+        Arc<Waiter>,
         tokio::sync::oneshot::Receiver<()>,
         watch::Receiver<SessionState>,
     ) {
-        (self.hub.register(path, kind), self.link.state.subscribe())
+        let (waiter, fired) = self.hub.register(path, kind);
+        (waiter, fired, self.link.state.subscribe())
     }
 
     /// End the session on the server over whatever connection there is,
@@ -388,25 +401,28 @@ impl PrimitiveSession for PgSession {
     }
 
     async fn children_watch(&self, dir: &str) -> Result<(Vec<Child>, Watch)> {
-        let (fired, state) = self.watch(dir, Kind::Children);
-        let children = self.list(dir).await?;
+        let (waiter, fired, state) = self.watch(dir, Kind::Children);
+        let (children, stamps) = self.list_stamped(dir).await?;
+        waiter.arm(Seen::Children(stamps));
         Ok((children, one_shot(fired, state)))
     }
 
     async fn watch_gone(&self, path: &str) -> Result<Option<Watch>> {
-        let (fired, state) = self.watch(path, Kind::Gone);
-        if self.read_node(path).await?.is_none() {
+        let (waiter, fired, state) = self.watch(path, Kind::Gone);
+        let Some(node) = self.read_node(path).await? else {
             return Ok(None);
-        }
+        };
+        waiter.arm(seen(&node));
         Ok(Some(one_shot(fired, state)))
     }
 
     async fn get_watch(&self, path: &str) -> Result<Option<(Node, Watch)>> {
-        let (fired, state) = self.watch(path, Kind::Change);
-        Ok(self
-            .read_node(path)
-            .await?
-            .map(|node| (node, one_shot(fired, state))))
+        let (waiter, fired, state) = self.watch(path, Kind::Change);
+        let Some(node) = self.read_node(path).await? else {
+            return Ok(None);
+        };
+        waiter.arm(seen(&node));
+        Ok(Some((node, one_shot(fired, state))))
     }
 
     async fn watch_tree(&self, path: &str) -> Result<TreeWatch> {
@@ -560,6 +576,14 @@ impl PrimitiveSession for PgSession {
         Some(Box::pin(async move {
             end_over_new_connection(&link, sid).await
         }))
+    }
+}
+
+/// What a read of `node` saw, for its waiter.
+fn seen(node: &Node) -> Seen {
+    Seen::Node {
+        stamp: node.stat.stamp,
+        version: node.stat.version,
     }
 }
 
