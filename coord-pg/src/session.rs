@@ -50,7 +50,7 @@ impl PgSession {
         let ends = Arc::clone(&hub);
         let ender = tokio::spawn(async move {
             let _ = state.wait_for(|s| s.is_terminal()).await;
-            let last = state.borrow().clone();
+            let last = *state.borrow();
             ends.end(&|| last.end_error().unwrap_or(Error::SessionClosed));
         });
         PgSession {

@@ -74,7 +74,7 @@ impl Seen {
                 let had = seen.get(&n.name).copied();
                 match n.op {
                     // A child the listing showed (or a later one) is no news.
-                    'c' => !had.is_some_and(|s| n.stamp <= s),
+                    'c' => had.is_none_or(|s| n.stamp > s),
                     // A child the listing did not show was gone already.
                     'd' => had.is_some_and(|s| n.stamp >= s),
                     _ => false,
