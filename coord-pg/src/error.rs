@@ -23,18 +23,47 @@ pub(crate) fn map(e: tokio_postgres::Error, path: &str) -> Error {
         Some("CXFEN") => Error::LockLost { path },
         Some("28P01") | Some("28000") => Error::Unauthenticated {
             backend: BACKEND,
-            hint: "PostgreSQL refused the role or its password".into(),
+            // The server's words (never the password: it has none to say).
+            hint: format!(
+                "PostgreSQL refused the role or its password: {}",
+                e.as_db_error().map_or("", |db| db.message())
+            ),
         },
+        // The server is shutting down or starting, refuses more
+        // connections, or the connection failed: nothing was applied by a
+        // request refused so; another connection may work.
+        Some(code) if is_transient(code) => Error::ConnectionLost(format!(
+            "postgres: {}",
+            e.as_db_error()
+                .map_or_else(|| chain(&e), |db| db.message().to_owned())
+        )),
         Some("42501") => Error::PermissionDenied {
             path,
             reason: "PostgreSQL refused the role this operation".into(),
         },
-        Some(_) => Error::backend(BACKEND, e),
+        Some(_) => match e.as_db_error() {
+            Some(db) => Error::backend(BACKEND, db.clone()),
+            None => Error::backend(BACKEND, e),
+        },
         None if e.is_closed() || e.as_db_error().is_none() => {
             Error::ConnectionLost(format!("postgres: {}", chain(&e)))
         }
         None => Error::backend(BACKEND, e),
     }
+}
+
+/// Whether SQLSTATE `code` says the connection or the server is going
+/// (class 08, `admin_shutdown`, `crash_shutdown`, `cannot_connect_now`,
+/// `too_many_connections`).
+fn is_transient(code: &str) -> bool {
+    code.starts_with("08") || matches!(code, "57P01" | "57P02" | "57P03" | "53300")
+}
+
+/// Whether `e` is a serialization failure or a deadlock: the server
+/// rolled the request back, nothing of it was applied, and sending it again
+/// is safe.
+pub(crate) fn is_rolled_back(e: &tokio_postgres::Error) -> bool {
+    matches!(e.code().map(SqlState::code), Some("40001" | "40P01"))
 }
 
 /// `e` and its causes, `: ` between them (tokio-postgres's own message

@@ -216,10 +216,39 @@ impl Link {
         params: &[Param<'_>],
         mapper: &Mapper<'_>,
     ) -> Result<Vec<Row>> {
-        let (id, client) = self.client()?;
-        self.sent.fetch_add(1, Ordering::Relaxed);
-        self.bounded(id, client.query_typed(sql, params), mapper)
-            .await
+        // A serialization failure or a deadlock applied nothing: send it
+        // again, a few times (PostgreSQL picks one victim per deadlock).
+        let mut again = 0;
+        loop {
+            let (id, client) = self.client()?;
+            self.sent.fetch_add(1, Ordering::Relaxed);
+            let request = client.query_typed(sql, params);
+            match tokio::time::timeout(self.target.request_timeout, request).await {
+                Ok(Ok(rows)) => return Ok(rows),
+                Ok(Err(e)) if crate::error::is_rolled_back(&e) && again < 5 => {
+                    again += 1;
+                    tracing::debug!(target: "coord", error = %e, "postgres rolled a request back; sending it again");
+                }
+                Ok(Err(e)) => {
+                    let e = mapper(e);
+                    if e.is_retryable() {
+                        self.broken(id);
+                    }
+                    return Err(e);
+                }
+                Err(_) => {
+                    self.broken(id);
+                    return Err(self.no_answer());
+                }
+            }
+        }
+    }
+
+    fn no_answer(&self) -> Error {
+        Error::ConnectionLost(format!(
+            "postgres: no answer within {:?}",
+            self.target.request_timeout
+        ))
     }
 
     /// Whether there is a connection to send on now.
@@ -249,10 +278,7 @@ impl Link {
             }
             Err(_) => {
                 self.broken(id);
-                Err(Error::ConnectionLost(format!(
-                    "postgres: no answer within {:?}",
-                    self.target.request_timeout
-                )))
+                Err(self.no_answer())
             }
         }
     }
