@@ -27,6 +27,14 @@ use crate::error::map;
 use crate::options::Target;
 use crate::tls::MakeTls;
 
+/// Pacing of reconnects: soon after a failure, and never more than a
+/// quarter second apart, so a session is back within moments of its server
+/// (the recipes' backoff grows to a second).
+pub(crate) const RECONNECT: Backoff = Backoff::new(
+    std::time::Duration::from_millis(10),
+    std::time::Duration::from_millis(250),
+);
+
 /// One parameter of a request, with its type (one round trip: no prepare).
 pub(crate) type Param<'a> = (&'a (dyn ToSql + Sync), Type);
 
@@ -335,7 +343,7 @@ impl Link {
                 }
                 let mut state = self.state.subscribe();
                 tokio::select! {
-                    () = Backoff::RECIPES.sleep(&mut attempt) => {}
+                    () = RECONNECT.sleep(&mut attempt) => {}
                     _ = state.wait_for(|s| s.is_terminal()) => return,
                 }
             }
@@ -391,12 +399,12 @@ pub(crate) async fn open(
     match tokio::time::timeout(target.request_timeout, target.config.connect(tls.clone())).await {
         Ok(Ok(pair)) => Ok(pair),
         Ok(Err(e)) => Err(match map(e, "") {
-            Error::ConnectionLost(m) => Error::ConnectionLost(format!("{}: {m}", target.shown)),
+            Error::ConnectionLost(m) => Error::ConnectionLost(format!("{}: {m}", target.addrs)),
             e => e,
         }),
         Err(_) => Err(Error::ConnectionLost(format!(
             "{}: no connection within {:?}",
-            target.shown, target.request_timeout
+            target.addrs, target.request_timeout
         ))),
     }
 }
