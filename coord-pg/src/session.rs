@@ -22,7 +22,7 @@ use crate::keepalive::heartbeat;
 use crate::link::{open, Backend, Link, Mapper, Param};
 use crate::rows::{created_at, stat_at, u64_of, version_arg};
 use crate::txn;
-use crate::watch::{one_shot, tree_watch, Hub, Kind, Seen, Waiter};
+use crate::watch::{gone_watch, one_shot, tree_watch, Fired, Hub, Kind, Seen, Waiter};
 
 /// One session: its command link, its listener's hub, its tasks.
 pub(crate) struct PgSession {
@@ -186,7 +186,7 @@ impl PgSession {
         kind: Kind,
     ) -> (
         Arc<Waiter>,
-        tokio::sync::oneshot::Receiver<()>,
+        tokio::sync::oneshot::Receiver<Fired>,
         watch::Receiver<SessionState>,
     ) {
         let (waiter, fired) = self.hub.register(path, kind);
@@ -354,7 +354,15 @@ impl PrimitiveSession for PgSession {
             return Ok(None);
         };
         waiter.arm(seen(&node));
-        Ok(Some(one_shot(fired, state)))
+        Ok(Some(gone_watch(
+            Arc::clone(&self.hub),
+            Arc::clone(&self.link),
+            self.sid,
+            path.to_owned(),
+            node.stat.stamp,
+            fired,
+            state,
+        )))
     }
 
     async fn get_watch(&self, path: &str) -> Result<Option<(Node, Watch)>> {

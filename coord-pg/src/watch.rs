@@ -14,6 +14,11 @@
 //!    lost every waiter fires, and when it is back (its `LISTEN` in place)
 //!    every waiter fires again and every tree watch gets `Resync`. A reader
 //!    then reads again; no change is ever dropped silently.
+//!    A waiter for a node's deletion is the exception: it must never fire
+//!    while its node is there (a holder counts that as its loss). It stays
+//!    registered while the listener is down, and when the listener is back
+//!    its watch reads the node again: gone or another node (another stamp)
+//!    fires it, the same node arms it again.
 //! 3. When the session ends, every waiter fires and every tree watch gets
 //!    the session's end as its last item.
 
@@ -90,16 +95,29 @@ enum Filter {
     Armed(Seen),
 }
 
+/// Why a waiter fired.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Fired {
+    /// A notice of a change its read had not seen.
+    Notice,
+    /// The listening connection came back (or the session ended): changes
+    /// may have gone unheard, read again.
+    Resync,
+}
+
+/// The sending half of a waiter, and its filter.
+type WaiterState = (Option<oneshot::Sender<Fired>>, Filter);
+
 /// One one-shot waiter, shared by the hub and the watch being made.
 pub(crate) struct Waiter {
     kind: Kind,
-    inner: Mutex<(Option<oneshot::Sender<()>>, Filter)>,
+    inner: Mutex<WaiterState>,
 }
 
 impl Waiter {
-    fn fire(inner: &mut (Option<oneshot::Sender<()>>, Filter)) {
+    fn fire(inner: &mut WaiterState, why: Fired) {
         if let Some(tx) = inner.0.take() {
-            let _ = tx.send(());
+            let _ = tx.send(why);
         }
     }
 
@@ -110,7 +128,7 @@ impl Waiter {
             Filter::Pending(kept) => kept.push(n.clone()),
             Filter::Armed(seen) => {
                 if seen.is_news(self.kind, n) {
-                    Self::fire(&mut inner);
+                    Self::fire(&mut inner, Fired::Notice);
                 }
             }
         }
@@ -126,12 +144,15 @@ impl Waiter {
         };
         inner.1 = Filter::Armed(seen);
         if news {
-            Self::fire(&mut inner);
+            Self::fire(&mut inner, Fired::Notice);
         }
     }
 
-    fn fire_now(&self) {
-        Self::fire(&mut self.inner.lock().unwrap_or_else(|p| p.into_inner()));
+    fn fire_now(&self, why: Fired) {
+        Self::fire(
+            &mut self.inner.lock().unwrap_or_else(|p| p.into_inner()),
+            why,
+        );
     }
 
     fn done(&self) -> bool {
@@ -160,7 +181,11 @@ pub(crate) struct Hub {
 impl Hub {
     /// Wait for `kind` at `path`: the waiter (to arm once its read is
     /// known) and the receiver that resolves when it fires.
-    pub(crate) fn register(&self, path: &str, kind: Kind) -> (Arc<Waiter>, oneshot::Receiver<()>) {
+    pub(crate) fn register(
+        &self,
+        path: &str,
+        kind: Kind,
+    ) -> (Arc<Waiter>, oneshot::Receiver<Fired>) {
         let (tx, rx) = oneshot::channel();
         let waiter = Arc::new(Waiter {
             kind,
@@ -225,31 +250,39 @@ impl Hub {
         });
     }
 
-    /// Wake every one-shot waiter (they read again).
-    fn fire_all(&self) {
+    /// Wake every one-shot waiter with `Resync` (they read again), but
+    /// those of `keep`: a gone waiter must not fire before its node is
+    /// gone, so it waits for the listener to be back, then checks.
+    fn fire_all(&self, keep: Option<Kind>) {
         let mut w = self.waiters.lock().unwrap_or_else(|p| p.into_inner());
-        for (_, list) in w.drain() {
-            for waiter in list {
-                waiter.fire_now();
-            }
-        }
+        w.retain(|_, list| {
+            list.retain(|waiter| {
+                if Some(waiter.kind) == keep {
+                    !waiter.done()
+                } else {
+                    waiter.fire_now(Fired::Resync);
+                    false
+                }
+            });
+            !list.is_empty()
+        });
     }
 
     /// The listening connection is lost (step 2).
     pub(crate) fn down(&self) {
-        self.fire_all();
+        self.fire_all(Some(Kind::Gone));
     }
 
     /// The listening connection is back, listening (step 2).
     pub(crate) fn up(&self) {
-        self.fire_all();
+        self.fire_all(None);
         let mut trees = self.trees.lock().unwrap_or_else(|p| p.into_inner());
         trees.retain(|(_, tx)| tx.send(Ok(TreeChange::Resync)).is_ok());
     }
 
     /// The session is over with `end` (step 3).
     pub(crate) fn end(&self, end: &dyn Fn() -> Error) {
-        self.fire_all();
+        self.fire_all(None);
         let mut trees = self.trees.lock().unwrap_or_else(|p| p.into_inner());
         for (_, tx) in trees.drain(..) {
             let _ = tx.send(Err(end()));
@@ -284,7 +317,7 @@ fn offer(w: &mut Waiters, at: &str, n: &Notice, kinds: &[Kind]) {
 /// A one-shot watch over `fired`: `Ok` when it fires, or the session's end
 /// when the session ends first.
 pub(crate) fn one_shot(
-    fired: oneshot::Receiver<()>,
+    fired: oneshot::Receiver<Fired>,
     mut state: watch::Receiver<SessionState>,
 ) -> Watch {
     Watch::new(async move {
@@ -442,4 +475,68 @@ async fn listen_on(
         hub.down();
     }
     listened
+}
+
+/// A watch for the deletion of the node at `path` with `stamp` (step 2's
+/// exception): `Ok` only once that node is gone — a notice of its
+/// deletion, or a read after the listener came back that finds it gone or
+/// replaced — or the session's end.
+pub(crate) fn gone_watch(
+    hub: Arc<Hub>,
+    link: Arc<crate::link::Link>,
+    sid: i64,
+    path: String,
+    stamp: u64,
+    mut fired: oneshot::Receiver<Fired>,
+    mut state: watch::Receiver<SessionState>,
+) -> Watch {
+    Watch::new(async move {
+        let read = format!("select stamp from {}.get($1, $2)", link.target.schema);
+        loop {
+            let why = tokio::select! {
+                f = &mut fired => f.unwrap_or(Fired::Resync),
+                _ = state.wait_for(|s| s.is_terminal()) => Fired::Resync,
+            };
+            if let Some(e) = state.borrow().end_error() {
+                return Err(e);
+            }
+            if why == Fired::Notice {
+                return Ok(());
+            }
+            // The listener was away: is the node still there?
+            let mut attempt = 0;
+            loop {
+                let (waiter, rx) = hub.register(&path, Kind::Gone);
+                let params: [crate::link::Param<'_>; 2] = [
+                    (&sid, tokio_postgres::types::Type::INT8),
+                    (&path, tokio_postgres::types::Type::TEXT),
+                ];
+                match link.query(&read, &params, &path).await {
+                    Ok(rows) => {
+                        let now = rows.first().map(|r| crate::rows::u64_of(r.get(0)));
+                        if now != Some(stamp) {
+                            return Ok(());
+                        }
+                        waiter.arm(Seen::Node { stamp, version: 0 });
+                        fired = rx;
+                        break;
+                    }
+                    Err(Error::SessionExpired) => {
+                        link.ended_by_server();
+                        return Err(state.borrow().end_error().unwrap_or(Error::SessionExpired));
+                    }
+                    Err(e) if e.is_retryable() => {
+                        tokio::select! {
+                            () = RECONNECT.sleep(&mut attempt) => {}
+                            _ = state.wait_for(|s| s.is_terminal()) => {}
+                        }
+                        if let Some(e) = state.borrow().end_error() {
+                            return Err(e);
+                        }
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+    })
 }
