@@ -261,16 +261,6 @@ impl<K: ServerKind> TestServer<K> {
         self.stop_with(self.kind.stop());
     }
 
-    /// `kill -9` the server (and its children when it forks) and reap it,
-    /// whatever its kind's [`ServerKind::stop`]; nothing when it is not
-    /// running.
-    ///
-    /// # Errors
-    /// Panics when it cannot be signalled.
-    pub fn kill_9(&mut self) {
-        self.stop_with(Stop::Kill);
-    }
-
     fn stop_with(&mut self, how: Stop) {
         let Some(mut child) = self.child.take() else {
             return;
