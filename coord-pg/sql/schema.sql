@@ -68,17 +68,20 @@ insert into @schema@.nodes (path, parent, name, data, stamp, mtime, ctime)
   values ('/', null, '', '', 0, clock_timestamp(), clock_timestamp())
   on conflict do nothing;
 
--- Change notices: 'c' created, 'u' set, 'd' deleted, then ':' and the
--- path, on the channel named after the schema (NOTIFY is transactional: sent at commit).
+-- Change notices: 'c' created, 'u' set, 'd' deleted, then the node's
+-- stamp, its version and its path, ':' between them (`u:12:3:/a/b`), on
+-- the channel named after the schema (NOTIFY is transactional: sent at
+-- commit, in commit order). The stamp and version let a watch set before
+-- a read tell a change its read already saw from a later one.
 create or replace function @schema@.notice() returns trigger
 language plpgsql as $$
 begin
   if tg_op = 'INSERT' then
-    perform pg_notify('@schema@', 'c:' || new.path);
+    perform pg_notify('@schema@', 'c:' || new.stamp || ':' || new.version || ':' || new.path);
   elsif tg_op = 'UPDATE' then
-    perform pg_notify('@schema@', 'u:' || new.path);
+    perform pg_notify('@schema@', 'u:' || new.stamp || ':' || new.version || ':' || new.path);
   else
-    perform pg_notify('@schema@', 'd:' || old.path);
+    perform pg_notify('@schema@', 'd:' || old.stamp || ':' || old.version || ':' || old.path);
   end if;
   return null;
 end $$;
@@ -134,6 +137,10 @@ begin
   -- nodes and an expired TTL node go within a heartbeat period.
   if found then
     perform @schema@.reap();
+    delete from @schema@.done d
+      where d.session = sid
+        and d.at < clock_timestamp() - (select s.timeout_ms from @schema@.sessions s where s.id = sid)
+                                       * interval '1 millisecond';
     return true;
   end if;
   perform @schema@.reap();
@@ -230,6 +237,45 @@ begin
   return query select made, s, st, 0::bigint;
 end $$;
 
+-- Creates whose answer may be lost: the client names each with a request
+-- id; the row, written in the create's own transaction, says after a
+-- reconnect whether (and what) it made, even when the node is gone again.
+-- Kept for the session's timeout (renew drops older ones) and never past
+-- the session.
+create table if not exists @schema@.done (
+  req text primary key,
+  session bigint not null references @schema@.sessions (id) on delete cascade,
+  path text not null,
+  seq bigint,
+  stamp bigint not null,
+  at timestamptz not null
+);
+create index if not exists done_session on @schema@.done (session, at);
+
+-- create, recording request `req` in `done`.
+create or replace function @schema@.create_once(sid bigint, req text, p text, d bytea,
+                                             ephemeral boolean, sequential boolean, ttl_ms bigint)
+returns table (path text, seq bigint, stamp bigint, version bigint)
+language plpgsql as $$
+declare
+  c record;
+begin
+  select * into c from @schema@.create(sid, p, d, ephemeral, sequential, ttl_ms);
+  insert into @schema@.done (req, session, path, seq, stamp, at)
+    values (req, sid, c.path, c.seq, c.stamp, clock_timestamp());
+  return query select c.path, c.seq, c.stamp, c.version;
+end $$;
+
+-- What request `req` of session `sid` created, if it did.
+create or replace function @schema@.created(sid bigint, req text)
+returns table (path text, seq bigint, stamp bigint)
+language plpgsql as $$
+begin
+  perform @schema@.live(sid);
+  return query select d.path, d.seq, d.stamp from @schema@.done d
+    where d.req = created.req and d.session = sid;
+end $$;
+
 create or replace function @schema@.get(sid bigint, p text)
 returns table (data bytea, version bigint, stamp bigint, owner bigint, ctime timestamptz)
 language plpgsql as $$
@@ -284,14 +330,14 @@ end $$;
 -- The children of `dir`: sequential ones by sequence, then the rest by
 -- name (the index's order).
 create or replace function @schema@.children(sid bigint, dir text)
-returns table (name text, seq bigint)
+returns table (name text, seq bigint, stamp bigint)
 language plpgsql as $$
 begin
   perform @schema@.live(sid);
   if not exists (select 1 from @schema@.nodes n where n.path = dir) then
     raise exception 'no node at %', dir using errcode = 'CXNON';
   end if;
-  return query select n.name, n.seq from @schema@.nodes n
+  return query select n.name, n.seq, n.stamp from @schema@.nodes n
     where n.parent = dir order by n.seq nulls last, n.name;
 end $$;
 

@@ -30,6 +30,13 @@ use crate::tls::MakeTls;
 /// One parameter of a request, with its type (one round trip: no prepare).
 pub(crate) type Param<'a> = (&'a (dyn ToSql + Sync), Type);
 
+/// A server process: its id and start (together unique: ids are reused).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Backend {
+    pid: i32,
+    start: std::time::SystemTime,
+}
+
 /// Maps a server's error onto coord's.
 pub(crate) type Mapper<'a> = dyn Fn(tokio_postgres::Error) -> Error + Sync + 'a;
 
@@ -39,14 +46,21 @@ pub(crate) struct Link {
     pub(crate) tls: MakeTls,
     /// The connection in use and its number; `None` while reconnecting.
     current: Mutex<Option<(u64, Arc<Client>)>>,
+    /// The server process of each connection made: the process id and its
+    /// start, by connection number (see [`Link::backend`]).
+    backends: Mutex<std::collections::HashMap<u64, Backend>>,
     next_id: AtomicU64,
     sent: AtomicU64,
     lost: Notify,
+    /// This session's own close is under way: an end the server reports
+    /// now is that close.
+    closing: std::sync::atomic::AtomicBool,
     pub(crate) state: Arc<watch::Sender<SessionState>>,
 }
 
 impl Link {
-    /// A link over `client` (connection number 0), already open.
+    /// A link with no connection yet: [`Link::connect`] makes one, and
+    /// [`Link::install`] puts it in use.
     pub(crate) fn new(
         target: Target,
         tls: MakeTls,
@@ -56,9 +70,11 @@ impl Link {
             target,
             tls,
             current: Mutex::new(None),
+            backends: Mutex::new(std::collections::HashMap::new()),
             next_id: AtomicU64::new(0),
             sent: AtomicU64::new(0),
             lost: Notify::new(),
+            closing: std::sync::atomic::AtomicBool::new(false),
             state,
         })
     }
@@ -80,7 +96,53 @@ impl Link {
                 link.broken(id);
             }
         });
+        let who = "select pid, backend_start from pg_stat_activity where pid = pg_backend_pid()";
+        let rows = self
+            .bounded(id, client.query_typed(who, &[]), &|e| map(e, ""))
+            .await?;
+        if let Some(r) = rows.first() {
+            let backend = Backend {
+                pid: r.get(0),
+                start: r.get(1),
+            };
+            let mut all = self.backends.lock().unwrap_or_else(|p| p.into_inner());
+            all.retain(|k, _| *k + 8 > id);
+            all.insert(id, backend);
+        }
         Ok((id, Arc::new(client)))
+    }
+
+    /// The server process serving the connection in use now, if any: a
+    /// request sent next goes to it.
+    pub(crate) fn backend(&self) -> Option<Backend> {
+        let (id, _) = self.client().ok()?;
+        self.backends
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&id)
+            .copied()
+    }
+
+    /// Make sure nothing sent to `backend` can still land: end that server
+    /// process (if it still runs) and wait until it is gone, over the
+    /// connection in use. PostgreSQL aborts the transaction of a process
+    /// it terminates, unless it had committed already.
+    ///
+    /// # Errors
+    /// `ConnectionLost` (try again once reconnected) and the server's errors.
+    pub(crate) async fn end_backend(&self, backend: Backend) -> Result<()> {
+        let sql = "select pg_terminate_backend(pid, 10000) from pg_stat_activity \
+                   where pid = $1 and backend_start = $2";
+        self.query(
+            sql,
+            &[
+                (&backend.pid, Type::INT4),
+                (&backend.start, Type::TIMESTAMPTZ),
+            ],
+            "",
+        )
+        .await
+        .map(|_| ())
     }
 
     /// Use `client` (number `id`) from now on; the session is connected.
@@ -257,14 +319,29 @@ impl Link {
     /// The server says the session is over: `Expired`, unless it already
     /// ended here.
     pub(crate) fn ended_by_server(&self) {
+        let end = if self.closing.load(Ordering::SeqCst) {
+            SessionState::Closed
+        } else {
+            SessionState::Expired
+        };
+        self.end(end);
+    }
+
+    /// The session is over with `end`, unless it already ended.
+    pub(crate) fn end(&self, end: SessionState) {
         self.state.send_if_modified(|s| {
             if s.is_terminal() {
                 false
             } else {
-                *s = SessionState::Expired;
+                *s = end;
                 true
             }
         });
+    }
+
+    /// This session's close is about to be sent.
+    pub(crate) fn closing(&self) {
+        self.closing.store(true, Ordering::SeqCst);
     }
 }
 

@@ -2,8 +2,8 @@
 //! function of `sql/schema.sql` (one round trip, one transaction), over
 //! the session's [`Link`].
 
+use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::SystemTime;
 
 use async_trait::async_trait;
 use coord_core::backend::{lease::LeaseClock, PrimitiveSession, SessionEnder};
@@ -17,10 +17,12 @@ use tokio::time::Instant;
 use tokio_postgres::types::Type;
 use tokio_postgres::Row;
 
-use crate::connect::heartbeat_every;
 use crate::error::BACKEND;
-use crate::link::{open, Link, Mapper, Param};
-use crate::watch::{one_shot, tree_watch, Hub, Kind};
+use crate::keepalive::heartbeat;
+use crate::link::{open, Backend, Link, Mapper, Param};
+use crate::rows::{created_at, stat_at, u64_of, version_arg};
+use crate::txn;
+use crate::watch::{one_shot, tree_watch, Hub, Kind, Seen, Waiter};
 
 /// One session: its command link, its listener's hub, its tasks.
 pub(crate) struct PgSession {
@@ -49,7 +51,7 @@ impl PgSession {
         let ends = Arc::clone(&hub);
         let ender = tokio::spawn(async move {
             let _ = state.wait_for(|s| s.is_terminal()).await;
-            let last = state.borrow().clone();
+            let last = *state.borrow();
             ends.end(&|| last.end_error().unwrap_or(Error::SessionClosed));
         });
         PgSession {
@@ -126,27 +128,69 @@ impl PgSession {
     }
 
     async fn list(&self, dir: &str) -> Result<Vec<Child>> {
+        Ok(self.list_stamped(dir).await?.0)
+    }
+
+    /// The children of `dir`, and the stamp of each by name.
+    async fn list_stamped(&self, dir: &str) -> Result<(Vec<Child>, HashMap<String, u64>)> {
         let rows = self
-            .call("name, seq", "children", &[(&dir, Type::TEXT)], dir)
+            .call("name, seq, stamp", "children", &[(&dir, Type::TEXT)], dir)
             .await?;
-        Ok(rows
+        let mut stamps = HashMap::with_capacity(rows.len());
+        let children = rows
             .iter()
             .map(|r| {
                 let seq: Option<i64> = r.get(1);
-                Child::new(r.get(0), seq.and_then(|s| u64::try_from(s).ok()))
+                let name: String = r.get(0);
+                stamps.insert(name.clone(), u64_of(r.get(2)));
+                Child::new(name, seq.and_then(|s| u64::try_from(s).ok()))
             })
-            .collect())
+            .collect();
+        Ok((children, stamps))
     }
 
+    /// What the create `req`, sent to server process `backend` and whose
+    /// answer was lost, made: `None` when it made nothing (and never
+    /// will). Waits for the connection to come back, ends `backend` so the
+    /// request cannot still land, then reads the create's record.
+    ///
+    /// # Errors
+    /// The session's end while waiting; the server's errors.
+    async fn created(&self, req: &str, backend: Backend) -> Result<Option<Created>> {
+        let mut state = self.link.state.subscribe();
+        loop {
+            let _ = state
+                .wait_for(|s| *s == SessionState::Connected || s.is_terminal())
+                .await;
+            self.check()?;
+            match self.link.end_backend(backend).await {
+                Ok(()) => {}
+                Err(e) if e.is_retryable() => continue,
+                Err(e) => return Err(e),
+            }
+            match self
+                .call("path, seq, stamp", "created", &[(&req, Type::TEXT)], "")
+                .await
+            {
+                Ok(rows) => return Ok(rows.first().map(|r| created_at(r, 0))),
+                Err(e) if e.is_retryable() => continue,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// A waiter for `kind` at `path`, registered before its read.
     fn watch(
         &self,
         path: &str,
         kind: Kind,
     ) -> (
+        Arc<Waiter>,
         tokio::sync::oneshot::Receiver<()>,
         watch::Receiver<SessionState>,
     ) {
-        (self.hub.register(path, kind), self.link.state.subscribe())
+        let (waiter, fired) = self.hub.register(path, kind);
+        (waiter, fired, self.link.state.subscribe())
     }
 
     /// End the session on the server over whatever connection there is,
@@ -192,66 +236,6 @@ async fn end_over_new_connection(link: &Link, sid: i64) -> Result<()> {
     }
 }
 
-/// Renew the session every third of its timeout; the lease clock moves to
-/// each answered renewal's send time. Stops once the session is over or
-/// past its lease deadline (the session's monitor then gives it up).
-async fn heartbeat(link: Arc<Link>, sid: i64, lease: Arc<LeaseClock>) {
-    let every = heartbeat_every(link.target.session_timeout);
-    let renew = format!("select {}.renew($1)", link.target.schema);
-    let mut state = link.state.subscribe();
-    loop {
-        tokio::select! {
-            () = tokio::time::sleep(every) => {}
-            _ = state.wait_for(|s| s.is_terminal()) => return,
-        }
-        if lease.expired() {
-            return;
-        }
-        let sent = Instant::now();
-        match link.query(&renew, &[(&sid, Type::INT8)], "").await {
-            Ok(rows) if rows.first().is_some_and(|r| r.get::<_, bool>(0)) => lease.renewed(sent),
-            Ok(_) => {
-                tracing::debug!(target: "coord", session = sid, "postgres session over on the server");
-                link.ended_by_server();
-                return;
-            }
-            Err(e) => tracing::debug!(target: "coord", error = %e, "postgres heartbeat failed"),
-        }
-    }
-}
-
-pub(crate) fn version_arg(v: Option<u64>) -> Option<i64> {
-    v.map(|v| i64::try_from(v).unwrap_or(i64::MAX))
-}
-
-fn u64_of(v: i64) -> u64 {
-    u64::try_from(v).unwrap_or_default()
-}
-
-/// The answer to a create: columns `path, seq, stamp` from `at` on.
-pub(crate) fn created_at(r: &Row, at: usize) -> Created {
-    let seq: Option<i64> = r.get(at + 1);
-    Created::new(
-        r.get(at),
-        seq.and_then(|s| u64::try_from(s).ok()),
-        u64_of(r.get(at + 2)),
-        0,
-    )
-}
-
-/// The stat of columns `version, stamp, owner, ctime` from `at` on.
-pub(crate) fn stat_at(r: &Row, at: usize) -> Stat {
-    let owner: Option<i64> = r.get(at + 2);
-    let mut stat = Stat::new(
-        u64_of(r.get(at)),
-        u64_of(r.get(at + 1)),
-        owner.is_some(),
-        r.get::<_, Option<SystemTime>>(at + 3),
-    );
-    stat.owner = owner.map(|o| SessionId(format!("{BACKEND}-{o}")));
-    stat
-}
-
 /// `e`, with a version mismatch's expected version filled in.
 fn expecting(e: Error, version: Option<u64>) -> Error {
     match (e, version) {
@@ -283,23 +267,41 @@ impl PrimitiveSession for PgSession {
 
     async fn create(&self, path: &str, data: &[u8], mode: CreateMode) -> Result<Created> {
         let ttl = ttl_arg(mode);
-        let rows = self
-            .call(
-                "path, seq, stamp",
-                "create",
-                &[
-                    (&path, Type::TEXT),
-                    (&data, Type::BYTEA),
-                    (&mode.is_ephemeral(), Type::BOOL),
-                    (&mode.is_sequential(), Type::BOOL),
-                    (&ttl, Type::INT8),
-                ],
-                path,
-            )
-            .await?;
-        rows.first()
-            .map(|r| created_at(r, 0))
-            .ok_or_else(|| no_answer(path))
+        let req = uuid::Uuid::new_v4().to_string();
+        let (eph, seq) = (mode.is_ephemeral(), mode.is_sequential());
+        loop {
+            let backend = self.link.backend();
+            let sent = self
+                .call(
+                    "path, seq, stamp",
+                    "create_once",
+                    &[
+                        (&req, Type::TEXT),
+                        (&path, Type::TEXT),
+                        (&data, Type::BYTEA),
+                        (&eph, Type::BOOL),
+                        (&seq, Type::BOOL),
+                        (&ttl, Type::INT8),
+                    ],
+                    path,
+                )
+                .await;
+            match (sent, backend) {
+                (Ok(rows), _) => {
+                    return rows
+                        .first()
+                        .map(|r| created_at(r, 0))
+                        .ok_or_else(|| no_answer(path))
+                }
+                (Err(Error::ConnectionLost(_)), Some(backend)) => {
+                    if let Some(made) = self.created(&req, backend).await? {
+                        return Ok(made);
+                    }
+                    // Not made, and it cannot land any more: send it again.
+                }
+                (Err(e), _) => return Err(e),
+            }
+        }
     }
 
     async fn get(&self, path: &str) -> Result<Option<Node>> {
@@ -340,25 +342,28 @@ impl PrimitiveSession for PgSession {
     }
 
     async fn children_watch(&self, dir: &str) -> Result<(Vec<Child>, Watch)> {
-        let (fired, state) = self.watch(dir, Kind::Children);
-        let children = self.list(dir).await?;
+        let (waiter, fired, state) = self.watch(dir, Kind::Children);
+        let (children, stamps) = self.list_stamped(dir).await?;
+        waiter.arm(Seen::Children(stamps));
         Ok((children, one_shot(fired, state)))
     }
 
     async fn watch_gone(&self, path: &str) -> Result<Option<Watch>> {
-        let (fired, state) = self.watch(path, Kind::Gone);
-        if self.read_node(path).await?.is_none() {
+        let (waiter, fired, state) = self.watch(path, Kind::Gone);
+        let Some(node) = self.read_node(path).await? else {
             return Ok(None);
-        }
+        };
+        waiter.arm(seen(&node));
         Ok(Some(one_shot(fired, state)))
     }
 
     async fn get_watch(&self, path: &str) -> Result<Option<(Node, Watch)>> {
-        let (fired, state) = self.watch(path, Kind::Change);
-        Ok(self
-            .read_node(path)
-            .await?
-            .map(|node| (node, one_shot(fired, state))))
+        let (waiter, fired, state) = self.watch(path, Kind::Change);
+        let Some(node) = self.read_node(path).await? else {
+            return Ok(None);
+        };
+        waiter.arm(seen(&node));
+        Ok(Some((node, one_shot(fired, state))))
     }
 
     async fn watch_tree(&self, path: &str) -> Result<TreeWatch> {
@@ -443,7 +448,7 @@ impl PrimitiveSession for PgSession {
                 ];
                 let rows = self
                     .call(
-                        "created, path, seq, stamp, version, owner, ctime",
+                        "created, path, seq, stamp, version, stamp, owner, ctime",
                         "guarded_put",
                         &args,
                         &path,
@@ -465,7 +470,15 @@ impl PrimitiveSession for PgSession {
     }
 
     async fn transaction(&self, txn: &Transaction) -> Result<Vec<TxnResult>> {
-        crate::txn::commit(self, txn).await
+        let arrays = txn::Arrays::of(txn)?;
+        let connected = self.link.connected();
+        let rows = self
+            .call_mapped(txn::COLUMNS, "txn", &arrays.params(), &|e| {
+                txn::server_error(e, txn)
+            })
+            .await
+            .map_err(|e| txn::lost(e, txn, connected))?;
+        txn::results(&rows, txn.ops().len())
     }
 
     async fn close(&self) -> Result<()> {
@@ -473,18 +486,12 @@ impl PrimitiveSession for PgSession {
             return Ok(());
         }
         let close = format!("select {}.close($1)", self.schema());
+        self.link.closing();
         let result = self
             .link
             .query(&close, &[(&self.sid, Type::INT8)], "")
             .await;
-        self.link.state.send_if_modified(|s| {
-            if s.is_terminal() {
-                false
-            } else {
-                *s = SessionState::Closed;
-                true
-            }
-        });
+        self.link.end(SessionState::Closed);
         result.map(|_| ())
     }
 
@@ -493,7 +500,7 @@ impl PrimitiveSession for PgSession {
     }
 
     async fn abandon(&self) {
-        self.link.ended_by_server();
+        self.link.end(SessionState::Expired);
         // The server ends it by itself `timeout` after the last renewal it
         // answered; until then, try to end it sooner.
         let usable = coord_core::backend::lease::usable(self.link.target.session_timeout);
@@ -518,6 +525,14 @@ impl PrimitiveSession for PgSession {
         Some(Box::pin(async move {
             end_over_new_connection(&link, sid).await
         }))
+    }
+}
+
+/// What a read of `node` saw, for its waiter.
+fn seen(node: &Node) -> Seen {
+    Seen::Node {
+        stamp: node.stat.stamp,
+        version: node.stat.version,
     }
 }
 

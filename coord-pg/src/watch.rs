@@ -1,12 +1,15 @@
 //! Watches: one listening connection per session (`LISTEN <schema>`). The
-//! schema's trigger sends `c:`, `u:` or `d:` and the path of every created,
-//! set or deleted node at its transaction's commit, in commit order.
+//! schema's trigger sends the kind (`c`, `u`, `d`), stamp, version and path
+//! of every created, set or deleted node at its transaction's commit, in
+//! commit order.
 //!
 //! 1. A one-shot waiter registers *before* the read it follows, so a change
-//!    committed after the read is never missed: the hub wakes the waiters
-//!    of the path (a data watch on `u`/`d`, a gone watch on `d`) and of its
-//!    parent (a children watch on `c`/`d`). Tree watches get every path at
-//!    or under their root.
+//!    committed after the read is never missed. Notices that come before
+//!    the read's answer are kept; once the read is known the waiter is
+//!    *armed* with it, and a notice fires it only if the read did not see
+//!    that change already (by stamp and version: a node's stamp never
+//!    repeats, its version grows). So a change the read saw never wakes a
+//!    waiter twice, as a ZooKeeper watch set with its read would not.
 //! 2. While the listening connection is down, nothing is heard: when it is
 //!    lost every waiter fires, and when it is back (its `LISTEN` in place)
 //!    every waiter fires again and every tree watch gets `Resync`. A reader
@@ -39,8 +42,111 @@ pub(crate) enum Kind {
     Children,
 }
 
+/// One change notice.
+#[derive(Clone)]
+struct Notice {
+    op: char,
+    stamp: u64,
+    version: u64,
+    /// The node's name (for a children waiter: which child).
+    name: String,
+}
+
+/// What the read after a waiter's registration saw.
+pub(crate) enum Seen {
+    /// The node, with its stamp and version.
+    Node { stamp: u64, version: u64 },
+    /// The children, by name, with their stamps.
+    Children(HashMap<String, u64>),
+}
+
+impl Seen {
+    /// Whether `n` is a change this read did not see.
+    fn is_news(&self, kind: Kind, n: &Notice) -> bool {
+        match (self, kind) {
+            (Seen::Node { stamp, .. }, Kind::Gone) => n.op == 'd' && n.stamp >= *stamp,
+            (Seen::Node { stamp, version }, Kind::Change) => match n.op {
+                'u' => n.stamp > *stamp || (n.stamp == *stamp && n.version > *version),
+                'd' => n.stamp >= *stamp,
+                _ => false,
+            },
+            (Seen::Children(seen), Kind::Children) => {
+                let had = seen.get(&n.name).copied();
+                match n.op {
+                    // A child the listing showed (or a later one) is no news.
+                    'c' => had.is_none_or(|s| n.stamp > s),
+                    // A child the listing did not show was gone already.
+                    'd' => had.is_some_and(|s| n.stamp >= s),
+                    _ => false,
+                }
+            }
+            _ => true,
+        }
+    }
+}
+
+/// A waiter's filter: notices kept until its read is known, then the read.
+enum Filter {
+    Pending(Vec<Notice>),
+    Armed(Seen),
+}
+
+/// One one-shot waiter, shared by the hub and the watch being made.
+pub(crate) struct Waiter {
+    kind: Kind,
+    inner: Mutex<(Option<oneshot::Sender<()>>, Filter)>,
+}
+
+impl Waiter {
+    fn fire(inner: &mut (Option<oneshot::Sender<()>>, Filter)) {
+        if let Some(tx) = inner.0.take() {
+            let _ = tx.send(());
+        }
+    }
+
+    /// A notice for this waiter's path (step 1).
+    fn offer(&self, n: &Notice) {
+        let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        match &mut inner.1 {
+            Filter::Pending(kept) => kept.push(n.clone()),
+            Filter::Armed(seen) => {
+                if seen.is_news(self.kind, n) {
+                    Self::fire(&mut inner);
+                }
+            }
+        }
+    }
+
+    /// The read is known: fire now for a kept notice it did not see, and
+    /// judge later ones by it.
+    pub(crate) fn arm(&self, seen: Seen) {
+        let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let news = match &inner.1 {
+            Filter::Pending(kept) => kept.iter().any(|n| seen.is_news(self.kind, n)),
+            Filter::Armed(_) => false,
+        };
+        inner.1 = Filter::Armed(seen);
+        if news {
+            Self::fire(&mut inner);
+        }
+    }
+
+    fn fire_now(&self) {
+        Self::fire(&mut self.inner.lock().unwrap_or_else(|p| p.into_inner()));
+    }
+
+    fn done(&self) -> bool {
+        self.inner
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .0
+            .as_ref()
+            .is_none_or(|tx| tx.is_closed())
+    }
+}
+
 /// Waiters by path.
-type Waiters = HashMap<String, Vec<(Kind, oneshot::Sender<()>)>>;
+type Waiters = HashMap<String, Vec<Arc<Waiter>>>;
 
 /// A tree watch's root and where its changes go.
 type Tree = (String, mpsc::UnboundedSender<Result<TreeChange>>);
@@ -53,14 +159,19 @@ pub(crate) struct Hub {
 }
 
 impl Hub {
-    /// Wait for `kind` at `path`: the receiver resolves when it happens.
-    pub(crate) fn register(&self, path: &str, kind: Kind) -> oneshot::Receiver<()> {
+    /// Wait for `kind` at `path`: the waiter (to arm once its read is
+    /// known) and the receiver that resolves when it fires.
+    pub(crate) fn register(&self, path: &str, kind: Kind) -> (Arc<Waiter>, oneshot::Receiver<()>) {
         let (tx, rx) = oneshot::channel();
+        let waiter = Arc::new(Waiter {
+            kind,
+            inner: Mutex::new((Some(tx), Filter::Pending(Vec::new()))),
+        });
         let mut w = self.waiters.lock().unwrap_or_else(|p| p.into_inner());
         let list = w.entry(path.to_owned()).or_default();
-        list.retain(|(_, t)| !t.is_closed());
-        list.push((kind, tx));
-        rx
+        list.retain(|x| !x.done());
+        list.push(Arc::clone(&waiter));
+        (waiter, rx)
     }
 
     /// Report every change at or under `root` to the returned receiver.
@@ -72,20 +183,38 @@ impl Hub {
         rx
     }
 
-    /// A notice from the trigger: `c:PATH`, `u:PATH` or `d:PATH`.
+    /// A notice from the trigger: `OP:STAMP:VERSION:PATH`.
     pub(crate) fn notice(&self, payload: &str) {
-        let Some((op, path)) = payload.split_once(':') else {
+        let mut parts = payload.splitn(4, ':');
+        let (Some(op), Some(stamp), Some(version), Some(path)) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
             return;
+        };
+        let (Some(op), Ok(stamp), Ok(version)) =
+            (op.chars().next(), stamp.parse(), version.parse())
+        else {
+            return;
+        };
+        let name = path.rsplit('/').next().unwrap_or_default().to_owned();
+        let n = Notice {
+            op,
+            stamp,
+            version,
+            name,
         };
         {
             let mut w = self.waiters.lock().unwrap_or_else(|p| p.into_inner());
-            match op {
-                "u" => fire(&mut w, path, &[Kind::Change]),
-                "d" => fire(&mut w, path, &[Kind::Change, Kind::Gone]),
-                _ => {}
+            if matches!(op, 'u' | 'd') {
+                offer(&mut w, path, &n, &[Kind::Change, Kind::Gone]);
             }
-            if matches!(op, "c" | "d") && path != "/" {
-                fire(&mut w, coord_core::path::parent(path), &[Kind::Children]);
+            if matches!(op, 'c' | 'd') && path != "/" {
+                offer(
+                    &mut w,
+                    coord_core::path::parent(path),
+                    &n,
+                    &[Kind::Children],
+                );
             }
         }
         let mut trees = self.trees.lock().unwrap_or_else(|p| p.into_inner());
@@ -101,8 +230,8 @@ impl Hub {
     fn fire_all(&self) {
         let mut w = self.waiters.lock().unwrap_or_else(|p| p.into_inner());
         for (_, list) in w.drain() {
-            for (_, tx) in list {
-                let _ = tx.send(());
+            for waiter in list {
+                waiter.fire_now();
             }
         }
     }
@@ -138,18 +267,15 @@ fn under(path: &str, root: &str) -> bool {
             .is_some_and(|rest| rest.starts_with('/'))
 }
 
-/// Wake the waiters of `kinds` at `at`.
-fn fire(w: &mut Waiters, at: &str, kinds: &[Kind]) {
+/// Offer `n` to the waiters of `kinds` at `at`; drop those done.
+fn offer(w: &mut Waiters, at: &str, n: &Notice, kinds: &[Kind]) {
     if let Some(list) = w.get_mut(at) {
-        let mut keep = Vec::new();
-        for (k, tx) in list.drain(..) {
-            if kinds.contains(&k) {
-                let _ = tx.send(());
-            } else if !tx.is_closed() {
-                keep.push((k, tx));
+        for waiter in list.iter() {
+            if kinds.contains(&waiter.kind) {
+                waiter.offer(n);
             }
         }
-        *list = keep;
+        list.retain(|x| !x.done());
         if list.is_empty() {
             w.remove(at);
         }
