@@ -27,6 +27,14 @@ use crate::error::map;
 use crate::options::Target;
 use crate::tls::MakeTls;
 
+/// Pacing of reconnects: soon after a failure, and never more than a
+/// quarter second apart, so a session is back within moments of its server
+/// (the recipes' backoff grows to a second).
+pub(crate) const RECONNECT: Backoff = Backoff::new(
+    std::time::Duration::from_millis(10),
+    std::time::Duration::from_millis(250),
+);
+
 /// One parameter of a request, with its type (one round trip: no prepare).
 pub(crate) type Param<'a> = (&'a (dyn ToSql + Sync), Type);
 
@@ -216,10 +224,39 @@ impl Link {
         params: &[Param<'_>],
         mapper: &Mapper<'_>,
     ) -> Result<Vec<Row>> {
-        let (id, client) = self.client()?;
-        self.sent.fetch_add(1, Ordering::Relaxed);
-        self.bounded(id, client.query_typed(sql, params), mapper)
-            .await
+        // A serialization failure or a deadlock applied nothing: send it
+        // again, a few times (PostgreSQL picks one victim per deadlock).
+        let mut again = 0;
+        loop {
+            let (id, client) = self.client()?;
+            self.sent.fetch_add(1, Ordering::Relaxed);
+            let request = client.query_typed(sql, params);
+            match tokio::time::timeout(self.target.request_timeout, request).await {
+                Ok(Ok(rows)) => return Ok(rows),
+                Ok(Err(e)) if crate::error::is_rolled_back(&e) && again < 5 => {
+                    again += 1;
+                    tracing::debug!(target: "coord", error = %e, "postgres rolled a request back; sending it again");
+                }
+                Ok(Err(e)) => {
+                    let e = mapper(e);
+                    if e.is_retryable() {
+                        self.broken(id);
+                    }
+                    return Err(e);
+                }
+                Err(_) => {
+                    self.broken(id);
+                    return Err(self.no_answer());
+                }
+            }
+        }
+    }
+
+    fn no_answer(&self) -> Error {
+        Error::ConnectionLost(format!(
+            "postgres: no answer within {:?}",
+            self.target.request_timeout
+        ))
     }
 
     /// Whether there is a connection to send on now.
@@ -249,10 +286,7 @@ impl Link {
             }
             Err(_) => {
                 self.broken(id);
-                Err(Error::ConnectionLost(format!(
-                    "postgres: no answer within {:?}",
-                    self.target.request_timeout
-                )))
+                Err(self.no_answer())
             }
         }
     }
@@ -309,7 +343,7 @@ impl Link {
                 }
                 let mut state = self.state.subscribe();
                 tokio::select! {
-                    () = Backoff::RECIPES.sleep(&mut attempt) => {}
+                    () = RECONNECT.sleep(&mut attempt) => {}
                     _ = state.wait_for(|s| s.is_terminal()) => return,
                 }
             }
@@ -365,12 +399,12 @@ pub(crate) async fn open(
     match tokio::time::timeout(target.request_timeout, target.config.connect(tls.clone())).await {
         Ok(Ok(pair)) => Ok(pair),
         Ok(Err(e)) => Err(match map(e, "") {
-            Error::ConnectionLost(m) => Error::ConnectionLost(format!("{}: {m}", target.shown)),
+            Error::ConnectionLost(m) => Error::ConnectionLost(format!("{}: {m}", target.addrs)),
             e => e,
         }),
         Err(_) => Err(Error::ConnectionLost(format!(
             "{}: no connection within {:?}",
-            target.shown, target.request_timeout
+            target.addrs, target.request_timeout
         ))),
     }
 }

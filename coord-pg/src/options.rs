@@ -254,7 +254,24 @@ impl PgOptions {
         if config.get_application_name().is_none() {
             config.application_name("coord");
         }
+        let ports = config.get_ports();
+        let addrs = config
+            .get_hosts()
+            .iter()
+            .enumerate()
+            .map(|(i, h)| {
+                let port = ports.get(i).or(ports.first()).copied().unwrap_or(5432);
+                match h {
+                    tokio_postgres::config::Host::Tcp(name) => format!("{name}:{port}"),
+                    tokio_postgres::config::Host::Unix(dir) => {
+                        format!("{}/.s.PGSQL.{port}", dir.display())
+                    }
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(",");
         Ok(Target {
+            addrs,
             config,
             tls,
             schema: self.schema.clone(),
@@ -275,6 +292,8 @@ pub(crate) struct Target {
     pub(crate) request_timeout: Duration,
     /// The URL with its password replaced by `***`, for messages.
     pub(crate) shown: String,
+    /// The servers' `host:port`s, for messages.
+    pub(crate) addrs: String,
 }
 
 fn bad_url(url: &str, why: &str) -> Error {

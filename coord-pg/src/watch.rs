@@ -21,13 +21,12 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use coord_core::backend::Backoff;
 use coord_core::{Error, Result, SessionState, TreeChange, TreeWatch, Watch};
 use futures_util::StreamExt;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio_postgres::AsyncMessage;
 
-use crate::link::open;
+use crate::link::{open, RECONNECT};
 use crate::options::Target;
 use crate::tls::MakeTls;
 
@@ -363,7 +362,7 @@ pub(crate) async fn listen(
             }
             let mut s = state.clone();
             tokio::select! {
-                () = Backoff::RECIPES.sleep(&mut attempt) => {}
+                () = RECONNECT.sleep(&mut attempt) => {}
                 _ = s.wait_for(|s| s.is_terminal()) => return,
             }
         }
