@@ -13,7 +13,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-BACKENDS = ["mem", "zk", "etcd", "redis"]
+BACKENDS = ["mem", "zk", "etcd", "redis", "pg"]
 SERIES = [
     ("lock", "coord Lock", "-o"),
     ("simple", "coord SimpleLock (herd)", "--s"),

@@ -43,7 +43,7 @@ impl<'a> Ctx<'a> {
         );
         let rep = Report {
             backend: target.backend().to_owned(),
-            url: url.to_owned(),
+            url: crate::target::redact(url),
             config: cfg.describe(),
             ..Report::default()
         };

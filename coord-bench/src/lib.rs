@@ -4,8 +4,10 @@
 //! K concurrent sessions, each its own connection, and in the
 //! same run the baselines — the herd [`SimpleLock`](coordination::SimpleLock),
 //! zookeeper-client's own Curator-compatible lock on ZooKeeper, etcd's
-//! server-side lock RPC on etcd, `tokio::sync::Mutex` in memory, and each
-//! server's raw create + delete round trip. Every figure is reported with
+//! server-side lock RPC on etcd, `pg_advisory_lock` / `pg_advisory_unlock`
+//! and `SELECT … FOR UPDATE SKIP LOCKED` consumers on PostgreSQL,
+//! `tokio::sync::Mutex` in memory, and each server's raw create + delete
+//! round trip. Every figure is reported with
 //! its ratio to its baseline ([`report::Report`]), as markdown and JSON.
 //!
 //! It starts no server: `coord-bench --url zk://127.0.0.1:2181`;

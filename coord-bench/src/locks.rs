@@ -27,6 +27,10 @@ pub enum LockKind {
     ZkNative,
     /// etcd's server-side lock RPC (`Lock` / `Unlock`).
     EtcdNative,
+    /// PostgreSQL's session advisory lock: `pg_advisory_lock` /
+    /// `pg_advisory_unlock`, one round trip each, on one connection per
+    /// contender (the native floor: no fencing, no session of its own).
+    PgAdvisory,
     /// `tokio::sync::Mutex`, in process: the floor.
     Tokio,
 }
@@ -40,6 +44,7 @@ impl LockKind {
             LockKind::Simple => "SimpleLock",
             LockKind::ZkNative => "zookeeper-client lock",
             LockKind::EtcdNative => "etcd lock RPC",
+            LockKind::PgAdvisory => "pg_advisory_lock",
             LockKind::Tokio => "tokio Mutex",
         }
     }
@@ -50,6 +55,7 @@ impl LockKind {
         match backend {
             "zk" => Some(LockKind::ZkNative),
             "etcd" => Some(LockKind::EtcdNative),
+            "pg" => Some(LockKind::PgAdvisory),
             "mem" => Some(LockKind::Tokio),
             _ => None,
         }
@@ -63,6 +69,7 @@ enum Contender {
     Simple(SimpleLock),
     Zk(zookeeper_client::Client, String),
     Etcd(Box<etcd_client::Client>, i64, String),
+    Pg(Box<PgAdvisory>),
     Tokio(Arc<tokio::sync::Mutex<()>>),
 }
 
@@ -129,6 +136,12 @@ impl Contender {
                 pause().await;
                 client.unlock(key).await?;
             }
+            Contender::Pg(pg) => {
+                pg.client.execute(&pg.lock, &[&pg.key]).await?;
+                inside();
+                pause().await;
+                pg.client.execute(&pg.unlock, &[&pg.key]).await?;
+            }
             Contender::Tokio(m) => {
                 let g = m.lock().await;
                 inside();
@@ -144,6 +157,54 @@ impl Contender {
             let _ = client.lease_revoke(lease).await;
         }
     }
+}
+
+/// A contender on PostgreSQL's advisory lock: its own connection, the two
+/// statements prepared, the lock's key.
+pub(crate) struct PgAdvisory {
+    client: tokio_postgres::Client,
+    lock: tokio_postgres::Statement,
+    unlock: tokio_postgres::Statement,
+    key: i64,
+}
+
+impl PgAdvisory {
+    /// A connection to `url` (plain, as the benchmark's server is), its
+    /// driver task spawned, for the advisory lock named by `name`.
+    ///
+    /// # Errors
+    /// The server is unreachable.
+    async fn connect(url: &str, name: &str) -> BenchResult<Self> {
+        let client = pg_connect(url).await?;
+        let lock = client.prepare("select pg_advisory_lock($1)").await?;
+        let unlock = client.prepare("select pg_advisory_unlock($1)").await?;
+        Ok(PgAdvisory {
+            client,
+            lock,
+            unlock,
+            key: advisory_key(name),
+        })
+    }
+}
+
+/// A plain tokio-postgres connection to `url`, its driver task spawned (it
+/// ends when the client is dropped).
+///
+/// # Errors
+/// The server is unreachable or refuses the login.
+pub(crate) async fn pg_connect(url: &str) -> BenchResult<tokio_postgres::Client> {
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await?;
+    tokio::spawn(connection);
+    Ok(client)
+}
+
+/// The advisory lock key of the lock at `name`: a hash, the same for every
+/// contender of the run.
+fn advisory_key(name: &str) -> i64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    name.hash(&mut h);
+    h.finish() as i64
 }
 
 /// What W2's holder waits for while it holds: another contender waiting
@@ -228,6 +289,10 @@ async fn contenders(
                 let mut client = etcd_client::Client::connect(endpoints, None).await?;
                 let lease = client.lease_grant(60, None).await?.id();
                 Contender::Etcd(Box::new(client), lease, dir.to_owned())
+            }
+            LockKind::PgAdvisory => {
+                let url = target.pg_url().ok_or("not a PostgreSQL target")?;
+                Contender::Pg(Box::new(PgAdvisory::connect(url, dir).await?))
             }
             LockKind::Tokio => Contender::Tokio(tokio_mutex.clone()),
         };

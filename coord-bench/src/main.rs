@@ -14,8 +14,8 @@ use coord_bench::Config;
 #[derive(Debug, Parser)]
 #[command(name = "coord-bench", version)]
 struct Args {
-    /// The server: mem://, zk://HOST:PORT, etcd://HOST:PORT or
-    /// redis://HOST:PORT.
+    /// The server: mem://, zk://HOST:PORT, etcd://HOST:PORT,
+    /// redis://HOST:PORT or postgres://USER[:PASSWORD]@HOST:PORT/DB.
     #[arg(long)]
     url: String,
     /// Where to write the results.
@@ -82,7 +82,10 @@ fn main() -> ExitCode {
     let report = match rt.block_on(coord_bench::run(&url, &cfg)) {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("benchmark against {url} failed: {e}");
+            eprintln!(
+                "benchmark against {} failed: {e}",
+                coord_bench::target::redact(&url)
+            );
             return ExitCode::FAILURE;
         }
     };

@@ -1,6 +1,7 @@
-//! The server under test: sessions through `coordination::Connector`, sessions a
-//! benchmark can expire (through each backend's test hook, as the
-//! conformance harnesses do), and the native clients for the baselines.
+//! The server under test: sessions through `coordination::Connector` (on
+//! PostgreSQL through `coord_pg::connect`), sessions a benchmark can expire
+//! (through each backend's test hook, as the conformance harnesses do), and
+//! the native clients for the baselines.
 
 use std::sync::Arc;
 
@@ -12,7 +13,8 @@ use crate::error::BenchResult;
 /// `coordination::connect` (expiring a session, the native clients).
 pub struct Target {
     url: String,
-    connector: Connector,
+    /// `None` on PostgreSQL: its sessions come from `coord_pg::connect`.
+    connector: Option<Connector>,
     kind: Kind,
 }
 
@@ -21,6 +23,19 @@ enum Kind {
     Zk(coord_zk::ZkOptions),
     Etcd(coord_etcd::EtcdOptions),
     Redis(coord_redis::RedisOptions),
+    Pg(coord_pg::PgOptions),
+}
+
+/// Whether `url` names a PostgreSQL server.
+fn is_pg(url: &str) -> bool {
+    url.starts_with("postgres://") || url.starts_with("postgresql://")
+}
+
+/// `url` with the password of its user info (`user:password@`), if any,
+/// replaced by `***` (coord's own redaction): what a report or a message
+/// may show.
+pub fn redact(url: &str) -> String {
+    coord_core::backend::redact_url(url)
 }
 
 /// How to end one session on the server, as its timeout would.
@@ -33,6 +48,8 @@ pub enum Expirer {
     Etcd(Vec<String>, i64),
     /// A Redis session key, deleted and its nodes reaped.
     Redis(coord_redis::RedisOptions, SessionId),
+    /// A PostgreSQL session row, ended on the server.
+    Pg(coord_pg::PgOptions, SessionId),
 }
 
 impl Target {
@@ -41,6 +58,15 @@ impl Target {
     /// # Errors
     /// A malformed URL.
     pub fn new(url: &str) -> BenchResult<Self> {
+        if is_pg(url) {
+            let options = coord_pg::PgOptions::new(url);
+            options.validate()?;
+            return Ok(Target {
+                url: url.to_owned(),
+                connector: None,
+                kind: Kind::Pg(options),
+            });
+        }
         let connector = Connector::new(url)?;
         let rest = url.split_once("://").map(|(_, r)| r).unwrap_or("");
         let rest = rest.split(['?', '#']).next().unwrap_or("");
@@ -55,32 +81,38 @@ impl Target {
         };
         Ok(Target {
             url: url.to_owned(),
-            connector,
+            connector: Some(connector),
             kind,
         })
     }
 
-    /// The URL benchmarked.
-    pub fn url(&self) -> &str {
-        &self.url
+    /// The URL benchmarked, its password (if any) replaced by `***`.
+    pub fn url(&self) -> String {
+        redact(&self.url)
     }
 
-    /// The backend's short name: `mem`, `zk`, `etcd`, `redis`.
+    /// The backend's short name: `mem`, `zk`, `etcd`, `redis`, `pg`.
     pub fn backend(&self) -> &'static str {
         match self.kind {
             Kind::Mem => "mem",
             Kind::Zk(_) => "zk",
             Kind::Etcd(_) => "etcd",
             Kind::Redis(_) => "redis",
+            Kind::Pg(_) => "pg",
         }
     }
 
-    /// Open a session (its own connection) through `coordination::Connector`.
+    /// Open a session (its own connection) through `coordination::Connector`
+    /// (on PostgreSQL, `coord_pg::connect`).
     ///
     /// # Errors
     /// The server is unreachable.
     pub async fn open(&self) -> BenchResult<Session> {
-        Ok(self.connector.connect().await?)
+        match (&self.kind, &self.connector) {
+            (Kind::Pg(o), _) => Ok(coord_pg::connect(o.clone()).await?),
+            (_, Some(c)) => Ok(c.connect().await?),
+            (_, None) => Err("no connector for this target".into()),
+        }
     }
 
     /// Open `n` sessions, a few at a time.
@@ -93,8 +125,8 @@ impl Target {
             let batch = (n - out.len()).min(8);
             let mut set = tokio::task::JoinSet::new();
             for i in 0..batch {
-                let c = self.connector.clone();
-                set.spawn(async move { (i, c.connect().await) });
+                let open = self.opener();
+                set.spawn(async move { (i, open.await) });
             }
             let mut got: Vec<(usize, Session)> = Vec::new();
             while let Some(r) = set.join_next().await {
@@ -105,6 +137,23 @@ impl Target {
             out.extend(got.into_iter().map(|(_, s)| s));
         }
         Ok(out)
+    }
+
+    /// A future that opens one session, owning what it needs (so it can be
+    /// spawned).
+    fn opener(&self) -> impl std::future::Future<Output = BenchResult<Session>> + Send + 'static {
+        let pg = match &self.kind {
+            Kind::Pg(o) => Some(o.clone()),
+            _ => None,
+        };
+        let connector = self.connector.clone();
+        async move {
+            match (pg, connector) {
+                (Some(o), _) => Ok(coord_pg::connect(o).await?),
+                (None, Some(c)) => Ok(c.connect().await?),
+                (None, None) => Err("no connector for this target".into()),
+            }
+        }
     }
 
     /// Open a session that [`Target::expire`] can end, through the
@@ -135,6 +184,11 @@ impl Target {
                 let id = s.id();
                 Ok((s, Expirer::Redis(o.clone(), id)))
             }
+            Kind::Pg(o) => {
+                let s = coord_pg::connect(o.clone()).await?;
+                let id = s.id();
+                Ok((s, Expirer::Pg(o.clone(), id)))
+            }
         }
     }
 
@@ -154,6 +208,7 @@ impl Target {
                 client.lease_revoke(*lease).await?;
             }
             Expirer::Redis(o, id) => coord_redis::testing::expire(o, id).await?,
+            Expirer::Pg(o, id) => coord_pg::testing::expire(o, id).await?,
         }
         Ok(())
     }
@@ -169,11 +224,53 @@ impl Target {
         }
     }
 
+    /// The PostgreSQL URL, for the native client (`None` elsewhere).
+    pub fn pg_url(&self) -> Option<&str> {
+        match &self.kind {
+            Kind::Pg(o) => Some(o.url()),
+            _ => None,
+        }
+    }
+
+    /// The schema coord keeps its tables in on PostgreSQL (`None`
+    /// elsewhere): the native queue's table goes there too, needing no
+    /// privilege coord does not have.
+    pub fn pg_schema(&self) -> Option<&str> {
+        match &self.kind {
+            Kind::Pg(o) => Some(o.schema()),
+            _ => None,
+        }
+    }
+
     /// The etcd endpoints, for the native client (`None` elsewhere).
     pub fn etcd_endpoints(&self) -> Option<Vec<String>> {
         match &self.kind {
             Kind::Etcd(o) => Some(o.endpoints().to_vec()),
             _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redact;
+
+    #[test]
+    fn a_password_never_reaches_the_report() {
+        for (url, shown) in [
+            (
+                "postgres://coord:s3cret@127.0.0.1:5432/coord",
+                "postgres://coord:***@127.0.0.1:5432/coord",
+            ),
+            (
+                "postgresql://u:p@ss/w@h/db?sslmode=disable",
+                "postgresql://u:***@h/db?sslmode=disable",
+            ),
+            ("postgres://coord@h:1/db", "postgres://***@h:1/db"),
+            ("redis://127.0.0.1:6379", "redis://127.0.0.1:6379"),
+            ("mem://", "mem://"),
+        ] {
+            assert_eq!(redact(url), shown, "{url}");
         }
     }
 }

@@ -1,5 +1,7 @@
-//! A standalone server restarted on the same data dir: `kill -9`, then
-//! started again on the same port(s). Sessions live in the server's data: a
+//! A standalone server restarted on the same data dir: `kill -9` (or the
+//! server's own shutdown, where its [`ServerKind`](crate::server::ServerKind)
+//! stops it so: PostgreSQL's fast and immediate shutdowns), then started
+//! again on the same port(s). Sessions live in the server's data: a
 //! holder's session either comes back with its hold, or is reported
 //! `Expired` on its client before anyone else is granted the lock. Never two
 //! holders; tokens never go back.
@@ -49,7 +51,8 @@ pub trait StandaloneServer: Send + Sync {
     /// quick restart with its hold (Redis: the settings the restarted
     /// server forgot are set again). None by default.
     async fn survived(&self) {}
-    /// `kill -9` the server process and reap it.
+    /// Stop the server process as its kind says (`kill -9` unless the kind
+    /// uses the server's own shutdown) and reap it.
     fn kill(&mut self) {
         self.process().kill()
     }

@@ -10,12 +10,31 @@ use coord_nemesis::history::{HistoryWriter, Kind};
 use coordination::{Connector, Error, Session};
 use tokio::sync::watch;
 
+/// A URL that may hold a password: its `Debug` shows it redacted.
+#[derive(Clone)]
+pub struct SecretUrl(pub String);
+
+impl std::str::FromStr for SecretUrl {
+    type Err = std::convert::Infallible;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(SecretUrl(s.to_owned()))
+    }
+}
+
+impl std::fmt::Debug for SecretUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&coord_core::backend::redact_url(&self.0))
+    }
+}
+
 /// What every client process the orchestrator starts is told.
 #[derive(Debug, clap::Args)]
 pub struct ProcessArgs {
-    /// The backend URL (the orchestrator points it at this process's proxies).
-    #[arg(long)]
-    pub url: String,
+    /// The backend URL (the orchestrator points it at this process's
+    /// proxies, through the environment: a PostgreSQL URL holds a password,
+    /// which a command line would show to every user of the machine).
+    #[arg(long, env = "COORD_NEMESIS_URL", hide_env_values = true)]
+    pub url: SecretUrl,
     /// The run's root path: everything the processes share lives under it.
     #[arg(long)]
     pub root: String,
@@ -32,7 +51,7 @@ impl ProcessArgs {
     pub fn open(&self) -> Result<(Arc<HistoryWriter>, Connector, Paths), String> {
         let h = HistoryWriter::open(&self.history, &self.name)
             .map_err(|e| format!("{}: {e}", self.history.display()))?;
-        let connector = Connector::new(&self.url).map_err(|e| e.to_string())?;
+        let connector = Connector::new(&self.url.0).map_err(|e| e.to_string())?;
         Ok((Arc::new(h), connector, Paths::new(&self.root)))
     }
 }

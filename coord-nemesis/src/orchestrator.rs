@@ -15,16 +15,78 @@ use tokio::process::{Child, ChildStdin, Command};
 
 use crate::common::{Paths, Rng};
 
+/// The servers of `--servers`: the members (`host:port`, each reached
+/// through fault proxies), and around them what a URL keeps — the user
+/// info before (`user:password@`, PostgreSQL) and the path after (`/db`).
+/// Its `Debug` hides the password.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Servers {
+    /// `user[:password]@`, or empty.
+    pub userinfo: String,
+    /// `host:port` of each member.
+    pub members: Vec<String>,
+    /// `/database`, or empty.
+    pub path: String,
+}
+
+impl std::str::FromStr for Servers {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        // The user info ends at the last '@' (a password may hold '@').
+        let (userinfo, rest) = match s.rfind('@') {
+            Some(at) => (&s[..=at], &s[at + 1..]),
+            None => ("", s),
+        };
+        let (hosts, path) = match rest.find('/') {
+            Some(i) => rest.split_at(i),
+            None => (rest, ""),
+        };
+        let members: Vec<String> = hosts.split(',').map(str::to_owned).collect();
+        if members.iter().any(String::is_empty) {
+            return Err(
+                "--servers: expected host:port,… (PostgreSQL: user:password@host:port/db)".into(),
+            );
+        }
+        Ok(Servers {
+            userinfo: userinfo.to_owned(),
+            members,
+            path: path.to_owned(),
+        })
+    }
+}
+
+impl Servers {
+    /// The URL of `scheme` on `hosts` (the members, or proxies standing
+    /// for them), with `query`.
+    pub fn url(&self, scheme: &str, hosts: &[String], query: &str) -> String {
+        format!(
+            "{scheme}://{}{}{}?{query}",
+            self.userinfo,
+            hosts.join(","),
+            self.path
+        )
+    }
+}
+
+impl std::fmt::Debug for Servers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let shown = coord_core::backend::redact_url(&self.url("x", &self.members, ""));
+        f.write_str(shown.trim_start_matches("x://").trim_end_matches('?'))
+    }
+}
+
 /// The orchestrator's options.
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
-    /// zk, zk3, etcd, etcd3 or redis (mem cannot be shared between
+    /// zk, zk3, etcd, etcd3, redis or pg (mem cannot be shared between
     /// processes: it is refused).
     #[arg(long)]
     pub backend: String,
-    /// The server members, `host:port,host:port,…`.
-    #[arg(long)]
-    pub servers: String,
+    /// The server members, `host:port,host:port,…`; on PostgreSQL
+    /// `user:password@host:port/database`, best given in the environment
+    /// (COORD_NEMESIS_SERVERS) so the password stays off the command line.
+    #[arg(long, env = "COORD_NEMESIS_SERVERS", hide_env_values = true)]
+    pub servers: Servers,
     /// A cluster's control directory (`kill-N`, `start-N`): enables member
     /// faults.
     #[arg(long)]
@@ -158,23 +220,29 @@ pub(crate) struct Orchestrator {
 }
 
 impl Orchestrator {
-    pub(crate) fn url(&self, hosts: &str) -> String {
-        format!("{}://{hosts}?{}", self.scheme, self.extra_query)
+    /// The backend URL on `hosts` (the members, or a slot's proxies).
+    pub(crate) fn url(&self, hosts: &[String]) -> String {
+        self.args.servers.url(self.scheme, hosts, &self.extra_query)
     }
 
     /// Start slot `i`'s next incarnation.
     pub(crate) fn spawn(&mut self, i: usize) -> Result<(), String> {
+        let hosts: Vec<String> = self.slots[i]
+            .proxies
+            .iter()
+            .map(|p| p.addr().to_string())
+            .collect();
+        let url = self.url(&hosts);
         let s = &mut self.slots[i];
         s.incarnation += 1;
         let name = s.name();
-        let hosts: Vec<String> = s.proxies.iter().map(|p| p.addr().to_string()).collect();
-        let url = format!("{}://{}?{}", self.scheme, hosts.join(","), self.extra_query);
         let dir = &self.args.history_dir;
         let log = File::create(dir.join(format!("{name}.log"))).map_err(|e| e.to_string())?;
         let mut cmd = Command::new(&self.exe);
+        // The URL in the environment, not on the command line: a
+        // PostgreSQL URL holds a password.
         cmd.arg(s.role.subcommand())
-            .arg("--url")
-            .arg(url)
+            .env("COORD_NEMESIS_URL", url)
             .arg("--root")
             .arg(&self.root)
             .arg("--name")
@@ -263,5 +331,36 @@ impl Orchestrator {
             self.slots[i].child = None;
         }
         self.write_pids();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Servers;
+
+    #[test]
+    fn servers_keep_the_user_and_database_around_the_members() {
+        let s: Servers = "coord:p@ss/w@127.0.0.1:5432/coord".parse().expect("parse");
+        assert_eq!(s.members, ["127.0.0.1:5432"]);
+        assert_eq!(
+            s.url(
+                "postgres",
+                &["127.0.0.1:9".into()],
+                "session_timeout=4000ms"
+            ),
+            "postgres://coord:p@ss/w@127.0.0.1:9/coord?session_timeout=4000ms"
+        );
+        let shown = format!("{s:?}");
+        assert!(!shown.contains("p@ss"), "{shown}");
+        assert_eq!(shown, "coord:***@127.0.0.1:5432/coord");
+
+        let s: Servers = "h1:1,h2:2,h3:3".parse().expect("parse");
+        assert_eq!(s.members, ["h1:1", "h2:2", "h3:3"]);
+        assert_eq!(
+            s.url("zk", &["p:1".into(), "p:2".into()], "q=1"),
+            "zk://p:1,p:2?q=1"
+        );
+        assert_eq!(format!("{s:?}"), "h1:1,h2:2,h3:3");
+        assert!("h1:1,,h2:2".parse::<Servers>().is_err());
     }
 }

@@ -28,13 +28,14 @@ fn scheme_of(backend: &str) -> Result<&'static str, String> {
         "zk" | "zk3" => Ok("zk"),
         "etcd" | "etcd3" => Ok("etcd"),
         "redis" => Ok("redis"),
+        "pg" => Ok("postgres"),
         "mem" => Err(
             "--backend mem: mem:// is one store per process, so worker processes \
-                      cannot share it; the nemesis needs a server (zk, zk3, etcd, etcd3, redis)"
+                      cannot share it; the nemesis needs a server (zk, zk3, etcd, etcd3, redis, pg)"
                 .into(),
         ),
         other => Err(format!(
-            "unknown backend {other:?} (zk, zk3, etcd, etcd3, redis)"
+            "unknown backend {other:?} (zk, zk3, etcd, etcd3, redis, pg)"
         )),
     }
 }
@@ -110,7 +111,7 @@ pub async fn run(args: RunArgs) -> Result<ExitCode, String> {
 
 impl Orchestrator {
     async fn run_all(&mut self) -> Result<(), String> {
-        let direct = self.url(&self.args.servers.clone());
+        let direct = self.url(&self.args.servers.members);
         let connector = Connector::new(&direct).map_err(|e| e.to_string())?;
         let admin = connector
             .connect()
@@ -146,7 +147,7 @@ impl Orchestrator {
             self.args.seconds
         );
 
-        let members: Vec<String> = self.args.servers.split(',').map(str::to_owned).collect();
+        let members = self.args.servers.members.clone();
         let mut bases = Vec::new();
         for i in 0..self.args.workers {
             bases.push((format!("w{i}"), Role::Worker));

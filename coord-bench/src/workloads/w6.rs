@@ -1,5 +1,7 @@
 //! W6: the queue — one producer with consumers taking concurrently,
-//! draining N and 2N prefilled items, and four consumers against one.
+//! draining N and 2N prefilled items, and four consumers against one; on
+//! PostgreSQL also the drain beside `SELECT … FOR UPDATE SKIP LOCKED`
+//! consumers of a plain table (the native floor).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -9,7 +11,9 @@ use coordination::{Queue, Session};
 
 use crate::context::{timed, Ctx};
 use crate::error::{BenchError, BenchResult};
+use crate::locks::pg_connect;
 use crate::row::{Row, Unit};
+use crate::stats::median;
 
 /// Run W6 and record its rows.
 ///
@@ -116,7 +120,168 @@ pub(crate) async fn bench(ctx: &mut Ctx<'_>) -> BenchResult<()> {
             .blocks(&all, ("1 consumer", &one)),
         );
     }
+    if let Some(url) = ctx.target.pg_url() {
+        let url = url.to_owned();
+        skip_locked(ctx, &url, &sessions).await;
+    }
     Ok(())
+}
+
+/// W6n (PostgreSQL): draining the same prefilled items with the same
+/// number of consumers, `Queue::poll` against `SKIP LOCKED` consumers, in
+/// interleaved blocks (which goes first alternates); the table is made in
+/// coord's schema and dropped at the end.
+async fn skip_locked(ctx: &mut Ctx<'_>, url: &str, sessions: &[Session]) {
+    let (c, items, limit) = (ctx.cfg.consumers, ctx.cfg.queue_items, ctx.limit());
+    let schema = match ctx.target.pg_schema() {
+        Some(s) => s.to_owned(),
+        None => return,
+    };
+    let table = format!(
+        "{schema}.bench_queue_{}",
+        &uuid::Uuid::new_v4().simple().to_string()[..8]
+    );
+    let native = match SkipLocked::open(url, &table, c).await {
+        Ok(n) => n,
+        Err(e) => return ctx.fail("W6 SKIP LOCKED", e),
+    };
+    let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+    'blocks: for b in 0..ctx.cfg.w2_blocks.max(1) {
+        let native_first = b % 2 == 0;
+        for native_turn in [native_first, !native_first] {
+            let got = if native_turn {
+                timed(limit, "W6 SKIP LOCKED", native.drain(items)).await
+            } else {
+                let dir = ctx.dir(&format!("w6n{b}"));
+                let run = queue_drain(&sessions[..1], &sessions[1..], &dir, items);
+                timed(limit, "W6 drain", run).await
+            };
+            match got {
+                Ok(q) if native_turn => theirs.push(q.items_per_s),
+                Ok(q) => ours.push(q.items_per_s),
+                Err(e) => {
+                    ctx.fail("W6 SKIP LOCKED", e);
+                    break 'blocks;
+                }
+            }
+        }
+    }
+    native.close().await;
+    if theirs.is_empty() || ours.len() != theirs.len() {
+        return;
+    }
+    let base = "SELECT … FOR UPDATE SKIP LOCKED";
+    ctx.rep.push(
+        Row::new(
+            "w6.native.drain_per_s",
+            "W6",
+            format!("{base} (baseline), drain {items}, {c} consumers"),
+        )
+        .metric("items", Unit::PerSec)
+        .value(median(&theirs)),
+    );
+    ctx.rep.push(
+        Row::new(
+            "w6.vs_native.drain_per_s",
+            "W6",
+            format!("Queue, drain {items}, {c} consumers"),
+        )
+        .metric("items", Unit::PerSec)
+        .blocks(&ours, (base, &theirs)),
+    );
+}
+
+/// The native queue: a plain table and consumers on connections of their
+/// own, each taking the oldest row no other consumer has locked and
+/// deleting it, in one statement (autocommit).
+struct SkipLocked {
+    table: String,
+    admin: tokio_postgres::Client,
+    consumers: Vec<Arc<tokio_postgres::Client>>,
+}
+
+impl SkipLocked {
+    /// The table made, `consumers` connections opened.
+    ///
+    /// # Errors
+    /// The server is unreachable or refuses the table.
+    async fn open(url: &str, table: &str, consumers: usize) -> BenchResult<Self> {
+        let admin = pg_connect(url).await?;
+        admin
+            .batch_execute(&format!(
+                "create table {table} (id bigserial primary key, payload bytea not null)"
+            ))
+            .await?;
+        let mut out = Vec::with_capacity(consumers);
+        for _ in 0..consumers.max(1) {
+            out.push(Arc::new(pg_connect(url).await?));
+        }
+        Ok(SkipLocked {
+            table: table.to_owned(),
+            admin,
+            consumers: out,
+        })
+    }
+
+    /// Prefill `n` rows (one statement), then time the consumers taking
+    /// them until each finds none left.
+    ///
+    /// # Errors
+    /// Server errors; fewer rows taken than filled.
+    async fn drain(&self, n: usize) -> BenchResult<QueueRun> {
+        let table = &self.table;
+        let count = i32::try_from(n)?;
+        self.admin
+            .execute(
+                &format!(
+                    "insert into {table} (payload) \
+                     select 'item'::bytea from generate_series(1, $1::int)"
+                ),
+                &[&count],
+            )
+            .await?;
+        let take = format!(
+            "delete from {table} where id = (select id from {table} order by id \
+             for update skip locked limit 1) returning payload"
+        );
+        let taken = Arc::new(AtomicUsize::new(0));
+        let gate = Arc::new(tokio::sync::Barrier::new(self.consumers.len() + 1));
+        let mut set = tokio::task::JoinSet::new();
+        for client in &self.consumers {
+            let statement = client.prepare(&take).await?;
+            let (client, taken, gate) = (client.clone(), taken.clone(), gate.clone());
+            set.spawn(async move {
+                gate.wait().await;
+                while client.query_opt(&statement, &[]).await?.is_some() {
+                    taken.fetch_add(1, Ordering::Relaxed);
+                }
+                Ok::<(), BenchError>(())
+            });
+        }
+        let start = Instant::now();
+        gate.wait().await;
+        while let Some(r) = set.join_next().await {
+            r??;
+        }
+        let drain = start.elapsed();
+        let got = taken.load(Ordering::Relaxed);
+        if got != n {
+            return Err(format!("SKIP LOCKED consumers took {got} rows of {n}").into());
+        }
+        Ok(QueueRun {
+            items_per_s: n as f64 / drain.as_secs_f64(),
+            drain,
+            listings: 0,
+        })
+    }
+
+    /// Drop the table; the connections close when dropped.
+    async fn close(self) {
+        let _ = self
+            .admin
+            .batch_execute(&format!("drop table if exists {}", self.table))
+            .await;
+    }
 }
 
 /// W6's results.

@@ -1,5 +1,6 @@
 //! One server process of a test's own: free ports, a directory, spawn and
-//! wait until it serves, `kill -9`, restart on the same data, stop on drop.
+//! wait until it serves, `kill -9` (or the server's own shutdown), restart
+//! on the same data, stop on drop.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -7,7 +8,35 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
 use tokio::time::Instant;
+
+/// How [`TestServer::kill`] (and so a restart) stops a server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    /// `kill -9`: of its pid, and of every process it forked when the
+    /// server forks ([`ServerKind::forks`]); nothing is flushed or said
+    /// goodbye to.
+    Kill,
+    /// `SIGINT` to its pid, then wait until it exits: PostgreSQL's fast
+    /// shutdown (clients disconnected, a checkpoint written).
+    Interrupt,
+    /// `SIGQUIT` to its pid, then wait until it exits: PostgreSQL's
+    /// immediate shutdown (its processes quit at once, no checkpoint: the
+    /// next start recovers from the WAL as after a crash).
+    Quit,
+}
+
+impl Stop {
+    fn signal(self) -> Signal {
+        match self {
+            Stop::Kill => Signal::SIGKILL,
+            Stop::Interrupt => Signal::SIGINT,
+            Stop::Quit => Signal::SIGQUIT,
+        }
+    }
+}
 
 /// What differs between servers: how to run one and how to tell it serves.
 ///
@@ -47,9 +76,26 @@ pub trait ServerKind: Send + Sync + 'static {
     /// Cancel safe: it only asks.
     async fn serving(&self, ports: &[u16]) -> bool;
 
-    /// How long a (re)start may take before the test fails.
+    /// How long a (re)start may take before the test fails; also how long
+    /// a [`Stop`] by the server's own shutdown may take before the server
+    /// is killed and the test fails.
     fn start_timeout(&self) -> Duration {
         Duration::from_secs(60)
+    }
+
+    /// How [`TestServer::kill`], and so a restart, stops the server. By
+    /// default `kill -9` ([`Stop::Kill`]). Dropping a [`TestServer`]
+    /// always kills.
+    fn stop(&self) -> Stop {
+        Stop::Kill
+    }
+
+    /// Whether the server forks processes of its own (PostgreSQL's
+    /// backends, each in a session of its own) that must go with it: a
+    /// `kill -9` then stops the server (`SIGSTOP`, so it forks no more),
+    /// kills its children, then it. By default no.
+    fn forks(&self) -> bool {
+        false
     }
 }
 
@@ -57,8 +103,9 @@ pub trait ServerKind: Send + Sync + 'static {
 /// needs of a [`TestServer`], whatever its kind.
 #[async_trait]
 pub trait ServerProcess: Send {
-    /// `kill -9` the server process and reap it; nothing when it is not
-    /// running.
+    /// Stop the server process as its kind says ([`ServerKind::stop`]:
+    /// `kill -9` unless the kind uses its own shutdown) and reap it;
+    /// nothing when it is not running.
     fn kill(&mut self);
 
     /// Start it again on the same port(s) and data; returns once it serves.
@@ -87,8 +134,8 @@ const POLL: Duration = Duration::from_millis(20);
 
 /// A server process a test started, and the only one it ever kills: on its
 /// own free loopback ports, with its data, config and log in a directory of
-/// its own. Dropped, the process is killed (`SIGKILL`, by its pid) and the
-/// directory removed.
+/// its own. Dropped, the process is killed (`SIGKILL`, by its pid, and its
+/// children's when the server forks) and the directory removed.
 pub struct TestServer<K: ServerKind> {
     kind: K,
     child: Option<Child>,
@@ -203,16 +250,50 @@ impl<K: ServerKind> TestServer<K> {
         }
     }
 
-    /// `kill -9` the server we started (and reap it); nothing when it is
-    /// not running.
+    /// Stop the server we started as its kind says ([`ServerKind::stop`]:
+    /// `kill -9` by default) and reap it; nothing when it is not running.
+    ///
+    /// # Errors
+    /// Panics when it cannot be signalled, or when its own shutdown does
+    /// not end it within [`ServerKind::start_timeout`] (it is killed
+    /// first).
     pub fn kill(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            // std's kill is SIGKILL on Unix, to this child's pid only.
-            if let Err(e) = child.kill() {
-                panic!("cannot kill {} pid {}: {e}", self.kind.name(), child.id());
+        self.stop_with(self.kind.stop());
+    }
+
+    fn stop_with(&mut self, how: Stop) {
+        let Some(mut child) = self.child.take() else {
+            return;
+        };
+        let name = self.kind.name();
+        let pid = Pid::from_raw(i32::try_from(child.id()).expect("a pid fits in i32"));
+        let group = self.kind.forks();
+        if how != Stop::Kill {
+            // Its own shutdown, signalled to its pid: a server that forks
+            // waits for its processes before it exits.
+            if let Err(e) = kill(pid, how.signal()) {
+                panic!("cannot send {:?} to {name} pid {pid}: {e}", how.signal());
             }
-            let _ = child.wait();
+            let limit = self.kind.start_timeout();
+            let deadline = std::time::Instant::now() + limit;
+            loop {
+                match child.try_wait() {
+                    Ok(Some(_)) => return,
+                    Ok(None) if std::time::Instant::now() < deadline => {
+                        std::thread::sleep(Duration::from_millis(10));
+                    }
+                    _ => {
+                        hard_kill(&mut child, pid, group, name);
+                        panic!(
+                            "{name} did not stop within {limit:?} of {:?} (killed); its log:\n{}",
+                            how.signal(),
+                            self.log()
+                        );
+                    }
+                }
+            }
         }
+        hard_kill(&mut child, pid, group, name);
     }
 
     /// Kill the server and start it again on the same ports and data.
@@ -243,9 +324,71 @@ impl<K: ServerKind> ServerProcess for TestServer<K> {
 
 impl<K: ServerKind> Drop for TestServer<K> {
     fn drop(&mut self) {
-        self.kill();
+        if let Some(mut child) = self.child.take() {
+            let pid = Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
+            hard_kill(&mut child, pid, self.kind.forks(), self.kind.name());
+        }
         let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+/// `SIGKILL` to `child` (pid `pid`), then reap it. When `forks`, first
+/// `SIGSTOP` it (it forks no more), `SIGKILL` each process it forked (its
+/// children, found in `/proc` while it is not reaped, so their parent pid
+/// is still its and only its), then it; wait (bounded) until those
+/// children no longer run, so a restart does not find them holding the
+/// server's files.
+fn hard_kill(child: &mut Child, pid: Pid, forks: bool, name: &str) {
+    if forks && kill(pid, Signal::SIGSTOP).is_ok() {
+        let children = children_of(pid);
+        for &c in &children {
+            let _ = kill(c, Signal::SIGKILL);
+        }
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while children.iter().any(|&c| runs(c)) && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+    if let Err(e) = child.kill() {
+        // std's kill is SIGKILL on Unix, to this child's pid only.
+        if child.try_wait().ok().flatten().is_none() {
+            panic!("cannot kill {name} pid {pid}: {e}");
+        }
+    }
+    let _ = child.wait();
+}
+
+/// A process's state and parent pid, from `/proc/<pid>/stat`.
+fn stat_of(pid: i32) -> Option<(char, i32)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // "pid (comm) state ppid ...": comm may hold spaces and parentheses,
+    // so read after the last ')'.
+    let (_, rest) = stat.rsplit_once(')')?;
+    let mut fields = rest.split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    let ppid = fields.next()?.parse().ok()?;
+    Some((state, ppid))
+}
+
+/// Whether `pid` runs (exists and is not a zombie).
+fn runs(pid: Pid) -> bool {
+    matches!(stat_of(pid.as_raw()), Some((state, _)) if state != 'Z' && state != 'X')
+}
+
+/// The running children of `parent`.
+fn children_of(parent: Pid) -> Vec<Pid> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|&p| {
+            matches!(stat_of(p), Some((state, ppid))
+                if ppid == parent.as_raw() && state != 'Z' && state != 'X')
+        })
+        .map(Pid::from_raw)
+        .collect()
 }
 
 /// A new directory of its own for a server: under `/dev/shm` when there is
