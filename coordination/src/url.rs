@@ -324,7 +324,7 @@ pub(crate) fn check_session_timeout(backend: Backend, d: Duration) -> Result<(),
 
 /// Check a comma-separated host list (`h1:2181,[::1]:2182,h3`), adding
 /// `default_port` where a host has none.
-#[cfg(any(feature = "zk", test))]
+#[cfg(any(feature = "zk", feature = "redis", test))]
 fn host_list(list: &str, default_port: u16) -> Result<String, String> {
     coord_core::backend::host::host_list(list, default_port).map(|hosts| hosts.join(","))
 }
