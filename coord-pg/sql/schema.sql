@@ -1,11 +1,12 @@
 -- coord-pg's schema, version 1: the tree, the sessions and every operation
 -- of the primitive contract as one SQL function each, so an operation is
 -- one round trip and one transaction (atomic, its change notices sent at
--- its commit, in commit order). Created by coord itself, idempotently; the
--- schema name `coord` is replaced by the one the URL names.
+-- its commit, in commit order).
 --
--- Work in progress on branch `pg` (issue 33): not wired to any Rust code
--- yet. Tried by hand with psql against scripts/servers/pg.sh's server.
+-- coord runs this itself (src/schema.rs), idempotently, when the schema is
+-- missing or older, with `@schema@` replaced by the schema's name (default
+-- `coord`; the notice channel has the same name). To run it by hand:
+--   sed 's/@schema@/coord/g' schema.sql | psql …
 --
 -- Errors are raised with SQLSTATEs of coord's own class CX, which the
 -- client maps onto coord_core::Error:
@@ -13,37 +14,46 @@
 --   CXNON no node                      CXEXI a node already exists
 --   CXVER another version              CXNEM the node has children
 --   CXEPH a child of an ephemeral node CXFEN a fence does not hold
+-- A transaction's refusal carries the failing step in its DETAIL
+-- (`fence:I` or `op:I`).
 
-create schema if not exists coord;
+-- CREATE SCHEMA checks the database's CREATE privilege even with IF NOT
+-- EXISTS: make it only when missing, so a role that owns the schema an
+-- administrator made needs nothing on the database.
+do $do$ begin
+  if not exists (select 1 from pg_namespace where nspname = '@schema@') then
+    create schema @schema@;
+  end if;
+end $do$;
 
-create table if not exists coord.meta (
+create table if not exists @schema@.meta (
   version int not null
 );
-insert into coord.meta (version)
-  select 1 where not exists (select 1 from coord.meta);
+insert into @schema@.meta (version)
+  select 0 where not exists (select 1 from @schema@.meta);
 
 -- Stamps (fencing tokens) and session ids. A sequence is WAL-logged ahead
 -- of what it hands out, so after a crash it skips forward, never back.
-create sequence if not exists coord.stamps;
-create sequence if not exists coord.session_ids;
+create sequence if not exists @schema@.stamps;
+create sequence if not exists @schema@.session_ids;
 
 -- A session ends when the *server's* clock passes expires_at (renewed by
 -- heartbeats); its ephemeral nodes go with its row (on delete cascade).
-create table if not exists coord.sessions (
+create table if not exists @schema@.sessions (
   id bigint primary key,
   timeout_ms int not null check (timeout_ms > 0),
   expires_at timestamptz not null
 );
 
-create table if not exists coord.nodes (
+create table if not exists @schema@.nodes (
   path text primary key,
   parent text,                       -- null for the root only
   name text not null,
   data bytea not null,
   version bigint not null default 0, -- counts sets
-  stamp bigint not null,             -- from coord.stamps; the root has 0
+  stamp bigint not null,             -- from @schema@.stamps; the root has 0
   seq bigint,                        -- for nodes created sequential
-  owner bigint references coord.sessions (id) on delete cascade,
+  owner bigint references @schema@.sessions (id) on delete cascade,
   ttl_ms bigint,                     -- TTL nodes: deleted after a TTL unchanged
   mtime timestamptz not null,
   ctime timestamptz not null,
@@ -51,122 +61,129 @@ create table if not exists coord.nodes (
 );
 -- Children in order: sequential ones by sequence, then the rest by name.
 -- The same index answers "the child just before sequence S" in O(log N).
-create index if not exists nodes_children on coord.nodes (parent, seq, name);
-create index if not exists nodes_ttl on coord.nodes (ttl_ms) where ttl_ms is not null;
+create index if not exists nodes_children on @schema@.nodes (parent, seq, name);
+create index if not exists nodes_ttl on @schema@.nodes (ttl_ms) where ttl_ms is not null;
 
-insert into coord.nodes (path, parent, name, data, stamp, mtime, ctime)
+insert into @schema@.nodes (path, parent, name, data, stamp, mtime, ctime)
   values ('/', null, '', '', 0, clock_timestamp(), clock_timestamp())
   on conflict do nothing;
 
--- Change notices: 'c' created, 'u' set, 'd' deleted, then ':' and the
--- path, on the channel `coord` (NOTIFY is transactional: sent at commit).
-create or replace function coord.notice() returns trigger
+-- Change notices: 'c' created, 'u' set, 'd' deleted, then the node's
+-- stamp, its version and its path, ':' between them (`u:12:3:/a/b`), on
+-- the channel named after the schema (NOTIFY is transactional: sent at
+-- commit, in commit order). The stamp and version let a watch set before
+-- a read tell a change its read already saw from a later one.
+create or replace function @schema@.notice() returns trigger
 language plpgsql as $$
 begin
   if tg_op = 'INSERT' then
-    perform pg_notify('coord', 'c:' || new.path);
+    perform pg_notify('@schema@', 'c:' || new.stamp || ':' || new.version || ':' || new.path);
   elsif tg_op = 'UPDATE' then
-    perform pg_notify('coord', 'u:' || new.path);
+    perform pg_notify('@schema@', 'u:' || new.stamp || ':' || new.version || ':' || new.path);
   else
-    perform pg_notify('coord', 'd:' || old.path);
+    perform pg_notify('@schema@', 'd:' || old.stamp || ':' || old.version || ':' || old.path);
   end if;
   return null;
 end $$;
-drop trigger if exists nodes_notice on coord.nodes;
+drop trigger if exists nodes_notice on @schema@.nodes;
 create trigger nodes_notice after insert or update of data, version or delete
-  on coord.nodes for each row execute function coord.notice();
+  on @schema@.nodes for each row execute function @schema@.notice();
 
 -- End every session the server's clock has passed (their ephemeral nodes
 -- go by cascade, with their notices), and every TTL node gone its TTL
 -- unchanged and childless. Every operation calls it first, so a dead
 -- process's nodes go at the first operation of anyone after its expiry.
-create or replace function coord.reap() returns void
+create or replace function @schema@.reap() returns void
 language plpgsql as $$
 begin
-  delete from coord.sessions where expires_at < clock_timestamp();
-  delete from coord.nodes n
+  delete from @schema@.sessions where expires_at < clock_timestamp();
+  delete from @schema@.nodes n
     where n.ttl_ms is not null
       and n.mtime + n.ttl_ms * interval '1 millisecond' < clock_timestamp()
-      and not exists (select 1 from coord.nodes c where c.parent = n.path);
+      and not exists (select 1 from @schema@.nodes c where c.parent = n.path);
 end $$;
 
 -- Refuse unless session `sid` lives (after reaping).
-create or replace function coord.live(sid bigint) returns void
+create or replace function @schema@.live(sid bigint) returns void
 language plpgsql as $$
 begin
-  perform coord.reap();
-  if not exists (select 1 from coord.sessions where id = sid) then
+  perform @schema@.reap();
+  if not exists (select 1 from @schema@.sessions where id = sid) then
     raise exception 'session % is over', sid using errcode = 'CXSES';
   end if;
 end $$;
 
-create or replace function coord.open(timeout_ms int)
+create or replace function @schema@.open(timeout_ms int)
 returns table (id bigint, expires_at timestamptz)
 language plpgsql as $$
 declare
-  sid bigint := nextval('coord.session_ids');
+  sid bigint := nextval('@schema@.session_ids');
 begin
-  perform coord.reap();
-  insert into coord.sessions (id, timeout_ms, expires_at)
+  perform @schema@.reap();
+  insert into @schema@.sessions (id, timeout_ms, expires_at)
     values (sid, open.timeout_ms, clock_timestamp() + open.timeout_ms * interval '1 millisecond');
-  return query select s.id, s.expires_at from coord.sessions s where s.id = sid;
+  return query select s.id, s.expires_at from @schema@.sessions s where s.id = sid;
 end $$;
 
 -- A heartbeat: true while the session lives (its end moved on), false once
 -- the server ended it.
-create or replace function coord.renew(sid bigint) returns boolean
+create or replace function @schema@.renew(sid bigint) returns boolean
 language plpgsql as $$
 begin
-  update coord.sessions
+  update @schema@.sessions
     set expires_at = clock_timestamp() + timeout_ms * interval '1 millisecond'
     where id = sid and expires_at >= clock_timestamp();
   -- Every heartbeat reaps too, so with any live client a dead session's
   -- nodes and an expired TTL node go within a heartbeat period.
   if found then
-    perform coord.reap();
+    perform @schema@.reap();
+    delete from @schema@.done d
+      where d.session = sid
+        and d.at < clock_timestamp() - (select s.timeout_ms from @schema@.sessions s where s.id = sid)
+                                       * interval '1 millisecond';
     return true;
   end if;
-  perform coord.reap();
+  perform @schema@.reap();
   return false;
 end $$;
 
-create or replace function coord.close(sid bigint) returns void
+create or replace function @schema@.close(sid bigint) returns void
 language plpgsql as $$
 begin
-  delete from coord.sessions where id = sid;
+  delete from @schema@.sessions where id = sid;
 end $$;
 
 -- The test hook: end session `sid` now, as its expiry would.
-create or replace function coord.expire(sid bigint) returns boolean
+create or replace function @schema@.expire(sid bigint) returns boolean
 language plpgsql as $$
 begin
-  delete from coord.sessions where id = sid;
+  delete from @schema@.sessions where id = sid;
   return found;
 end $$;
 
-create or replace function coord.parent_of(p text) returns text
+create or replace function @schema@.parent_of(p text) returns text
 language sql immutable as $$
   select case when p = '/' then null
               when position('/' in substr(p, 2)) = 0 then '/'
               else regexp_replace(p, '/[^/]*$', '') end
 $$;
 
-create or replace function coord.name_of(p text) returns text
+create or replace function @schema@.name_of(p text) returns text
 language sql immutable as $$
   select regexp_replace(p, '^.*/', '')
 $$;
 
 -- Make the missing ancestors of `p` (persistent, empty), refusing to go
 -- under an ephemeral node.
-create or replace function coord.make_parents(p text) returns void
+create or replace function @schema@.make_parents(p text) returns void
 language plpgsql as $$
 declare
-  dir text := coord.parent_of(p);
+  dir text := @schema@.parent_of(p);
   missing text[] := '{}';
   o bigint;
 begin
   while dir is not null loop
-    select owner into o from coord.nodes where path = dir;
+    select owner into o from @schema@.nodes where path = dir;
     if found then
       if o is not null then
         raise exception 'no children under the ephemeral node %', dir using errcode = 'CXEPH';
@@ -174,11 +191,11 @@ begin
       exit;
     end if;
     missing := dir || missing;
-    dir := coord.parent_of(dir);
+    dir := @schema@.parent_of(dir);
   end loop;
   foreach dir in array missing loop
-    insert into coord.nodes (path, parent, name, data, stamp, mtime, ctime)
-      values (dir, coord.parent_of(dir), coord.name_of(dir), '', nextval('coord.stamps'),
+    insert into @schema@.nodes (path, parent, name, data, stamp, mtime, ctime)
+      values (dir, @schema@.parent_of(dir), @schema@.name_of(dir), '', nextval('@schema@.stamps'),
               clock_timestamp(), clock_timestamp())
       on conflict do nothing;
   end loop;
@@ -186,33 +203,33 @@ end $$;
 
 -- Create `p` (sequential: `p` is the prefix, the name gets a ten-digit
 -- sequence) for session `sid`; ephemeral nodes are `sid`'s.
-create or replace function coord.create(sid bigint, p text, d bytea, ephemeral boolean,
+create or replace function @schema@.create(sid bigint, p text, d bytea, ephemeral boolean,
                                         sequential boolean, ttl_ms bigint)
 returns table (path text, seq bigint, stamp bigint, version bigint)
 language plpgsql as $$
 declare
-  dir text := coord.parent_of(p);
+  dir text := @schema@.parent_of(p);
   s bigint := null;
   made text := p;
   st bigint;
 begin
-  perform coord.live(sid);
-  perform coord.make_parents(p);
+  perform @schema@.live(sid);
+  perform @schema@.make_parents(p);
   if sequential then
     -- The parent's row lock orders concurrent sequential creates.
-    update coord.nodes set next_seq = next_seq + 1 where nodes.path = dir
+    update @schema@.nodes set next_seq = next_seq + 1 where nodes.path = dir
       returning next_seq - 1 into s;
     made := p || lpad(s::text, 10, '0');
-    while exists (select 1 from coord.nodes n where n.path = made) loop
-      update coord.nodes set next_seq = next_seq + 1 where nodes.path = dir
+    while exists (select 1 from @schema@.nodes n where n.path = made) loop
+      update @schema@.nodes set next_seq = next_seq + 1 where nodes.path = dir
         returning next_seq - 1 into s;
       made := p || lpad(s::text, 10, '0');
     end loop;
   end if;
-  st := nextval('coord.stamps');
+  st := nextval('@schema@.stamps');
   begin
-    insert into coord.nodes (path, parent, name, data, stamp, seq, owner, ttl_ms, mtime, ctime)
-      values (made, dir, coord.name_of(made), d, st, s,
+    insert into @schema@.nodes (path, parent, name, data, stamp, seq, owner, ttl_ms, mtime, ctime)
+      values (made, dir, @schema@.name_of(made), d, st, s,
               case when ephemeral then sid end, ttl_ms, clock_timestamp(), clock_timestamp());
   exception when unique_violation then
     raise exception 'a node already exists at %', made using errcode = 'CXEXI';
@@ -220,139 +237,249 @@ begin
   return query select made, s, st, 0::bigint;
 end $$;
 
-create or replace function coord.get(sid bigint, p text)
+-- Creates whose answer may be lost: the client names each with a request
+-- id; the row, written in the create's own transaction, says after a
+-- reconnect whether (and what) it made, even when the node is gone again.
+-- Kept for the session's timeout (renew drops older ones) and never past
+-- the session.
+create table if not exists @schema@.done (
+  req text primary key,
+  session bigint not null references @schema@.sessions (id) on delete cascade,
+  path text not null,
+  seq bigint,
+  stamp bigint not null,
+  at timestamptz not null
+);
+create index if not exists done_session on @schema@.done (session, at);
+
+-- create, recording request `req` in `done`.
+create or replace function @schema@.create_once(sid bigint, req text, p text, d bytea,
+                                             ephemeral boolean, sequential boolean, ttl_ms bigint)
+returns table (path text, seq bigint, stamp bigint, version bigint)
+language plpgsql as $$
+declare
+  c record;
+begin
+  select * into c from @schema@.create(sid, p, d, ephemeral, sequential, ttl_ms);
+  insert into @schema@.done (req, session, path, seq, stamp, at)
+    values (req, sid, c.path, c.seq, c.stamp, clock_timestamp());
+  return query select c.path, c.seq, c.stamp, c.version;
+end $$;
+
+-- What request `req` of session `sid` created, if it did.
+create or replace function @schema@.created(sid bigint, req text)
+returns table (path text, seq bigint, stamp bigint)
+language plpgsql as $$
+begin
+  perform @schema@.live(sid);
+  return query select d.path, d.seq, d.stamp from @schema@.done d
+    where d.req = created.req and d.session = sid;
+end $$;
+
+create or replace function @schema@.get(sid bigint, p text)
 returns table (data bytea, version bigint, stamp bigint, owner bigint, ctime timestamptz)
 language plpgsql as $$
 begin
-  perform coord.live(sid);
+  perform @schema@.live(sid);
   return query select n.data, n.version, n.stamp, n.owner, n.ctime
-    from coord.nodes n where n.path = p;
+    from @schema@.nodes n where n.path = p;
 end $$;
 
 -- Set `p`'s data; compare-and-set when `v` is not null.
-drop function if exists coord.set(bigint, text, bytea, bigint) cascade;
-create or replace function coord.set(sid bigint, p text, d bytea, v bigint)
+drop function if exists @schema@.set(bigint, text, bytea, bigint) cascade;
+create or replace function @schema@.set(sid bigint, p text, d bytea, v bigint)
 returns table (version bigint, stamp bigint, owner bigint, ctime timestamptz)
 language plpgsql as $$
 declare
   cur bigint;
 begin
-  perform coord.live(sid);
-  select n.version into cur from coord.nodes n where n.path = p for update;
+  perform @schema@.live(sid);
+  select n.version into cur from @schema@.nodes n where n.path = p for update;
   if not found then
     raise exception 'no node at %', p using errcode = 'CXNON';
   end if;
   if v is not null and v <> cur then
     raise exception 'version mismatch at %', p using errcode = 'CXVER';
   end if;
-  return query update coord.nodes n
+  return query update @schema@.nodes n
     set data = d, version = n.version + 1, mtime = clock_timestamp()
     where n.path = p
     returning n.version, n.stamp, n.owner, n.ctime;
 end $$;
 
 -- Delete `p`; compare-and-delete when `v` is not null.
-create or replace function coord.delete(sid bigint, p text, v bigint) returns void
+create or replace function @schema@.delete(sid bigint, p text, v bigint) returns void
 language plpgsql as $$
 declare
   cur bigint;
 begin
-  perform coord.live(sid);
-  select n.version into cur from coord.nodes n where n.path = p for update;
+  perform @schema@.live(sid);
+  select n.version into cur from @schema@.nodes n where n.path = p for update;
   if not found then
     raise exception 'no node at %', p using errcode = 'CXNON';
   end if;
   if v is not null and v <> cur then
     raise exception 'version mismatch at %', p using errcode = 'CXVER';
   end if;
-  if exists (select 1 from coord.nodes c where c.parent = p) then
+  if exists (select 1 from @schema@.nodes c where c.parent = p) then
     raise exception 'node % has children', p using errcode = 'CXNEM';
   end if;
-  delete from coord.nodes n where n.path = p;
+  delete from @schema@.nodes n where n.path = p;
 end $$;
 
 -- The children of `dir`: sequential ones by sequence, then the rest by
 -- name (the index's order).
-create or replace function coord.children(sid bigint, dir text)
-returns table (name text, seq bigint)
+create or replace function @schema@.children(sid bigint, dir text)
+returns table (name text, seq bigint, stamp bigint)
 language plpgsql as $$
 begin
-  perform coord.live(sid);
-  if not exists (select 1 from coord.nodes n where n.path = dir) then
+  perform @schema@.live(sid);
+  if not exists (select 1 from @schema@.nodes n where n.path = dir) then
     raise exception 'no node at %', dir using errcode = 'CXNON';
   end if;
-  return query select n.name, n.seq from coord.nodes n
+  return query select n.name, n.seq, n.stamp from @schema@.nodes n
     where n.parent = dir order by n.seq nulls last, n.name;
 end $$;
 
 -- Issue 35's ordered neighbour, in O(log N): the child of `dir` just
 -- before sequence `before` (null: the first child with a sequence).
-create or replace function coord.predecessor(sid bigint, dir text, before bigint)
+create or replace function @schema@.predecessor(sid bigint, dir text, before bigint)
 returns table (name text, seq bigint)
 language plpgsql as $$
 begin
-  perform coord.live(sid);
+  perform @schema@.live(sid);
   if before is null then
-    return query select n.name, n.seq from coord.nodes n
+    return query select n.name, n.seq from @schema@.nodes n
       where n.parent = dir and n.seq is not null order by n.seq limit 1;
   else
-    return query select n.name, n.seq from coord.nodes n
+    return query select n.name, n.seq from @schema@.nodes n
       where n.parent = dir and n.seq < before order by n.seq desc limit 1;
   end if;
 end $$;
 
 -- A guarded write's check: the fence node exists with its stamp.
-create or replace function coord.fence(p text, st bigint) returns void
+create or replace function @schema@.fence(p text, st bigint) returns void
 language plpgsql as $$
 begin
-  if not exists (select 1 from coord.nodes n where n.path = p and n.stamp = st) then
+  if not exists (select 1 from @schema@.nodes n where n.path = p and n.stamp = st) then
     raise exception 'the fence % does not hold', p using errcode = 'CXFEN';
   end if;
 end $$;
 
 -- Guarded writes: the fence checked, then the write, in one transaction.
-create or replace function coord.guarded_create(sid bigint, fp text, fst bigint, p text, d bytea,
+create or replace function @schema@.guarded_create(sid bigint, fp text, fst bigint, p text, d bytea,
                                                 ephemeral boolean, sequential boolean)
 returns table (path text, seq bigint, stamp bigint, version bigint)
 language plpgsql as $$
 begin
-  perform coord.live(sid);
-  perform coord.fence(fp, fst);
-  return query select * from coord.create(sid, p, d, ephemeral, sequential, null);
+  perform @schema@.live(sid);
+  perform @schema@.fence(fp, fst);
+  return query select * from @schema@.create(sid, p, d, ephemeral, sequential, null);
 end $$;
 
-create or replace function coord.guarded_set(sid bigint, fp text, fst bigint, p text, d bytea, v bigint)
+create or replace function @schema@.guarded_set(sid bigint, fp text, fst bigint, p text, d bytea, v bigint)
 returns table (version bigint, stamp bigint, owner bigint, ctime timestamptz)
 language plpgsql as $$
 begin
-  perform coord.live(sid);
-  perform coord.fence(fp, fst);
-  return query select * from coord.set(sid, p, d, v);
+  perform @schema@.live(sid);
+  perform @schema@.fence(fp, fst);
+  return query select * from @schema@.set(sid, p, d, v);
 end $$;
 
-create or replace function coord.guarded_delete(sid bigint, fp text, fst bigint, p text, v bigint)
+create or replace function @schema@.guarded_delete(sid bigint, fp text, fst bigint, p text, v bigint)
 returns void
 language plpgsql as $$
 begin
-  perform coord.live(sid);
-  perform coord.fence(fp, fst);
-  perform coord.delete(sid, p, v);
+  perform @schema@.live(sid);
+  perform @schema@.fence(fp, fst);
+  perform @schema@.delete(sid, p, v);
 end $$;
 
 -- A guarded put: set the node if it is there, else create it persistent
 -- (with its parents); `created` says which.
-create or replace function coord.guarded_put(sid bigint, fp text, fst bigint, p text, d bytea)
+create or replace function @schema@.guarded_put(sid bigint, fp text, fst bigint, p text, d bytea)
 returns table (created boolean, path text, seq bigint, version bigint, stamp bigint,
                owner bigint, ctime timestamptz)
 language plpgsql as $$
 begin
-  perform coord.live(sid);
-  perform coord.fence(fp, fst);
-  if exists (select 1 from coord.nodes n where n.path = p) then
+  perform @schema@.live(sid);
+  perform @schema@.fence(fp, fst);
+  if exists (select 1 from @schema@.nodes n where n.path = p) then
     return query select false, p, null::bigint, s.version, s.stamp, s.owner, s.ctime
-      from coord.set(sid, p, d, null) s;
+      from @schema@.set(sid, p, d, null) s;
   else
     return query select true, c.path, c.seq, c.version, c.stamp, null::bigint, null::timestamptz
-      from coord.create(sid, p, d, false, false, null) c;
+      from @schema@.create(sid, p, d, false, false, null) c;
   end if;
 end $$;
+
+-- A transaction, as parallel arrays (op i is kinds[i], paths[i], …; kinds
+-- are 'check', 'create', 'set', 'delete'): every fence checked first, then
+-- every op against the state before any write, then the writes, in op
+-- order. A refusal raises with DETAIL 'fence:I' or 'op:I' (from 0) and
+-- nothing is applied: the statement's transaction rolls back. One row per
+-- op: what it did.
+create or replace function @schema@.txn(sid bigint, fpaths text[], fstamps bigint[],
+                                        kinds text[], paths text[], datas bytea[],
+                                        versions bigint[], ephemerals boolean[],
+                                        sequentials boolean[], ttls bigint[])
+returns table (kind text, path text, seq bigint, version bigint, stamp bigint,
+               owner bigint, ctime timestamptz)
+language plpgsql as $$
+declare
+  i int;
+  cur bigint;
+begin
+  perform @schema@.live(sid);
+  for i in 1 .. coalesce(array_length(fpaths, 1), 0) loop
+    if not exists (select 1 from @schema@.nodes n
+                   where n.path = fpaths[i] and n.stamp = fstamps[i]) then
+      raise exception 'the fence % does not hold', fpaths[i]
+        using errcode = 'CXFEN', detail = 'fence:' || (i - 1);
+    end if;
+  end loop;
+  for i in 1 .. coalesce(array_length(kinds, 1), 0) loop
+    if kinds[i] = 'create' then
+      if not sequentials[i] and exists (select 1 from @schema@.nodes n where n.path = paths[i]) then
+        raise exception 'a node already exists at %', paths[i]
+          using errcode = 'CXEXI', detail = 'op:' || (i - 1);
+      end if;
+    else
+      select n.version into cur from @schema@.nodes n where n.path = paths[i] for update;
+      if not found then
+        raise exception 'no node at %', paths[i]
+          using errcode = 'CXNON', detail = 'op:' || (i - 1);
+      end if;
+      if versions[i] is not null and versions[i] <> cur then
+        raise exception 'version mismatch at %', paths[i]
+          using errcode = 'CXVER', detail = 'op:' || (i - 1);
+      end if;
+      if kinds[i] = 'delete'
+         and exists (select 1 from @schema@.nodes c where c.parent = paths[i]) then
+        raise exception 'node % has children', paths[i]
+          using errcode = 'CXNEM', detail = 'op:' || (i - 1);
+      end if;
+    end if;
+  end loop;
+  for i in 1 .. coalesce(array_length(kinds, 1), 0) loop
+    if kinds[i] = 'check' then
+      return query select 'check'::text, paths[i], null::bigint, null::bigint, null::bigint,
+                          null::bigint, null::timestamptz;
+    elsif kinds[i] = 'create' then
+      return query select 'create'::text, c.path, c.seq, c.version, c.stamp, null::bigint,
+                          null::timestamptz
+        from @schema@.create(sid, paths[i], datas[i], ephemerals[i], sequentials[i], ttls[i]) c;
+    elsif kinds[i] = 'set' then
+      return query select 'set'::text, paths[i], null::bigint, s.version, s.stamp, s.owner, s.ctime
+        from @schema@.set(sid, paths[i], datas[i], null) s;
+    else
+      perform @schema@.delete(sid, paths[i], null);
+      return query select 'delete'::text, paths[i], null::bigint, null::bigint, null::bigint,
+                          null::bigint, null::timestamptz;
+    end if;
+  end loop;
+end $$;
+
+-- The version this script makes, last: a schema whose version is lower is
+-- brought up to date by running the script again (it is idempotent).
+update @schema@.meta set version = 1 where version < 1;

@@ -1,21 +1,50 @@
-//! # coord-pg (work in progress, issue 33)
+//! # coord-pg
 //!
 //! The PostgreSQL backend of coord: the primitive contract of
 //! [`coord_core::backend::PrimitiveSession`] on PostgreSQL 15, every
 //! operation one call of a PL/pgSQL function of `sql/schema.sql` (one round
-//! trip, one transaction), sessions ended by the server's clock, change
-//! notices by a trigger's `NOTIFY` (sent at commit) to one `LISTEN`
-//! connection per session.
+//! trip, one transaction).
 //!
-//! Not done yet: TLS, a schema named in the URL, transactions and the
-//! tree watch, the facade and coordctl, the fault and restart tests.
+//! - **Sessions** end by the *server's* clock: a row with `expires_at =
+//!   clock_timestamp() + timeout`, moved on by a heartbeat every third of
+//!   the timeout; the client's lease deadline follows the send time of each
+//!   answered renewal, as on every backend.
+//! - **A dead process's nodes** go with its session's row (`on delete
+//!   cascade`). Expired sessions are reaped by every operation and every
+//!   heartbeat of any live client, so while any client of the schema lives
+//!   they go within the session timeout plus one heartbeat period (a third
+//!   of the *live* client's timeout). With no client at all nobody needs
+//!   them gone; the next one to come reaps them first.
+//! - **Stamps** (fencing tokens) come from one sequence: PostgreSQL logs a
+//!   sequence ahead of what it hands out, so after a crash it skips
+//!   forward, never back.
+//! - **Watches**: a trigger `NOTIFY`s every change at commit, in commit
+//!   order, to one `LISTEN` connection per session; a waiter registers
+//!   before its read, and a lost listening connection wakes every waiter
+//!   (and sends tree watches `Resync`) rather than drop a change.
+//! - **Guarded writes and transactions** are one function call that checks
+//!   the fences first, in the same database transaction.
+//! - **The schema** (`coord` by default, [`PgOptions::with_schema`]) is made
+//!   by coord itself when missing, versioned in `<schema>.meta`. A role that
+//!   owns the schema (`create schema coord authorization app;`) needs no
+//!   other grant; making the schema needs `CREATE` on the database.
+//! - **Connections**: two per session (commands, `LISTEN`), each made again
+//!   when lost; TLS with rustls ([`PgOptions::with_tls`], `sslmode`).
+//!
+//! High availability is the operator's: a failover to an asynchronous
+//! replica can lose acknowledged writes (a lock granted twice), and a
+//! promoted replica's sequence may be behind (a token issued again).
 
 mod connect;
 mod error;
+mod link;
 mod options;
+mod schema;
 mod session;
+pub mod testing;
+mod tls;
+mod txn;
 mod watch;
 
 pub use connect::connect;
-pub use options::PgOptions;
-pub use session::expire;
+pub use options::{PgOptions, MIN_SESSION_TIMEOUT};

@@ -1,134 +1,210 @@
 //! The primitive contract on PostgreSQL: each operation one call of a
-//! function of `sql/schema.sql`.
+//! function of `sql/schema.sql` (one round trip, one transaction), over
+//! the session's [`Link`].
 
+use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use async_trait::async_trait;
-use coord_core::backend::{lease::LeaseClock, PrimitiveSession};
+use coord_core::backend::{lease::LeaseClock, PrimitiveSession, SessionEnder};
 use coord_core::{
     Child, CreateMode, Created, Error, Fence, Node, Op, OpResult, Result, SessionId, SessionState,
-    Stat, Watch,
+    Stat, Transaction, TreeWatch, TxnResult, Watch,
 };
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
-use tokio_postgres::Client;
+use tokio_postgres::types::Type;
+use tokio_postgres::Row;
 
 use crate::connect::heartbeat_every;
-use crate::error::{map, BACKEND};
-use crate::watch::{Hub, Kind};
+use crate::error::BACKEND;
+use crate::link::{open, Backend, Link, Mapper, Param};
+use crate::watch::{one_shot, tree_watch, Hub, Kind, Seen, Waiter};
 
-/// One session: its command connection, its listener's hub, its heartbeat.
+/// One session: its command link, its listener's hub, its tasks.
 pub(crate) struct PgSession {
-    client: Arc<Client>,
-    sid: i64,
+    pub(crate) link: Arc<Link>,
+    pub(crate) sid: i64,
     id: SessionId,
-    state: Arc<watch::Sender<SessionState>>,
     lease: Arc<LeaseClock>,
     hub: Arc<Hub>,
     tasks: Vec<JoinHandle<()>>,
 }
 
 impl PgSession {
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn new(
-        client: Client,
+    /// The session `sid`, open on the server over `link`: starts its
+    /// heartbeat, its reconnector and the task that ends its watches.
+    pub(crate) fn start(
+        link: Arc<Link>,
         sid: i64,
         id: SessionId,
-        state: Arc<watch::Sender<SessionState>>,
-        lease: LeaseClock,
+        lease: Arc<LeaseClock>,
         hub: Arc<Hub>,
-        mut tasks: Vec<JoinHandle<()>>,
-        timeout: Duration,
+        listener: JoinHandle<()>,
     ) -> Self {
-        let client = Arc::new(client);
-        let lease = Arc::new(lease);
-        tasks.push(tokio::spawn(heartbeat(
-            Arc::clone(&client),
-            sid,
-            Arc::clone(&state),
-            Arc::clone(&lease),
-            timeout,
-        )));
+        let heartbeat = tokio::spawn(heartbeat(Arc::clone(&link), sid, Arc::clone(&lease)));
+        let reconnector = tokio::spawn(Arc::clone(&link).reconnector(sid, Arc::clone(&lease)));
+        let mut state = link.state.subscribe();
+        let ends = Arc::clone(&hub);
+        let ender = tokio::spawn(async move {
+            let _ = state.wait_for(|s| s.is_terminal()).await;
+            let last = *state.borrow();
+            ends.end(&|| last.end_error().unwrap_or(Error::SessionClosed));
+        });
         PgSession {
-            client,
+            link,
             sid,
             id,
-            state,
             lease,
             hub,
-            tasks,
+            tasks: vec![listener, heartbeat, reconnector, ender],
         }
     }
 
-    fn ended(&self) -> Option<Error> {
-        self.state.borrow().end_error()
+    fn schema(&self) -> &str {
+        &self.link.target.schema
     }
 
     fn check(&self) -> Result<()> {
-        match self.ended() {
+        match self.link.state.borrow().end_error() {
             Some(e) => Err(e),
             None => Ok(()),
         }
     }
 
-    /// Map `e`; the session's end, when the server says so, also ends it here.
-    fn map(&self, e: tokio_postgres::Error, path: &str) -> Error {
-        let e = map(e, path);
-        if matches!(e, Error::SessionExpired) {
-            self.state.send_if_modified(|s| {
-                if s.is_terminal() {
-                    false
-                } else {
-                    *s = SessionState::Expired;
-                    true
-                }
-            });
+    /// Call `function(sid, args…)` returning `columns`: its rows. The
+    /// session's end, when the server says so, also ends it here.
+    pub(crate) async fn call(
+        &self,
+        columns: &str,
+        function: &str,
+        args: &[Param<'_>],
+        path: &str,
+    ) -> Result<Vec<Row>> {
+        self.call_mapped(columns, function, args, &|e| crate::error::map(e, path))
+            .await
+    }
+
+    /// [`PgSession::call`], the server's errors mapped by `mapper`.
+    pub(crate) async fn call_mapped(
+        &self,
+        columns: &str,
+        function: &str,
+        args: &[Param<'_>],
+        mapper: &Mapper<'_>,
+    ) -> Result<Vec<Row>> {
+        self.check()?;
+        let mut params: Vec<Param<'_>> = Vec::with_capacity(args.len() + 1);
+        params.push((&self.sid, Type::INT8));
+        params.extend(args.iter().cloned());
+        let list: Vec<String> = (1..=params.len()).map(|i| format!("${i}")).collect();
+        let sql = format!(
+            "select {columns} from {}.{function}({})",
+            self.schema(),
+            list.join(", ")
+        );
+        match self.link.query_mapped(&sql, &params, mapper).await {
+            Err(Error::SessionExpired) => {
+                self.link.ended_by_server();
+                Err(Error::SessionExpired)
+            }
+            r => r,
         }
-        e
     }
 
     async fn read_node(&self, path: &str) -> Result<Option<Node>> {
-        self.check()?;
-        let row = self
-            .client
-            .query_opt(
-                "select data, version, stamp, owner, ctime from coord.get($1, $2)",
-                &[&self.sid, &path],
+        let rows = self
+            .call(
+                "data, version, stamp, owner, ctime",
+                "get",
+                &[(&path, Type::TEXT)],
+                path,
             )
-            .await
-            .map_err(|e| self.map(e, path))?;
-        Ok(row.map(|r| {
-            let owner: Option<i64> = r.get(3);
-            let mut stat = Stat::new(
-                u64::try_from(r.get::<_, i64>(1)).unwrap_or_default(),
-                u64::try_from(r.get::<_, i64>(2)).unwrap_or_default(),
-                owner.is_some(),
-                Some(r.get::<_, SystemTime>(4)),
-            );
-            stat.owner = owner.map(|o| SessionId(format!("{BACKEND}-{o}")));
-            Node::new(r.get(0), stat)
-        }))
+            .await?;
+        Ok(rows.first().map(|r| Node::new(r.get(0), stat_at(r, 1))))
     }
 
     async fn list(&self, dir: &str) -> Result<Vec<Child>> {
-        self.check()?;
+        Ok(self.list_stamped(dir).await?.0)
+    }
+
+    /// The children of `dir`, and the stamp of each by name.
+    async fn list_stamped(&self, dir: &str) -> Result<(Vec<Child>, HashMap<String, u64>)> {
         let rows = self
-            .client
-            .query(
-                "select name, seq from coord.children($1, $2)",
-                &[&self.sid, &dir],
-            )
-            .await
-            .map_err(|e| self.map(e, dir))?;
-        Ok(rows
+            .call("name, seq, stamp", "children", &[(&dir, Type::TEXT)], dir)
+            .await?;
+        let mut stamps = HashMap::with_capacity(rows.len());
+        let children = rows
             .iter()
             .map(|r| {
                 let seq: Option<i64> = r.get(1);
-                Child::new(r.get(0), seq.and_then(|s| u64::try_from(s).ok()))
+                let name: String = r.get(0);
+                stamps.insert(name.clone(), u64_of(r.get(2)));
+                Child::new(name, seq.and_then(|s| u64::try_from(s).ok()))
             })
-            .collect())
+            .collect();
+        Ok((children, stamps))
+    }
+
+    /// What the create `req`, sent to server process `backend` and whose
+    /// answer was lost, made: `None` when it made nothing (and never
+    /// will). Waits for the connection to come back, ends `backend` so the
+    /// request cannot still land, then reads the create's record.
+    ///
+    /// # Errors
+    /// The session's end while waiting; the server's errors.
+    async fn created(&self, req: &str, backend: Backend) -> Result<Option<Created>> {
+        let mut state = self.link.state.subscribe();
+        loop {
+            let _ = state
+                .wait_for(|s| *s == SessionState::Connected || s.is_terminal())
+                .await;
+            self.check()?;
+            match self.link.end_backend(backend).await {
+                Ok(()) => {}
+                Err(e) if e.is_retryable() => continue,
+                Err(e) => return Err(e),
+            }
+            match self
+                .call("path, seq, stamp", "created", &[(&req, Type::TEXT)], "")
+                .await
+            {
+                Ok(rows) => return Ok(rows.first().map(|r| created_at(r, 0))),
+                Err(e) if e.is_retryable() => continue,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// A waiter for `kind` at `path`, registered before its read.
+    fn watch(
+        &self,
+        path: &str,
+        kind: Kind,
+    ) -> (
+        Arc<Waiter>,
+        tokio::sync::oneshot::Receiver<()>,
+        watch::Receiver<SessionState>,
+    ) {
+        let (waiter, fired) = self.hub.register(path, kind);
+        (waiter, fired, self.link.state.subscribe())
+    }
+
+    /// End the session on the server over whatever connection there is,
+    /// or a new one; `true` once the server confirmed.
+    async fn end_on_server(&self) -> bool {
+        let close = format!("select {}.close($1)", self.schema());
+        if self
+            .link
+            .query(&close, &[(&self.sid, Type::INT8)], "")
+            .await
+            .is_ok()
+        {
+            return true;
+        }
+        end_over_new_connection(&self.link, self.sid).await.is_ok()
     }
 }
 
@@ -140,26 +216,46 @@ impl Drop for PgSession {
     }
 }
 
+/// End session `sid` over a connection of its own, driven here.
+///
+/// # Errors
+/// Those of [`open`] and of the request.
+async fn end_over_new_connection(link: &Link, sid: i64) -> Result<()> {
+    let (client, conn) = open(&link.target, &link.tls).await?;
+    let close = format!("select {}.close($1)", link.target.schema);
+    let params: [Param<'_>; 1] = [(&sid, Type::INT8)];
+    let request = client.query_typed(&close, &params);
+    tokio::select! {
+        r = tokio::time::timeout(link.target.request_timeout, request) => match r {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(e)) => Err(crate::error::map(e, "")),
+            Err(_) => Err(Error::ConnectionLost("postgres: no answer to the close".into())),
+        },
+        _ = conn => Err(Error::ConnectionLost("postgres: the connection closed".into())),
+    }
+}
+
 /// Renew the session every third of its timeout; the lease clock moves to
-/// each answered renewal's send time.
-async fn heartbeat(
-    client: Arc<Client>,
-    sid: i64,
-    state: Arc<watch::Sender<SessionState>>,
-    lease: Arc<LeaseClock>,
-    timeout: Duration,
-) {
-    let every = heartbeat_every(timeout);
+/// each answered renewal's send time. Stops once the session is over or
+/// past its lease deadline (the session's monitor then gives it up).
+async fn heartbeat(link: Arc<Link>, sid: i64, lease: Arc<LeaseClock>) {
+    let every = heartbeat_every(link.target.session_timeout);
+    let renew = format!("select {}.renew($1)", link.target.schema);
+    let mut state = link.state.subscribe();
     loop {
-        tokio::time::sleep(every).await;
-        if state.borrow().is_terminal() {
+        tokio::select! {
+            () = tokio::time::sleep(every) => {}
+            _ = state.wait_for(|s| s.is_terminal()) => return,
+        }
+        if lease.expired() {
             return;
         }
         let sent = Instant::now();
-        match client.query_one("select coord.renew($1)", &[&sid]).await {
-            Ok(row) if row.get::<_, bool>(0) => lease.renewed(sent),
+        match link.query(&renew, &[(&sid, Type::INT8)], "").await {
+            Ok(rows) if rows.first().is_some_and(|r| r.get::<_, bool>(0)) => lease.renewed(sent),
             Ok(_) => {
-                state.send_replace(SessionState::Expired);
+                tracing::debug!(target: "coord", session = sid, "postgres session over on the server");
+                link.ended_by_server();
                 return;
             }
             Err(e) => tracing::debug!(target: "coord", error = %e, "postgres heartbeat failed"),
@@ -167,35 +263,36 @@ async fn heartbeat(
     }
 }
 
-fn version_arg(v: Option<u64>) -> Option<i64> {
+pub(crate) fn version_arg(v: Option<u64>) -> Option<i64> {
     v.map(|v| i64::try_from(v).unwrap_or(i64::MAX))
 }
 
-fn created(r: &tokio_postgres::Row) -> Created {
-    let seq: Option<i64> = r.get(1);
+fn u64_of(v: i64) -> u64 {
+    u64::try_from(v).unwrap_or_default()
+}
+
+/// The answer to a create: columns `path, seq, stamp` from `at` on.
+pub(crate) fn created_at(r: &Row, at: usize) -> Created {
+    let seq: Option<i64> = r.get(at + 1);
     Created::new(
-        r.get(0),
+        r.get(at),
         seq.and_then(|s| u64::try_from(s).ok()),
-        u64::try_from(r.get::<_, i64>(2)).unwrap_or_default(),
+        u64_of(r.get(at + 2)),
         0,
     )
 }
 
-/// The stat of a row `version, stamp, owner, ctime` from column `at` on.
-fn stat_at(r: &tokio_postgres::Row, at: usize) -> Stat {
+/// The stat of columns `version, stamp, owner, ctime` from `at` on.
+pub(crate) fn stat_at(r: &Row, at: usize) -> Stat {
     let owner: Option<i64> = r.get(at + 2);
     let mut stat = Stat::new(
-        u64::try_from(r.get::<_, i64>(at)).unwrap_or_default(),
-        u64::try_from(r.get::<_, i64>(at + 1)).unwrap_or_default(),
+        u64_of(r.get(at)),
+        u64_of(r.get(at + 1)),
         owner.is_some(),
         r.get::<_, Option<SystemTime>>(at + 3),
     );
     stat.owner = owner.map(|o| SessionId(format!("{BACKEND}-{o}")));
     stat
-}
-
-fn stat_of(r: &tokio_postgres::Row) -> Stat {
-    stat_at(r, 0)
 }
 
 /// `e`, with a version mismatch's expected version filled in.
@@ -206,6 +303,11 @@ fn expecting(e: Error, version: Option<u64>) -> Error {
         }
         (e, _) => e,
     }
+}
+
+fn ttl_arg(mode: CreateMode) -> Option<i64> {
+    mode.ttl()
+        .map(|t| i64::try_from(t.as_millis()).unwrap_or(i64::MAX))
 }
 
 #[async_trait]
@@ -219,30 +321,46 @@ impl PrimitiveSession for PgSession {
     }
 
     fn state(&self) -> watch::Receiver<SessionState> {
-        self.state.subscribe()
+        self.link.state.subscribe()
     }
 
     async fn create(&self, path: &str, data: &[u8], mode: CreateMode) -> Result<Created> {
-        self.check()?;
-        let ttl: Option<i64> = mode
-            .ttl()
-            .map(|t| i64::try_from(t.as_millis()).unwrap_or(i64::MAX));
-        let row = self
-            .client
-            .query_one(
-                "select path, seq, stamp, version from coord.create($1, $2, $3, $4, $5, $6)",
-                &[
-                    &self.sid,
-                    &path,
-                    &data,
-                    &mode.is_ephemeral(),
-                    &mode.is_sequential(),
-                    &ttl,
-                ],
-            )
-            .await
-            .map_err(|e| self.map(e, path))?;
-        Ok(created(&row))
+        let ttl = ttl_arg(mode);
+        let req = uuid::Uuid::new_v4().to_string();
+        let (eph, seq) = (mode.is_ephemeral(), mode.is_sequential());
+        loop {
+            let backend = self.link.backend();
+            let sent = self
+                .call(
+                    "path, seq, stamp",
+                    "create_once",
+                    &[
+                        (&req, Type::TEXT),
+                        (&path, Type::TEXT),
+                        (&data, Type::BYTEA),
+                        (&eph, Type::BOOL),
+                        (&seq, Type::BOOL),
+                        (&ttl, Type::INT8),
+                    ],
+                    path,
+                )
+                .await;
+            match (sent, backend) {
+                (Ok(rows), _) => {
+                    return rows
+                        .first()
+                        .map(|r| created_at(r, 0))
+                        .ok_or_else(|| no_answer(path))
+                }
+                (Err(Error::ConnectionLost(_)), Some(backend)) => {
+                    if let Some(made) = self.created(&req, backend).await? {
+                        return Ok(made);
+                    }
+                    // Not made, and it cannot land any more: send it again.
+                }
+                (Err(e), _) => return Err(e),
+            }
+        }
     }
 
     async fn get(&self, path: &str) -> Result<Option<Node>> {
@@ -250,27 +368,31 @@ impl PrimitiveSession for PgSession {
     }
 
     async fn set(&self, path: &str, data: &[u8], version: Option<u64>) -> Result<Stat> {
-        self.check()?;
-        let row = self
-            .client
-            .query_one(
-                "select version, stamp, owner, ctime from coord.set($1, $2, $3, $4)",
-                &[&self.sid, &path, &data, &version_arg(version)],
+        let v = version_arg(version);
+        let rows = self
+            .call(
+                "version, stamp, owner, ctime",
+                "set",
+                &[(&path, Type::TEXT), (&data, Type::BYTEA), (&v, Type::INT8)],
+                path,
             )
             .await
-            .map_err(|e| expecting(self.map(e, path), version))?;
-        Ok(stat_of(&row))
+            .map_err(|e| expecting(e, version))?;
+        rows.first()
+            .map(|r| stat_at(r, 0))
+            .ok_or_else(|| no_answer(path))
     }
 
     async fn delete(&self, path: &str, version: Option<u64>) -> Result<()> {
-        self.check()?;
-        self.client
-            .execute(
-                "select coord.delete($1, $2, $3)",
-                &[&self.sid, &path, &version_arg(version)],
-            )
-            .await
-            .map_err(|e| expecting(self.map(e, path), version))?;
+        let v = version_arg(version);
+        self.call(
+            "1",
+            "delete",
+            &[(&path, Type::TEXT), (&v, Type::INT8)],
+            path,
+        )
+        .await
+        .map_err(|e| expecting(e, version))?;
         Ok(())
     }
 
@@ -279,43 +401,40 @@ impl PrimitiveSession for PgSession {
     }
 
     async fn children_watch(&self, dir: &str) -> Result<(Vec<Child>, Watch)> {
-        let fired = self.hub.register(dir, Kind::Children);
-        let children = self.list(dir).await?;
-        Ok((
-            children,
-            Watch::new(async move {
-                let _ = fired.await;
-                Ok(())
-            }),
-        ))
+        let (waiter, fired, state) = self.watch(dir, Kind::Children);
+        let (children, stamps) = self.list_stamped(dir).await?;
+        waiter.arm(Seen::Children(stamps));
+        Ok((children, one_shot(fired, state)))
     }
 
     async fn watch_gone(&self, path: &str) -> Result<Option<Watch>> {
-        let fired = self.hub.register(path, Kind::Gone);
-        if self.read_node(path).await?.is_none() {
+        let (waiter, fired, state) = self.watch(path, Kind::Gone);
+        let Some(node) = self.read_node(path).await? else {
             return Ok(None);
-        }
-        Ok(Some(Watch::new(async move {
-            let _ = fired.await;
-            Ok(())
-        })))
+        };
+        waiter.arm(seen(&node));
+        Ok(Some(one_shot(fired, state)))
     }
 
     async fn get_watch(&self, path: &str) -> Result<Option<(Node, Watch)>> {
-        let fired = self.hub.register(path, Kind::Change);
-        Ok(self.read_node(path).await?.map(|node| {
-            (
-                node,
-                Watch::new(async move {
-                    let _ = fired.await;
-                    Ok(())
-                }),
-            )
-        }))
+        let (waiter, fired, state) = self.watch(path, Kind::Change);
+        let Some(node) = self.read_node(path).await? else {
+            return Ok(None);
+        };
+        waiter.arm(seen(&node));
+        Ok(Some((node, one_shot(fired, state))))
+    }
+
+    async fn watch_tree(&self, path: &str) -> Result<TreeWatch> {
+        self.check()?;
+        Ok(tree_watch(&self.hub, path))
+    }
+
+    fn requests_sent(&self) -> Option<u64> {
+        Some(self.link.requests_sent())
     }
 
     async fn guarded(&self, fence: &Fence, op: Op) -> Result<OpResult> {
-        self.check()?;
         let stamp = i64::try_from(fence.stamp).unwrap_or(i64::MAX);
         let fp = fence.path.as_str();
         let lost = |e: Error| match e {
@@ -324,92 +443,107 @@ impl PrimitiveSession for PgSession {
             },
             e => e,
         };
+        let guard: [Param<'_>; 2] = [(&fp, Type::TEXT), (&stamp, Type::INT8)];
         match op {
             Op::Create { path, data, mode } => {
-                let row = self
-                    .client
-                    .query_one(
-                        "select path, seq, stamp, version from \
-                         coord.guarded_create($1, $2, $3, $4, $5, $6, $7)",
-                        &[
-                            &self.sid,
-                            &fp,
-                            &stamp,
-                            &path,
-                            &data,
-                            &mode.is_ephemeral(),
-                            &mode.is_sequential(),
-                        ],
-                    )
+                let (p, d) = (path.as_str(), data.as_slice());
+                let args = [
+                    guard[0].clone(),
+                    guard[1].clone(),
+                    (&p, Type::TEXT),
+                    (&d, Type::BYTEA),
+                    (&mode.is_ephemeral(), Type::BOOL),
+                    (&mode.is_sequential(), Type::BOOL),
+                ];
+                let rows = self
+                    .call("path, seq, stamp", "guarded_create", &args, &path)
                     .await
-                    .map_err(|e| lost(self.map(e, &path)))?;
-                Ok(OpResult::Created(created(&row)))
+                    .map_err(lost)?;
+                rows.first()
+                    .map(|r| OpResult::Created(created_at(r, 0)))
+                    .ok_or_else(|| no_answer(&path))
             }
             Op::Set {
                 path,
                 data,
                 version,
             } => {
-                let row = self
-                    .client
-                    .query_one(
-                        "select version, stamp, owner, ctime \
-                         from coord.guarded_set($1, $2, $3, $4, $5, $6)",
-                        &[&self.sid, &fp, &stamp, &path, &data, &version_arg(version)],
-                    )
+                let (p, d, v) = (path.as_str(), data.as_slice(), version_arg(version));
+                let args = [
+                    guard[0].clone(),
+                    guard[1].clone(),
+                    (&p, Type::TEXT),
+                    (&d, Type::BYTEA),
+                    (&v, Type::INT8),
+                ];
+                let rows = self
+                    .call("version, stamp, owner, ctime", "guarded_set", &args, &path)
                     .await
-                    .map_err(|e| expecting(lost(self.map(e, &path)), version))?;
-                Ok(OpResult::Set(stat_of(&row)))
+                    .map_err(|e| expecting(lost(e), version))?;
+                rows.first()
+                    .map(|r| OpResult::Set(stat_at(r, 0)))
+                    .ok_or_else(|| no_answer(&path))
             }
             Op::Delete { path, version } => {
-                self.client
-                    .execute(
-                        "select coord.guarded_delete($1, $2, $3, $4, $5)",
-                        &[&self.sid, &fp, &stamp, &path, &version_arg(version)],
-                    )
+                let (p, v) = (path.as_str(), version_arg(version));
+                let args = [
+                    guard[0].clone(),
+                    guard[1].clone(),
+                    (&p, Type::TEXT),
+                    (&v, Type::INT8),
+                ];
+                self.call("1", "guarded_delete", &args, &path)
                     .await
-                    .map_err(|e| expecting(lost(self.map(e, &path)), version))?;
+                    .map_err(|e| expecting(lost(e), version))?;
                 Ok(OpResult::Deleted)
             }
             Op::Put { path, data } => {
-                let row = self
-                    .client
-                    .query_one(
-                        "select created, path, seq, version, stamp, owner, ctime \
-                         from coord.guarded_put($1, $2, $3, $4, $5)",
-                        &[&self.sid, &fp, &stamp, &path, &data],
+                let (p, d) = (path.as_str(), data.as_slice());
+                let args = [
+                    guard[0].clone(),
+                    guard[1].clone(),
+                    (&p, Type::TEXT),
+                    (&d, Type::BYTEA),
+                ];
+                let rows = self
+                    .call(
+                        "created, path, seq, stamp, version, stamp, owner, ctime",
+                        "guarded_put",
+                        &args,
+                        &path,
                     )
                     .await
-                    .map_err(|e| lost(self.map(e, &path)))?;
-                if row.get::<_, bool>(0) {
-                    let seq: Option<i64> = row.get(2);
-                    Ok(OpResult::Created(Created::new(
-                        row.get(1),
-                        seq.and_then(|s| u64::try_from(s).ok()),
-                        u64::try_from(row.get::<_, i64>(4)).unwrap_or_default(),
-                        0,
-                    )))
+                    .map_err(lost)?;
+                let r = rows.first().ok_or_else(|| no_answer(&path))?;
+                if r.get::<_, bool>(0) {
+                    Ok(OpResult::Created(created_at(r, 1)))
                 } else {
-                    Ok(OpResult::Set(stat_at(&row, 3)))
+                    Ok(OpResult::Set(stat_at(r, 4)))
                 }
             }
             _ => Err(Error::NotSupported {
-                operation: "this guarded write (work in progress)",
+                operation: "this guarded write",
                 backend: BACKEND,
             }),
         }
     }
 
+    async fn transaction(&self, txn: &Transaction) -> Result<Vec<TxnResult>> {
+        crate::txn::commit(self, txn).await
+    }
+
     async fn close(&self) -> Result<()> {
-        if self.state.borrow().is_terminal() {
+        if self.link.state.borrow().is_terminal() {
             return Ok(());
         }
-        self.client
-            .execute("select coord.close($1)", &[&self.sid])
-            .await
-            .map_err(|e| map(e, ""))?;
-        self.state.send_replace(SessionState::Closed);
-        Ok(())
+        let close = format!("select {}.close($1)", self.schema());
+        self.link.closing();
+        let result = self
+            .link
+            .query(&close, &[(&self.sid, Type::INT8)], "")
+            .await;
+        self.link.end(SessionState::Closed);
+        result.map(|_| ())
     }
 
     fn lease(&self) -> &LeaseClock {
@@ -417,35 +551,45 @@ impl PrimitiveSession for PgSession {
     }
 
     async fn abandon(&self) {
-        self.state.send_replace(SessionState::Expired);
-        let _ = self
-            .client
-            .execute("select coord.close($1)", &[&self.sid])
-            .await;
+        self.link.end(SessionState::Expired);
+        // The server ends it by itself `timeout` after the last renewal it
+        // answered; until then, try to end it sooner.
+        let usable = coord_core::backend::lease::usable(self.link.target.session_timeout);
+        let over = self.lease.deadline() + (self.link.target.session_timeout - usable);
+        let mut attempt = 0;
+        while Instant::now() < over {
+            if tokio::time::timeout_at(over, self.end_on_server())
+                .await
+                .unwrap_or(false)
+            {
+                return;
+            }
+            coord_core::backend::Backoff::RECIPES
+                .sleep(&mut attempt)
+                .await;
+        }
+    }
+
+    fn ender(&self) -> Option<SessionEnder> {
+        let link = Arc::clone(&self.link);
+        let sid = self.sid;
+        Some(Box::pin(async move {
+            end_over_new_connection(&link, sid).await
+        }))
     }
 }
 
-/// The test hook: end `session` on the server now, as its expiry would
-/// (its ephemeral nodes go, with their notices), over a connection of its
-/// own.
-///
-/// # Panics
-/// When the server cannot be reached or the session id is not this
-/// backend's (a test hook: failing loudly is the point).
-pub async fn expire(url: &str, session: &coord_core::Session) {
-    let id = session.id().0;
-    let sid: i64 = id
-        .strip_prefix("postgres-")
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| panic!("not a postgres session id: {id}"));
-    let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
-        .await
-        .expect("connect for the expiry hook");
-    let task = tokio::spawn(conn);
-    client
-        .execute("select coord.expire($1)", &[&sid])
-        .await
-        .expect("expire");
-    drop(client);
-    let _ = task.await;
+/// What a read of `node` saw, for its waiter.
+fn seen(node: &Node) -> Seen {
+    Seen::Node {
+        stamp: node.stat.stamp,
+        version: node.stat.version,
+    }
+}
+
+fn no_answer(path: &str) -> Error {
+    Error::backend(
+        BACKEND,
+        std::io::Error::other(format!("the server answered no row for {path}")),
+    )
 }

@@ -38,10 +38,6 @@ impl coord_conformance::Harness for PgHarness {
         "pg"
     }
 
-    fn tree_watches(&self) -> bool {
-        false
-    }
-
     async fn open(&self) -> Session {
         coord_pg::connect(PgOptions::new(pg_url()))
             .await
@@ -49,7 +45,9 @@ impl coord_conformance::Harness for PgHarness {
     }
 
     async fn expire(&self, session: &Session) {
-        coord_pg::expire(&pg_url(), session).await;
+        coord_pg::testing::expire(&PgOptions::new(pg_url()), &session.id())
+            .await
+            .unwrap_or_else(|e| panic!("cannot expire {:?}: {e}", session.id()));
     }
 
     async fn open_faulty(&self, session_timeout: Duration) -> (Session, Box<dyn Fault>) {

@@ -60,8 +60,8 @@ pub fn public_roots_pem() -> &'static str {
 /// A rustls client config as the backends' clients build it from the same
 /// material: the CA given or the public web roots, the identity if any,
 /// ring, and `alpn` (etcd's gRPC asks for `h2`); `None` for material they
-/// would refuse too.
-fn config(material: Option<&TlsMaterial>, alpn: &[&[u8]]) -> Option<ClientConfig> {
+/// would refuse too. The probe's, and coord-pg's connections'.
+pub fn client_config(material: Option<&TlsMaterial>, alpn: &[&[u8]]) -> Option<ClientConfig> {
     let mut roots = RootCertStore::empty();
     match material.and_then(|m| m.ca.as_deref()) {
         Some(ca) => {
@@ -113,7 +113,7 @@ pub async fn refusal(addr: &str, material: &TlsMaterial, alpn: &[&[u8]]) -> Opti
         .clone()
         .unwrap_or_else(|| host_of(addr).to_owned());
     let name = ServerName::try_from(name).ok()?;
-    let connector = TlsConnector::from(Arc::new(config(Some(material), alpn)?));
+    let connector = TlsConnector::from(Arc::new(client_config(Some(material), alpn)?));
     let tcp = TcpStream::connect(addr).await.ok()?;
     let mut tls = match connector.connect(name, tcp).await {
         Ok(tls) => tls,
@@ -136,7 +136,7 @@ pub async fn speaks_tls(addr: &str, alpn: &[&[u8]]) -> bool {
     let Ok(name) = ServerName::try_from(host_of(addr).to_owned()) else {
         return false;
     };
-    let Some(config) = config(None, alpn) else {
+    let Some(config) = client_config(None, alpn) else {
         return false;
     };
     let connector = TlsConnector::from(Arc::new(config));
@@ -160,10 +160,10 @@ mod tests {
 
     #[test]
     fn the_public_roots_make_a_config_and_pem() {
-        assert!(config(None, &[]).is_some());
+        assert!(client_config(None, &[]).is_some());
         assert!(is_server_name("zk-0.zk") && is_server_name("::1"));
         assert!(!is_server_name("bad host!"));
-        assert!(config(None, &[b"h2"]).is_some());
+        assert!(client_config(None, &[b"h2"]).is_some());
         let pem = public_roots_pem();
         let count = CertificateDer::pem_slice_iter(pem.as_bytes()).count();
         assert_eq!(count, webpki_root_certs::TLS_SERVER_ROOT_CERTS.len());
