@@ -40,7 +40,8 @@ Backends (--url or COORD_URL):
     &cert=PATH&key=PATH               client certificate and key (PEM): mutual TLS
     &server_name=NAME                 check the server's certificate for NAME
                                       instead of the host connected to (etcd
-                                      only: refused on zk:// and redis://)
+                                      and postgres only: refused on zk://
+                                      and redis://)
   e.g. etcd://coord:pw@10.0.0.5:2379?ca=/etc/coord/ca.pem&cert=/etc/coord/client.pem&key=/etc/coord/client-key.pem
 
   mem:// is only visible inside one coordctl process: two coordctl processes

@@ -66,7 +66,7 @@ impl Connector {
     /// Overrides the URL's `session_timeout`. Each backend has its default
     /// (10 s on all five) and its bounds: ZooKeeper clamps it to the
     /// server's `minSessionTimeout..=maxSessionTimeout`, etcd rounds it up
-    /// to whole seconds, Redis needs at least 300 ms. coord refuses zero
+    /// to whole seconds, Redis and PostgreSQL need at least 300 ms. coord refuses zero
     /// and anything over [`coord_core::limits::MAX_SESSION_TIMEOUT`] (a
     /// day): [`Connector::connect`] then fails with
     /// [`ConnectError::InvalidOption`], before any I/O.

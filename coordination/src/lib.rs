@@ -60,7 +60,8 @@
 //!   durations are written `500ms`, `10s`, `1m` ([`parse_duration`]).
 //!   [`Connector::with_session_timeout`] sets it in code (and wins over the URL).
 //!   It must be longer than zero and at most a day
-//!   ([`limits::MAX_SESSION_TIMEOUT`]), and on Redis at least 300 ms;
+//!   ([`limits::MAX_SESSION_TIMEOUT`]), and on Redis and PostgreSQL at
+//!   least 300 ms;
 //!   anything else is refused with [`ConnectError::InvalidUrl`] (or
 //!   [`ConnectError::InvalidOption`]), as is a duration that does not parse.
 //! - `tls=true`, `ca=PATH`, `cert=PATH&key=PATH`, `server_name=NAME` (zk,
@@ -69,8 +70,8 @@
 //!   certificate (mutual TLS). Any of `ca`, `cert`, `key`, `server_name`
 //!   turns TLS on.
 //!   `server_name` checks the server's certificate for another name: etcd
-//!   only (ZooKeeper refuses it, Redis refuses one other than the URL's
-//!   host). The files are read when the session connects.
+//!   and postgres only (ZooKeeper refuses it, Redis refuses one other than
+//!   the URL's host). The files are read when the session connects.
 //! - `auth=digest|sasl` (zk only): how the URL's credentials log in
 //!   (default `digest`; `sasl` is SASL DIGEST-MD5).
 //! - `acl=creator|creator_only|open` (zk only): the ACL of every node coord

@@ -336,6 +336,13 @@ pub(crate) fn check_session_timeout(backend: Backend, d: Duration) -> Result<(),
             coord_redis::MIN_SESSION_TIMEOUT
         ));
     }
+    #[cfg(feature = "pg")]
+    if backend == Backend::Postgres && d < coord_pg::MIN_SESSION_TIMEOUT {
+        return Err(format!(
+            "the session timeout {d:?} is below PostgreSQL's minimum of {:?}",
+            coord_pg::MIN_SESSION_TIMEOUT
+        ));
+    }
     let _ = backend;
     Ok(())
 }
@@ -969,6 +976,8 @@ mod tests {
             assert!(r.contains("schema"), "{schema}: {r}");
         }
         assert!(reason("postgres://u@h/db?session_timeout=0s").contains("positive"));
+        assert!(reason("postgres://u@h/db?session_timeout=100ms").contains("minimum"));
+        assert!(parse("postgres://u@h/db?session_timeout=300ms").is_ok());
     }
 
     /// Every reserved character (and space), raw and percent-encoded, in
