@@ -31,8 +31,24 @@ pub(crate) fn map(e: tokio_postgres::Error, path: &str) -> Error {
         },
         Some(_) => Error::backend(BACKEND, e),
         None if e.is_closed() || e.as_db_error().is_none() => {
-            Error::ConnectionLost(format!("postgres: {e}"))
+            Error::ConnectionLost(format!("postgres: {}", chain(&e)))
         }
         None => Error::backend(BACKEND, e),
     }
+}
+
+/// `e` and its causes, `: ` between them (tokio-postgres's own message
+/// leaves out why: "error performing TLS handshake").
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let text = c.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        cause = c.source();
+    }
+    out
 }

@@ -5,6 +5,10 @@
 # password (scram-sha-256) owning a database `coord`. fsync is off: the
 # tests restart it on purpose, they do not test the disk. Debian's package
 # may also run a system cluster on 5432: it is never used nor touched here.
+#
+# Exports COORD_TEST_PG (the role coord, owner of the database) and
+# COORD_TEST_PG_APP (the role coordapp, which owns the schema `coordapp`
+# and may create nothing else).
 
 need_packages+=(postgresql)
 servers+=(pg)
@@ -20,7 +24,7 @@ pg_bin() {
 }
 
 start_pg() {
-  local port dir bin password
+  local port dir bin password app_password
   port=$(free_port)
   dir="$COORD_TMP/pg"
   bin=$(pg_bin)
@@ -50,6 +54,13 @@ start_pg() {
     "$bin/pg_isready" -q -h 127.0.0.1 -p "$port"
   PGPASSWORD="$password" psql -q -h 127.0.0.1 -p "$port" -U coord -d postgres \
     -c "create database coord" >/dev/null
+  # A role that owns one schema and nothing else (no CREATE on the
+  # database): what an operator grants an application (coord-pg's docs).
+  app_password=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
+  PGPASSWORD="$password" psql -q -h 127.0.0.1 -p "$port" -U coord -d coord \
+    -c "create role coordapp login password '$app_password'" \
+    -c "create schema coordapp authorization coordapp" >/dev/null
   export COORD_TEST_PG="postgres://coord:$password@127.0.0.1:$port/coord"
+  export COORD_TEST_PG_APP="postgres://coordapp:$app_password@127.0.0.1:$port/coord"
   echo "   PostgreSQL at 127.0.0.1:$port (role coord, database coord; logs in $dir)"
 }
