@@ -294,6 +294,9 @@ fn help_shows_the_tls_parameters() {
         "server_name=NAME",
         "rediss://",
         "acl=",
+        "postgres://",
+        "sslmode=",
+        "schema=",
     ] {
         assert!(help.contains(p), "--help does not mention {p}: {help}");
     }
