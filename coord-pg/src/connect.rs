@@ -10,7 +10,6 @@
 //!    that request's send time; start the heartbeat and the reconnector.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use coord_core::backend::lease::LeaseClock;
 use coord_core::{Error, Result, Session, SessionId, SessionState};
@@ -71,9 +70,4 @@ pub async fn connect(options: PgOptions) -> Result<Session> {
         listener,
     );
     Ok(Session::new(Arc::new(session)))
-}
-
-/// How often the heartbeat renews a session of `timeout`.
-pub(crate) fn heartbeat_every(timeout: Duration) -> Duration {
-    timeout / 3
 }

@@ -37,8 +37,10 @@
 
 mod connect;
 mod error;
+mod keepalive;
 mod link;
 mod options;
+mod rows;
 mod schema;
 mod session;
 pub mod testing;

@@ -59,7 +59,8 @@ pub(crate) struct Link {
 }
 
 impl Link {
-    /// A link over `client` (connection number 0), already open.
+    /// A link with no connection yet: [`Link::connect`] makes one, and
+    /// [`Link::install`] puts it in use.
     pub(crate) fn new(
         target: Target,
         tls: MakeTls,

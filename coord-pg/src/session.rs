@@ -4,7 +4,6 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::SystemTime;
 
 use async_trait::async_trait;
 use coord_core::backend::{lease::LeaseClock, PrimitiveSession, SessionEnder};
@@ -18,9 +17,11 @@ use tokio::time::Instant;
 use tokio_postgres::types::Type;
 use tokio_postgres::Row;
 
-use crate::connect::heartbeat_every;
 use crate::error::BACKEND;
+use crate::keepalive::heartbeat;
 use crate::link::{open, Backend, Link, Mapper, Param};
+use crate::rows::{created_at, stat_at, u64_of, version_arg};
+use crate::txn;
 use crate::watch::{one_shot, tree_watch, Hub, Kind, Seen, Waiter};
 
 /// One session: its command link, its listener's hub, its tasks.
@@ -233,66 +234,6 @@ async fn end_over_new_connection(link: &Link, sid: i64) -> Result<()> {
         },
         _ = conn => Err(Error::ConnectionLost("postgres: the connection closed".into())),
     }
-}
-
-/// Renew the session every third of its timeout; the lease clock moves to
-/// each answered renewal's send time. Stops once the session is over or
-/// past its lease deadline (the session's monitor then gives it up).
-async fn heartbeat(link: Arc<Link>, sid: i64, lease: Arc<LeaseClock>) {
-    let every = heartbeat_every(link.target.session_timeout);
-    let renew = format!("select {}.renew($1)", link.target.schema);
-    let mut state = link.state.subscribe();
-    loop {
-        tokio::select! {
-            () = tokio::time::sleep(every) => {}
-            _ = state.wait_for(|s| s.is_terminal()) => return,
-        }
-        if lease.expired() {
-            return;
-        }
-        let sent = Instant::now();
-        match link.query(&renew, &[(&sid, Type::INT8)], "").await {
-            Ok(rows) if rows.first().is_some_and(|r| r.get::<_, bool>(0)) => lease.renewed(sent),
-            Ok(_) => {
-                tracing::debug!(target: "coord", session = sid, "postgres session over on the server");
-                link.ended_by_server();
-                return;
-            }
-            Err(e) => tracing::debug!(target: "coord", error = %e, "postgres heartbeat failed"),
-        }
-    }
-}
-
-pub(crate) fn version_arg(v: Option<u64>) -> Option<i64> {
-    v.map(|v| i64::try_from(v).unwrap_or(i64::MAX))
-}
-
-fn u64_of(v: i64) -> u64 {
-    u64::try_from(v).unwrap_or_default()
-}
-
-/// The answer to a create: columns `path, seq, stamp` from `at` on.
-pub(crate) fn created_at(r: &Row, at: usize) -> Created {
-    let seq: Option<i64> = r.get(at + 1);
-    Created::new(
-        r.get(at),
-        seq.and_then(|s| u64::try_from(s).ok()),
-        u64_of(r.get(at + 2)),
-        0,
-    )
-}
-
-/// The stat of columns `version, stamp, owner, ctime` from `at` on.
-pub(crate) fn stat_at(r: &Row, at: usize) -> Stat {
-    let owner: Option<i64> = r.get(at + 2);
-    let mut stat = Stat::new(
-        u64_of(r.get(at)),
-        u64_of(r.get(at + 1)),
-        owner.is_some(),
-        r.get::<_, Option<SystemTime>>(at + 3),
-    );
-    stat.owner = owner.map(|o| SessionId(format!("{BACKEND}-{o}")));
-    stat
 }
 
 /// `e`, with a version mismatch's expected version filled in.
@@ -529,7 +470,15 @@ impl PrimitiveSession for PgSession {
     }
 
     async fn transaction(&self, txn: &Transaction) -> Result<Vec<TxnResult>> {
-        crate::txn::commit(self, txn).await
+        let arrays = txn::Arrays::of(txn)?;
+        let connected = self.link.connected();
+        let rows = self
+            .call_mapped(txn::COLUMNS, "txn", &arrays.params(), &|e| {
+                txn::server_error(e, txn)
+            })
+            .await
+            .map_err(|e| txn::lost(e, txn, connected))?;
+        txn::results(&rows, txn.ops().len())
     }
 
     async fn close(&self) -> Result<()> {

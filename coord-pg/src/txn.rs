@@ -11,84 +11,109 @@ use coord_core::{CreateMode, Error, Result, Transaction, TxnFailure, TxnOp, TxnR
 use tokio_postgres::types::Type;
 
 use crate::error::BACKEND;
-use crate::session::{created_at, stat_at, version_arg, PgSession};
+use crate::link::Param;
+use crate::rows::{created_at, stat_at, version_arg};
+use tokio_postgres::Row;
 
-/// Commit `txn` on `session` (see the module's docs).
-///
-/// # Errors
-/// `TransactionFailed` naming the step refused; `OutcomeUnknown` when the
-/// answer was lost; `ConnectionLost` when there was no connection to send
-/// it on (nothing applied); the session's end.
-pub(crate) async fn commit(session: &PgSession, txn: &Transaction) -> Result<Vec<TxnResult>> {
-    let fpaths: Vec<&str> = txn.fences().iter().map(|f| f.path.as_str()).collect();
-    let fstamps: Vec<i64> = txn
-        .fences()
-        .iter()
-        .map(|f| i64::try_from(f.stamp).unwrap_or(i64::MAX))
-        .collect();
-    let n = txn.ops().len();
-    let mut kinds = Vec::with_capacity(n);
-    let mut paths = Vec::with_capacity(n);
-    let mut datas: Vec<&[u8]> = Vec::with_capacity(n);
-    let mut versions = Vec::with_capacity(n);
-    let mut ephemerals = Vec::with_capacity(n);
-    let mut sequentials = Vec::with_capacity(n);
-    let mut ttls = Vec::with_capacity(n);
-    for op in txn.ops() {
-        let (kind, data, version, mode) = match op {
-            TxnOp::Check { version, .. } => ("check", &[][..], Some(*version), None),
-            TxnOp::Create { data, mode, .. } => ("create", data.as_slice(), None, Some(*mode)),
-            TxnOp::Set { data, version, .. } => ("set", data.as_slice(), *version, None),
-            TxnOp::Delete { version, .. } => ("delete", &[][..], *version, None),
-            _ => {
-                return Err(Error::NotSupported {
-                    operation: "this transaction op",
-                    backend: BACKEND,
-                })
-            }
+/// The columns of `<schema>.txn`'s rows.
+pub(crate) const COLUMNS: &str = "kind, path, seq, version, stamp, owner, ctime";
+
+/// A transaction as the function's parallel arrays.
+pub(crate) struct Arrays<'a> {
+    fpaths: Vec<&'a str>,
+    fstamps: Vec<i64>,
+    kinds: Vec<&'static str>,
+    paths: Vec<&'a str>,
+    datas: Vec<&'a [u8]>,
+    versions: Vec<Option<i64>>,
+    ephemerals: Vec<bool>,
+    sequentials: Vec<bool>,
+    ttls: Vec<Option<i64>>,
+}
+
+impl<'a> Arrays<'a> {
+    /// `txn` as arrays.
+    ///
+    /// # Errors
+    /// `NotSupported` for an op this backend does not know.
+    pub(crate) fn of(txn: &'a Transaction) -> Result<Self> {
+        let n = txn.ops().len();
+        let mut a = Arrays {
+            fpaths: txn.fences().iter().map(|f| f.path.as_str()).collect(),
+            fstamps: txn
+                .fences()
+                .iter()
+                .map(|f| i64::try_from(f.stamp).unwrap_or(i64::MAX))
+                .collect(),
+            kinds: Vec::with_capacity(n),
+            paths: Vec::with_capacity(n),
+            datas: Vec::with_capacity(n),
+            versions: Vec::with_capacity(n),
+            ephemerals: Vec::with_capacity(n),
+            sequentials: Vec::with_capacity(n),
+            ttls: Vec::with_capacity(n),
         };
-        let mode = mode.unwrap_or(CreateMode::Persistent);
-        kinds.push(kind);
-        paths.push(op.path());
-        datas.push(data);
-        versions.push(version_arg(version));
-        ephemerals.push(mode.is_ephemeral());
-        sequentials.push(mode.is_sequential());
-        ttls.push(
-            mode.ttl()
-                .map(|t| i64::try_from(t.as_millis()).unwrap_or(i64::MAX)),
-        );
+        for op in txn.ops() {
+            let (kind, data, version, mode) = match op {
+                TxnOp::Check { version, .. } => ("check", &[][..], Some(*version), None),
+                TxnOp::Create { data, mode, .. } => ("create", data.as_slice(), None, Some(*mode)),
+                TxnOp::Set { data, version, .. } => ("set", data.as_slice(), *version, None),
+                TxnOp::Delete { version, .. } => ("delete", &[][..], *version, None),
+                _ => {
+                    return Err(Error::NotSupported {
+                        operation: "this transaction op",
+                        backend: BACKEND,
+                    })
+                }
+            };
+            let mode = mode.unwrap_or(CreateMode::Persistent);
+            a.kinds.push(kind);
+            a.paths.push(op.path());
+            a.datas.push(data);
+            a.versions.push(version_arg(version));
+            a.ephemerals.push(mode.is_ephemeral());
+            a.sequentials.push(mode.is_sequential());
+            a.ttls.push(
+                mode.ttl()
+                    .map(|t| i64::try_from(t.as_millis()).unwrap_or(i64::MAX)),
+            );
+        }
+        Ok(a)
     }
-    let connected = session.link.connected();
+
+    /// The function's parameters after the session id.
+    pub(crate) fn params(&self) -> [Param<'_>; 9] {
+        [
+            (&self.fpaths, Type::TEXT_ARRAY),
+            (&self.fstamps, Type::INT8_ARRAY),
+            (&self.kinds, Type::TEXT_ARRAY),
+            (&self.paths, Type::TEXT_ARRAY),
+            (&self.datas, Type::BYTEA_ARRAY),
+            (&self.versions, Type::INT8_ARRAY),
+            (&self.ephemerals, Type::BOOL_ARRAY),
+            (&self.sequentials, Type::BOOL_ARRAY),
+            (&self.ttls, Type::INT8_ARRAY),
+        ]
+    }
+}
+
+/// The server's error for `txn`: its refusal when it names a step.
+pub(crate) fn server_error(e: tokio_postgres::Error, txn: &Transaction) -> Error {
     let step_paths = |step: TxnStep| match step {
         TxnStep::Fence(i) => txn.fences().get(i).map(|f| f.path.clone()),
         TxnStep::Op(i) => txn.ops().get(i).map(|o| o.path().to_owned()),
     };
-    let mapper = |e: tokio_postgres::Error| {
-        let named = e
-            .as_db_error()
-            .and_then(|db| step_of(db.detail()?, db.code().code(), step_paths));
-        named.unwrap_or_else(|| crate::error::map(e, ""))
-    };
-    let rows = session
-        .call_mapped(
-            "kind, path, seq, version, stamp, owner, ctime",
-            "txn",
-            &[
-                (&fpaths, Type::TEXT_ARRAY),
-                (&fstamps, Type::INT8_ARRAY),
-                (&kinds, Type::TEXT_ARRAY),
-                (&paths, Type::TEXT_ARRAY),
-                (&datas, Type::BYTEA_ARRAY),
-                (&versions, Type::INT8_ARRAY),
-                (&ephemerals, Type::BOOL_ARRAY),
-                (&sequentials, Type::BOOL_ARRAY),
-                (&ttls, Type::INT8_ARRAY),
-            ],
-            &mapper,
-        )
-        .await
-        .map_err(|e| refusal(e, txn, connected))?;
+    let named = e
+        .as_db_error()
+        .and_then(|db| step_of(db.detail()?, db.code().code(), step_paths));
+    named.unwrap_or_else(|| crate::error::map(e, ""))
+}
+
+/// The results of a committed transaction of `n` ops, in op order.
+///
+/// # Errors
+/// A backend error when the server answered another number of rows.
+pub(crate) fn results(rows: &[Row], n: usize) -> Result<Vec<TxnResult>> {
     if rows.len() != n {
         return Err(Error::backend(
             BACKEND,
@@ -125,7 +150,7 @@ fn created_row(r: &tokio_postgres::Row) -> coord_core::Created {
 
 /// `e` as the transaction's refusal when the server named a step; a lost
 /// answer as `OutcomeUnknown` when the request was sent.
-fn refusal(e: Error, txn: &Transaction, was_connected: bool) -> Error {
+pub(crate) fn lost(e: Error, txn: &Transaction, was_connected: bool) -> Error {
     if let Error::ConnectionLost(m) = &e {
         if was_connected {
             return Error::OutcomeUnknown {

@@ -135,10 +135,9 @@ async fn a_schema_from_a_newer_coord_is_refused_and_an_older_one_upgraded() {
 
 /// `options` fail to connect; the error, which must not quote `secret`.
 async fn refused(options: PgOptions, secret: &str) -> Error {
-    let e = coord_pg::connect(options)
-        .await
-        .err()
-        .expect("the connection should be refused");
+    let Err(e) = coord_pg::connect(options).await else {
+        panic!("the connection should be refused");
+    };
     assert!(
         !e.to_string().contains(secret),
         "the error quotes the password: {e}"
