@@ -6,7 +6,7 @@ use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
 
 const ABOUT: &str = "Distributed coordination from the shell: run a command under a lock, \
 as the leader, or once per period across machines; queues and group membership. \
-On ZooKeeper, etcd, Redis, or in memory.";
+On ZooKeeper, etcd, Redis, PostgreSQL, or in memory.";
 
 const AFTER_HELP: &str = "\
 Backends (--url or COORD_URL):
@@ -22,19 +22,26 @@ Backends (--url or COORD_URL):
                                       etcd (if built with the etcd feature)
   redis://[user:pw@]host:6379[/db]    Redis; ?namespace=NAME keys under {NAME}:
   rediss://[user:pw@]host:6379[/db]   Redis over TLS
+  postgres://user[:pw]@host:5432[/database]
+                                      PostgreSQL (postgresql:// too);
+                                      ?schema=NAME holds coord's tables
+                                      (default coord, created by coord);
+                                      ?sslmode=disable|require|verify-full
+                                      (require verifies the certificate too)
   Any URL takes ?session_timeout=DURATION (default 10s).
-  Built in: mem:// always; zk:// and redis:// by default (cargo features
-  zk, redis); etcd:// with the etcd feature (or all). `coordctl --version`
-  lists what this binary has.
+  Built in: mem:// always; zk://, redis:// and postgres:// by default (cargo
+  features zk, redis, pg); etcd:// with the etcd feature (or all).
+  `coordctl --version` lists what this binary has.
 
-  TLS, the same on zk://, etcd:// and redis:// (any of ca, cert, key or
-  server_name turns it on; paths may be %-encoded):
+  TLS, the same on zk://, etcd://, redis:// and postgres:// (any of ca,
+  cert, key or server_name turns it on; paths may be %-encoded):
     ?tls=true                         TLS, trusting the public web roots
     &ca=PATH                          trust the CAs of this PEM file instead
     &cert=PATH&key=PATH               client certificate and key (PEM): mutual TLS
     &server_name=NAME                 check the server's certificate for NAME
                                       instead of the host connected to (etcd
-                                      only: refused on zk:// and redis://)
+                                      and postgres only: refused on zk://
+                                      and redis://)
   e.g. etcd://coord:pw@10.0.0.5:2379?ca=/etc/coord/ca.pem&cert=/etc/coord/client.pem&key=/etc/coord/client-key.pem
 
   mem:// is only visible inside one coordctl process: two coordctl processes
@@ -61,7 +68,7 @@ exits with CMD's status once CMD has ended (a second signal kills CMD).
 #[command(name = "coordctl", about = ABOUT, version, long_version = crate::long_version(),
     after_help = AFTER_HELP, after_long_help = format!("{AFTER_HELP}\n{}", crate::exit::TABLE))]
 pub struct Cli {
-    /// The coordination service: mem://, zk://…, etcd://…, redis://… (see `coordctl --help`).
+    /// The coordination service: mem://, zk://…, etcd://…, redis://…, postgres://… (see `coordctl --help`).
     #[arg(
         long,
         global = true,

@@ -14,8 +14,9 @@
 //! | (always) | in-process store | `mem://` | nothing |
 //! | `zk` (on by default) | ZooKeeper | `zk://…` | nothing |
 //! | `redis` (on by default) | Redis | `redis://…`, `rediss://…` | nothing |
+//! | `pg` (on by default) | PostgreSQL | `postgres://…`, `postgresql://…` | nothing |
 //! | `etcd` | etcd v3.4+ | `etcd://…` | `protoc` (etcd-client compiles its protobufs) |
-//! | `all` | all three | | `protoc` |
+//! | `all` | all four | | `protoc` |
 //!
 //! The default build (`cargo install coordctl`) needs no `protoc`;
 //! `cargo install coordctl --features etcd` (or `all`) adds etcd. A URL
@@ -92,7 +93,7 @@ async fn run(cli: Cli) -> u8 {
         logging::say(format_args!(
             "warning: `{}` runs on mem://, which lives inside this process only: no other \
              process sees it, so nothing is shared or coordinated. Pass --url (or set \
-             COORD_URL) to a zk://, etcd:// or redis:// server.",
+             COORD_URL) to a zk://, etcd://, redis:// or postgres:// server.",
             cli.command.name()
         ));
     }

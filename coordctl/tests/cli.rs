@@ -55,6 +55,9 @@ fn bad_urls_are_usage_errors_that_say_why() {
         ("rediss://u:secret@h?tls=false", "TLS"),
         ("etcd://u:secret@h?cert=/c.pem", "private key"),
         ("mem://?session_timeout=3", "unit"),
+        ("postgres://u:secret@h/db?sslmode=prefer", "sslmode"),
+        ("postgresql://u:secret@h/db?schema=Coord", "schema"),
+        ("postgres://h/db", "needs a user"),
     ] {
         let out = run(coordctl(url, &["leader", "/e"]), 20);
         assert_eq!(code(out.status), Some(2), "{url}: {out:?}");

@@ -1,5 +1,6 @@
-//! `coordctl discover register|list` against the real ZooKeeper, etcd and
-//! Redis servers (COORD_TEST_ZK, COORD_TEST_ETCD, COORD_TEST_REDIS): each
+//! `coordctl discover register|list` against the real ZooKeeper, etcd,
+//! Redis and PostgreSQL servers (COORD_TEST_ZK, COORD_TEST_ETCD,
+//! COORD_TEST_REDIS, COORD_TEST_PG): each
 //! test runs on each backend. Curator's side of the same commands is
 //! `interop_discovery.rs`'s.
 
@@ -185,3 +186,4 @@ macro_rules! on_backend {
 on_backend!(zk, crate::common::zk_url);
 on_backend!(etcd, crate::common::etcd_url);
 on_backend!(redis, crate::common::redis_url);
+on_backend!(pg, crate::common::pg_url);

@@ -1,9 +1,9 @@
 //! The real coordctl binary's commands that outlive their sessions
 //! (`elect --rejoin`, `join --rejoin`, `watch`), against real ZooKeeper,
-//! etcd and Redis servers (COORD_TEST_ZK, COORD_TEST_ETCD, COORD_TEST_REDIS,
-//! as scripts/test-all sets them), each cut off from its server behind a
-//! fault proxy past its session timeout. None skips: an unset or
-//! unreachable server fails the test.
+//! etcd, Redis and PostgreSQL servers (COORD_TEST_ZK, COORD_TEST_ETCD,
+//! COORD_TEST_REDIS, COORD_TEST_PG, as scripts/test-all sets them), each
+//! cut off from its server behind a fault proxy past its session timeout.
+//! None skips: an unset or unreachable server fails the test.
 
 mod common;
 
@@ -265,3 +265,4 @@ macro_rules! on_backend {
 on_backend!(zk, common::zk_url);
 on_backend!(etcd, common::etcd_url);
 on_backend!(redis, common::redis_url);
+on_backend!(pg, common::pg_url);

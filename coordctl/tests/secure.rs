@@ -1,9 +1,10 @@
 //! The real coordctl binary against the secured servers scripts/test-all
 //! starts: a ZooKeeper with only a TLS client port (mutual TLS) and digest
-//! auth, a TLS-only etcd (mutual TLS) with authentication on, and a TLS-only
-//! Redis (mutual TLS) whose `coord` user has no admin commands. Everything
-//! goes through the URL, as a user writes it: `?ca=…&cert=…&key=…`,
-//! `rediss://`, `user:password@`. Each refusal must be typed (exit 7, or 5
+//! auth, a TLS-only etcd (mutual TLS) with authentication on, a TLS-only
+//! Redis (mutual TLS) whose `coord` user has no admin commands, and a
+//! PostgreSQL that takes only TLS with a client certificate and a password.
+//! Everything goes through the URL, as a user writes it:
+//! `?ca=…&cert=…&key=…`, `rediss://`, `user:password@`. Each refusal must be typed (exit 7, or 5
 //! for a plaintext client), prompt, say what to fix, and never show the
 //! password. None skips: an unset variable fails the test.
 
@@ -32,6 +33,9 @@ impl Secured {
     fn new(backend: &str) -> Self {
         let prefix = format!("COORD_TEST_{backend}_SECURE");
         let addr = env(&prefix);
+        if backend == "PG" {
+            return Secured::from_pg_url(&addr);
+        }
         let hostport = addr
             .rsplit("://")
             .next()
@@ -47,6 +51,29 @@ impl Secured {
             hostport,
             user: env(&format!("{prefix}_USER")),
             password: env(&format!("{prefix}_PASSWORD")),
+            certs: env("COORD_TEST_CERTS"),
+        }
+    }
+
+    /// COORD_TEST_PG_SECURE is a whole URL,
+    /// `postgres://coord:PW@127.0.0.1:PORT/coord`: the host part keeps
+    /// the database.
+    fn from_pg_url(url: &str) -> Self {
+        let rest = url
+            .split_once("://")
+            .map_or(url, |(_, r)| r)
+            .trim_end_matches('/');
+        let (info, hostport) = rest
+            .rsplit_once('@')
+            .unwrap_or_else(|| panic!("COORD_TEST_PG_SECURE has no user: {url}"));
+        let (user, password) = info
+            .split_once(':')
+            .unwrap_or_else(|| panic!("COORD_TEST_PG_SECURE has no password"));
+        Secured {
+            scheme: "postgres",
+            hostport: hostport.to_owned(),
+            user: user.to_owned(),
+            password: password.to_owned(),
             certs: env("COORD_TEST_CERTS"),
         }
     }
@@ -230,6 +257,11 @@ fn redis_lock_through_rediss_and_an_acl_user() {
 }
 
 #[test]
+fn pg_lock_through_mutual_tls_and_a_password() {
+    a_lock_works("PG");
+}
+
+#[test]
 fn zk_refusals_say_what_to_fix() {
     each_wrong_setting_is_refused_with_a_hint("ZK");
 }
@@ -242,6 +274,11 @@ fn etcd_refusals_say_what_to_fix() {
 #[test]
 fn redis_refusals_say_what_to_fix() {
     each_wrong_setting_is_refused_with_a_hint("REDIS");
+}
+
+#[test]
+fn pg_refusals_say_what_to_fix() {
+    each_wrong_setting_is_refused_with_a_hint("PG");
 }
 
 /// `coordctl --help` tells how to write the TLS parameters.
@@ -257,6 +294,9 @@ fn help_shows_the_tls_parameters() {
         "server_name=NAME",
         "rediss://",
         "acl=",
+        "postgres://",
+        "sslmode=",
+        "schema=",
     ] {
         assert!(help.contains(p), "--help does not mention {p}: {help}");
     }

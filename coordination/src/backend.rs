@@ -13,19 +13,29 @@ pub enum Backend {
     Etcd,
     /// Redis (`redis://`), cargo feature `redis`.
     Redis,
+    /// PostgreSQL (`postgres://`, `postgresql://`), cargo feature `pg`.
+    Postgres,
 }
 
 impl Backend {
     /// Every backend, compiled in or not.
-    pub const ALL: [Backend; 4] = [Backend::Mem, Backend::Zk, Backend::Etcd, Backend::Redis];
+    pub const ALL: [Backend; 5] = [
+        Backend::Mem,
+        Backend::Zk,
+        Backend::Etcd,
+        Backend::Redis,
+        Backend::Postgres,
+    ];
 
-    /// The URL scheme, without `://`.
+    /// The URL scheme, without `://` (PostgreSQL's is `postgres`; the
+    /// URL may also say `postgresql`).
     pub fn scheme(self) -> &'static str {
         match self {
             Backend::Mem => "mem",
             Backend::Zk => "zk",
             Backend::Etcd => "etcd",
             Backend::Redis => "redis",
+            Backend::Postgres => "postgres",
         }
     }
 
@@ -37,6 +47,7 @@ impl Backend {
             Backend::Zk => Some("zk"),
             Backend::Etcd => Some("etcd"),
             Backend::Redis => Some("redis"),
+            Backend::Postgres => Some("pg"),
         }
     }
 
@@ -47,6 +58,7 @@ impl Backend {
             Backend::Zk => cfg!(feature = "zk"),
             Backend::Etcd => cfg!(feature = "etcd"),
             Backend::Redis => cfg!(feature = "redis"),
+            Backend::Postgres => cfg!(feature = "pg"),
         }
     }
 }

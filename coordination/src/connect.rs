@@ -64,9 +64,9 @@ impl Connector {
     /// How long the server keeps a session (and its ephemeral nodes: lock
     /// holds, leadership, membership) after its client stops answering.
     /// Overrides the URL's `session_timeout`. Each backend has its default
-    /// (10 s on all four) and its bounds: ZooKeeper clamps it to the
+    /// (10 s on all five) and its bounds: ZooKeeper clamps it to the
     /// server's `minSessionTimeout..=maxSessionTimeout`, etcd rounds it up
-    /// to whole seconds, Redis needs at least 300 ms. coord refuses zero
+    /// to whole seconds, Redis and PostgreSQL need at least 300 ms. coord refuses zero
     /// and anything over [`coord_core::limits::MAX_SESSION_TIMEOUT`] (a
     /// day): [`Connector::connect`] then fails with
     /// [`ConnectError::InvalidOption`], before any I/O.
@@ -102,9 +102,9 @@ impl Connector {
     ///
     /// # Cancel safety
     /// Cancel safe in effect: dropped before it returns, no session
-    /// outlives its timeout (ZooKeeper's is closed; an etcd lease or a
-    /// Redis session key granted meanwhile is no longer kept alive and
-    /// expires).
+    /// outlives its timeout (ZooKeeper's is closed; an etcd lease, a
+    /// Redis session key or a PostgreSQL session row granted meanwhile is
+    /// no longer kept alive and expires).
     ///
     /// # Panics
     /// Outside a tokio runtime.
@@ -149,6 +149,14 @@ impl Connector {
                     None => o.clone(),
                 };
                 coord_redis::connect(o).await
+            }
+            #[cfg(feature = "pg")]
+            Target::Pg(o) => {
+                let o = match timeout {
+                    Some(t) => o.clone().with_session_timeout(t),
+                    None => o.clone(),
+                };
+                coord_pg::connect(o).await
             }
         };
         opened.map_err(|source| ConnectError::Connect {
@@ -320,6 +328,16 @@ mod tests {
                 assert!(!shown.contains("s3") && !shown.contains("et?x"), "{shown}");
             }
             assert_eq!(c.url(), "redis://app:***@h:6379");
+        }
+        #[cfg(feature = "pg")]
+        for url in [
+            "postgres://app:s3cret@h/db",
+            "postgresql://app:s3/cr#et?x@h:5432/db?sslmode=disable",
+        ] {
+            let c = Connector::new(url)?;
+            for shown in [format!("{c:?}"), c.url().to_owned()] {
+                assert!(!shown.contains("s3") && !shown.contains("et?x"), "{shown}");
+            }
         }
         Ok(())
     }

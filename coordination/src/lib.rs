@@ -2,7 +2,7 @@
 //!
 //! Distributed coordination for Rust — one lock holder, one leader, one
 //! runner of the six-hourly job, a queue no item falls out of, a view of who
-//! is alive — on ZooKeeper, etcd, Redis, or in memory. This crate is the
+//! is alive — on ZooKeeper, etcd, Redis, PostgreSQL, or in memory. This crate is the
 //! front door: it re-exports the recipes (written once, in `coord-core`)
 //! and opens a [`Session`] on whichever backend a URL names.
 //!
@@ -31,6 +31,7 @@
 //! | `zk` | ZooKeeper (`coord-zk`) | `zk://…` | nothing |
 //! | `etcd` | etcd v3.4+ (`coord-etcd`) | `etcd://…` | `protoc` (etcd-client compiles its protobufs) |
 //! | `redis` | Redis 7 (`coord-redis`) | `redis://…`, `rediss://…` | nothing |
+//! | `pg` | PostgreSQL 15 (`coord-pg`) | `postgres://…`, `postgresql://…` | nothing |
 //! | `full` | all of the above | | `protoc` |
 //! | `metrics` | (no backend) metrics through the `metrics` facade: see [`telemetry`] | | nothing |
 //! | `serde` | (no backend) JSON for a typed shared value: `TypedSharedValue::new`, `Json` | | nothing |
@@ -39,7 +40,7 @@
 //! `protoc`. A URL whose backend is not compiled in fails with
 //! [`ConnectError::BackendNotCompiled`], which names the feature to enable.
 //! Each enabled backend crate is re-exported (`coordination::zk`, `coordination::etcd`,
-//! `coordination::redis`) for its options and its details.
+//! `coordination::redis`, `coordination::pg`) for its options and its details.
 //!
 //! ## URLs
 //!
@@ -50,6 +51,7 @@
 //! | `etcd://[user:password@]h1:2379,h2:2379/namespace` | an etcd cluster; every key starts with the optional namespace; port 2379 when omitted; credentials when etcd's auth is on |
 //! | `redis://[user:password@]host:6379/db` | one Redis server; port 6379 and database 0 when omitted |
 //! | `rediss://…` | the same, over TLS |
+//! | `postgres://user[:password]@host:5432/database` | one PostgreSQL server (or the address of its current primary); port 5432 when omitted, the database the user's name when omitted, as in libpq; `postgresql://` is the same |
 //!
 //! Query parameters:
 //! - `session_timeout=<duration>` (all): how long the server keeps a
@@ -58,17 +60,18 @@
 //!   durations are written `500ms`, `10s`, `1m` ([`parse_duration`]).
 //!   [`Connector::with_session_timeout`] sets it in code (and wins over the URL).
 //!   It must be longer than zero and at most a day
-//!   ([`limits::MAX_SESSION_TIMEOUT`]), and on Redis at least 300 ms;
+//!   ([`limits::MAX_SESSION_TIMEOUT`]), and on Redis and PostgreSQL at
+//!   least 300 ms;
 //!   anything else is refused with [`ConnectError::InvalidUrl`] (or
 //!   [`ConnectError::InvalidOption`]), as is a duration that does not parse.
 //! - `tls=true`, `ca=PATH`, `cert=PATH&key=PATH`, `server_name=NAME` (zk,
-//!   etcd, redis): TLS, trusting the public web roots built in or the
+//!   etcd, redis, postgres): TLS, trusting the public web roots built in or the
 //!   certificate authorities of `ca`; `cert` and `key` present a client
 //!   certificate (mutual TLS). Any of `ca`, `cert`, `key`, `server_name`
 //!   turns TLS on.
 //!   `server_name` checks the server's certificate for another name: etcd
-//!   only (ZooKeeper refuses it, Redis refuses one other than the URL's
-//!   host). The files are read when the session connects.
+//!   and postgres only (ZooKeeper refuses it, Redis refuses one other than
+//!   the URL's host). The files are read when the session connects.
 //! - `auth=digest|sasl` (zk only): how the URL's credentials log in
 //!   (default `digest`; `sasl` is SASL DIGEST-MD5).
 //! - `acl=creator|creator_only|open` (zk only): the ACL of every node coord
@@ -76,6 +79,17 @@
 //!   creator ACLs need credentials).
 //! - `namespace=<name>` (redis only): keep every key under `{name}:`
 //!   (default `coord`), so applications can share a server.
+//! - `schema=<name>` (postgres only): the PostgreSQL schema holding
+//!   coord's tables and functions (default `coord`; `[a-z_][a-z0-9_]*`, at
+//!   most 63 characters), which coord creates and upgrades itself, so
+//!   applications can share a database. A role that owns only that schema
+//!   is enough (`create schema coord authorization app;`).
+//! - `sslmode=disable|require|verify-full` (postgres only), libpq's
+//!   parameter: `disable` is plain text; `require` and `verify-full` are
+//!   TLS, both checking the server's certificate and name (coord never
+//!   talks TLS unverified), against the public web roots or `ca`.
+//!   `verify-ca`, `prefer` and `allow` are refused (coord falls back to
+//!   plain text never), as is an `sslmode` that contradicts `tls`.
 //! - `keyspace_events=enable|require|assume` (redis only): what to do
 //!   about the server's `notify-keyspace-events` (see
 //!   `coord_redis::KeyspaceEvents`); `CONFIG` is never required.
@@ -89,7 +103,9 @@
 //!
 //! Not supported, and refused with what to write instead
 //! ([`ConnectError::UnsupportedScheme`], [`ConnectError::InvalidUrl`]):
-//! Unix sockets, Redis Cluster (more than one Redis host), and the schemes
+//! Unix sockets, Redis Cluster (more than one Redis host), more than one
+//! PostgreSQL host (name the address of the current primary), libpq's other
+//! query parameters, and the schemes
 //! `http://`, `https://`, `zks://`, `etcds://` (write `etcd://…?tls=true` or
 //! `zk://…?tls=true`).
 //!
@@ -196,6 +212,10 @@ pub use coord_etcd as etcd;
 /// The Redis backend (feature `redis`).
 #[cfg(feature = "redis")]
 pub use coord_redis as redis;
+
+/// The PostgreSQL backend (feature `pg`).
+#[cfg(feature = "pg")]
+pub use coord_pg as pg;
 
 // Every ```rust block of the README compiles (and, unless `no_run`, runs)
 // as a doc test of this crate, so the README cannot drift from the API.

@@ -18,6 +18,8 @@ pub(crate) enum Target {
     Etcd(coord_etcd::EtcdOptions),
     #[cfg(feature = "redis")]
     Redis(coord_redis::RedisOptions),
+    #[cfg(feature = "pg")]
+    Pg(coord_pg::PgOptions),
 }
 
 /// What [`parse`] makes of a URL.
@@ -88,7 +90,7 @@ fn split<'a>(
     bad: &dyn Fn(String) -> ConnectError,
 ) -> Result<Pieces<'a>, ConnectError> {
     let (scheme, rest) = url.split_once("://").ok_or_else(|| {
-        bad("expected <scheme>://…, e.g. mem://, zk://127.0.0.1:2181, etcd://127.0.0.1:2379 or redis://127.0.0.1:6379".into())
+        bad("expected <scheme>://…, e.g. mem://, zk://127.0.0.1:2181, etcd://127.0.0.1:2379, redis://127.0.0.1:6379 or postgres://app@127.0.0.1:5432/app".into())
     })?;
     if scheme.is_empty() {
         return Err(bad("the scheme is missing".into()));
@@ -147,15 +149,19 @@ pub(crate) fn parse(url: &str) -> Result<Parsed, ConnectError> {
         "zk" => Backend::Zk,
         "etcd" => Backend::Etcd,
         "redis" | "rediss" => Backend::Redis,
+        "postgres" | "postgresql" => Backend::Postgres,
         other => {
             let reason = match other {
                 "zks" | "etcds" => "write zk://… or etcd://… with ?tls=true (and ca=, cert=, key=)",
                 "redis+unix" | "unix" => "Unix sockets are not supported; use redis://host:port",
+                "pg" | "postgressql" | "psql" | "pgsql" => {
+                    "write postgres://user:password@host:5432/database (or postgresql://)"
+                }
                 "http" | "https" => {
                     "write etcd://host:port for etcd, zk://host:port for ZooKeeper \
                      (add ?tls=true, with ca=, cert= and key= as needed, for TLS)"
                 }
-                _ => "the supported schemes are mem, zk, etcd and redis",
+                _ => "the supported schemes are mem, zk, etcd, redis and postgres",
             };
             return Err(ConnectError::UnsupportedScheme {
                 url: shown.clone(),
@@ -188,6 +194,16 @@ pub(crate) fn parse(url: &str) -> Result<Parsed, ConnectError> {
             "session_timeout",
             "namespace",
             "keyspace_events",
+            "tls",
+            "ca",
+            "cert",
+            "key",
+            "server_name",
+        ],
+        Backend::Postgres => &[
+            "session_timeout",
+            "schema",
+            "sslmode",
             "tls",
             "ca",
             "cert",
@@ -227,6 +243,8 @@ pub(crate) fn parse(url: &str) -> Result<Parsed, ConnectError> {
         Backend::Etcd => Target::Etcd(etcd(&pieces).map_err(bad)?),
         #[cfg(feature = "redis")]
         Backend::Redis => Target::Redis(redis(&pieces).map_err(bad)?),
+        #[cfg(feature = "pg")]
+        Backend::Postgres => Target::Pg(pg(&pieces).map_err(bad)?),
         #[allow(unreachable_patterns)]
         _ => {
             return Err(ConnectError::BackendNotCompiled {
@@ -248,7 +266,7 @@ pub(crate) fn parse(url: &str) -> Result<Parsed, ConnectError> {
 /// `server_name` (percent-decoded; any of the last four turns TLS on), and
 /// `rediss://`, which turns it on for Redis. `None`: no TLS. Checked here,
 /// before any I/O; the files are read when the session connects.
-#[cfg(any(feature = "zk", feature = "etcd", feature = "redis"))]
+#[cfg(any(feature = "zk", feature = "etcd", feature = "redis", feature = "pg"))]
 fn tls(p: &Pieces<'_>) -> Result<Option<coord_core::TlsOptions>, String> {
     let param = |name: &str| p.params.iter().find(|(k, _)| *k == name).map(|(_, v)| *v);
     let decoded = |name: &str| {
@@ -318,13 +336,20 @@ pub(crate) fn check_session_timeout(backend: Backend, d: Duration) -> Result<(),
             coord_redis::MIN_SESSION_TIMEOUT
         ));
     }
+    #[cfg(feature = "pg")]
+    if backend == Backend::Postgres && d < coord_pg::MIN_SESSION_TIMEOUT {
+        return Err(format!(
+            "the session timeout {d:?} is below PostgreSQL's minimum of {:?}",
+            coord_pg::MIN_SESSION_TIMEOUT
+        ));
+    }
     let _ = backend;
     Ok(())
 }
 
 /// Check a comma-separated host list (`h1:2181,[::1]:2182,h3`), adding
 /// `default_port` where a host has none.
-#[cfg(any(feature = "zk", test))]
+#[cfg(any(feature = "zk", feature = "redis", feature = "pg", test))]
 fn host_list(list: &str, default_port: u16) -> Result<String, String> {
     coord_core::backend::host::host_list(list, default_port).map(|hosts| hosts.join(","))
 }
@@ -406,13 +431,7 @@ fn etcd(p: &Pieces<'_>) -> Result<coord_etcd::EtcdOptions, String> {
 
 #[cfg(feature = "redis")]
 fn redis(p: &Pieces<'_>) -> Result<coord_redis::RedisOptions, String> {
-    use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
-    /// All but RFC 3986's unreserved characters.
-    const USERINFO: &AsciiSet = &NON_ALPHANUMERIC
-        .remove(b'-')
-        .remove(b'.')
-        .remove(b'_')
-        .remove(b'~');
+    use percent_encoding::utf8_percent_encode;
 
     let host = p.authority;
     if host.contains(',') {
@@ -434,9 +453,9 @@ fn redis(p: &Pieces<'_>) -> Result<coord_redis::RedisOptions, String> {
         None => String::new(),
         Some(info) => {
             let info = info.clone()?;
-            let user = utf8_percent_encode(&info.user, USERINFO);
+            let user = utf8_percent_encode(&info.user, UNRESERVED_KEPT);
             match &info.password {
-                Some(pw) => format!("{user}:{}@", utf8_percent_encode(pw, USERINFO)),
+                Some(pw) => format!("{user}:{}@", utf8_percent_encode(pw, UNRESERVED_KEPT)),
                 None => format!("{user}@"),
             }
         }
@@ -471,6 +490,117 @@ fn redis(p: &Pieces<'_>) -> Result<coord_redis::RedisOptions, String> {
     if let Some(tls) = tls(p)? {
         options = options.with_tls(tls);
     }
+    Ok(options)
+}
+
+/// All but RFC 3986's unreserved characters: what a user name, password
+/// or database name is encoded with again after decoding, so the client
+/// (which decodes them) gets exactly what was meant.
+#[cfg(any(feature = "redis", feature = "pg"))]
+const UNRESERVED_KEPT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
+/// `postgres://user[:password]@host[:port][/database]`, the query's
+/// `schema`, `sslmode` and TLS parameters. One host (a failover address
+/// is the operator's: a proxy, a virtual IP or a DNS name that follows the
+/// primary); port 5432 and, as libpq does, the user's name as the database
+/// when omitted. `PgOptions::new` gets the URL with the user info and the
+/// database decoded and encoded again in full, and `sslmode` when given
+/// (coord takes it: see `coord_pg::PgOptions::new`); nothing else of the
+/// query reaches it.
+#[cfg(feature = "pg")]
+fn pg(p: &Pieces<'_>) -> Result<coord_pg::PgOptions, String> {
+    use percent_encoding::utf8_percent_encode;
+
+    let param = |name: &str| p.params.iter().find(|(k, _)| *k == name).map(|(_, v)| *v);
+    if p.authority.contains(',') {
+        return Err(
+            "one PostgreSQL host only (for failover, name an address that follows \
+             the primary: a proxy, a virtual IP or a DNS name)"
+                .into(),
+        );
+    }
+    let host = host_list(p.authority, 5432)?;
+    let database = match p.path {
+        "" | "/" => String::new(),
+        path if path[1..].contains('/') => {
+            return Err(format!(
+                "the path of a postgres:// URL is the database name, not {path:?}"
+            ))
+        }
+        path => {
+            let name = percent_decode(&path[1..])
+                .map_err(|e| e.replace("the user info", "the database name"))?;
+            format!("/{}", utf8_percent_encode(&name, UNRESERVED_KEPT))
+        }
+    };
+    let userinfo = match &p.userinfo {
+        None => {
+            return Err(
+                "a postgres:// URL needs a user: postgres://user[:password]@host/database".into(),
+            )
+        }
+        Some(info) => {
+            let info = info.clone()?;
+            if info.user.is_empty() {
+                return Err("the PostgreSQL user name is empty".into());
+            }
+            let user = utf8_percent_encode(&info.user, UNRESERVED_KEPT);
+            match &info.password {
+                Some(pw) => format!("{user}:{}@", utf8_percent_encode(pw, UNRESERVED_KEPT)),
+                None => format!("{user}@"),
+            }
+        }
+    };
+    let tls = tls(p)?;
+    let sslmode = param("sslmode");
+    match sslmode {
+        None => {}
+        Some("disable") if tls.is_some() => {
+            return Err(
+                "sslmode=disable, but tls=true, ca, cert, key or server_name asks for TLS".into(),
+            )
+        }
+        Some("disable") => {}
+        Some(mode @ ("require" | "verify-full")) if param("tls") == Some("false") => {
+            return Err(format!(
+                "sslmode={mode} asks for TLS: tls=false contradicts it"
+            ))
+        }
+        Some("require" | "verify-full") => {}
+        Some(mode @ ("verify-ca" | "prefer" | "allow")) => {
+            return Err(format!(
+                "sslmode={mode} is not supported: coord never falls back to plain text and \
+                 always checks the server's certificate and name; write sslmode=verify-full \
+                 (or require, which coord verifies the same way), with ca=PATH for a private \
+                 certificate authority, or sslmode=disable"
+            ))
+        }
+        Some(other) => {
+            return Err(format!(
+                "sslmode {other:?}: use disable, require or verify-full"
+            ))
+        }
+    }
+    let mut url = format!("postgres://{userinfo}{host}{database}");
+    if let Some(mode) = sslmode {
+        url.push_str("?sslmode=");
+        url.push_str(mode);
+    }
+    let mut options = coord_pg::PgOptions::new(url);
+    if let Some(schema) = param("schema") {
+        options = options.with_schema(schema);
+    }
+    if let Some(tls) = tls {
+        options = options.with_tls(tls);
+    }
+    options.validate().map_err(|e| match e {
+        coord_core::Error::InvalidArgument(m) => m,
+        e => e.to_string(),
+    })?;
     Ok(options)
 }
 
@@ -547,6 +677,8 @@ mod tests {
         assert!(reason("http://h:2379").contains("etcd://"));
         assert!(reason("https://h:2379").contains("tls=true"));
         assert!(reason("foo://h").contains("supported schemes"));
+        assert!(reason("pg://u:secret@h/db").contains("postgres://"));
+        assert!(!reason("pg://u:secret@h/db").contains("secret"));
     }
 
     #[test]
@@ -555,6 +687,8 @@ mod tests {
             ("zk://h:2181", Backend::Zk),
             ("etcd://h:2379", Backend::Etcd),
             ("redis://h:6379", Backend::Redis),
+            ("postgres://u@h/db", Backend::Postgres),
+            ("postgresql://u@h/db", Backend::Postgres),
         ] {
             if backend.is_compiled() {
                 continue;
@@ -650,6 +784,8 @@ mod tests {
                 Target::Zk(o) => o.tls().cloned(),
                 Target::Etcd(o) => o.tls().cloned(),
                 Target::Redis(o) => o.tls().cloned(),
+                #[cfg(feature = "pg")]
+                Target::Pg(_) => panic!("pg: see pg_urls"),
                 Target::Mem => panic!("mem"),
             }
         }
@@ -757,6 +893,93 @@ mod tests {
         assert_eq!(o.url(), "redis://app:p%2Fw@h:6379");
     }
 
+    #[cfg(feature = "pg")]
+    fn pg_options(url: &str) -> coord_pg::PgOptions {
+        match parse(url).unwrap_or_else(|e| panic!("{url}: {e}")).target {
+            Target::Pg(o) => o,
+            other => panic!("{url}: not postgres: {other:?}"),
+        }
+    }
+
+    /// What a postgres:// URL gives `PgOptions`: the host with its default
+    /// port, the user info and database encoded again in full, `sslmode`
+    /// and nothing else of the query, the schema, the session timeout.
+    #[cfg(feature = "pg")]
+    #[test]
+    fn pg_urls() {
+        for scheme in ["postgres", "postgresql", "POSTGRES"] {
+            let url = format!("{scheme}://app:pw@db.example/coord?session_timeout=5s");
+            let p = parse(&url).unwrap_or_else(|e| panic!("{url}: {e}"));
+            assert_eq!(p.backend, Backend::Postgres);
+            assert_eq!(p.session_timeout, Some(Duration::from_secs(5)));
+            assert_eq!(
+                p.shown,
+                format!("{scheme}://app:***@db.example/coord?session_timeout=5s")
+            );
+            let o = pg_options(&url);
+            assert_eq!(o.url(), "postgres://app:pw@db.example:5432/coord");
+            assert_eq!(o.schema(), "coord");
+            assert!(!o.uses_tls());
+        }
+        let o = pg_options("postgres://app@[::1]:6543?schema=billing_2");
+        assert_eq!(o.url(), "postgres://app@[::1]:6543");
+        assert_eq!(o.schema(), "billing_2");
+        // A password with reserved characters, raw or escaped; a database
+        // name with a space.
+        let o = pg_options("postgres://app:p@s:s?#x@h/my%20db");
+        assert_eq!(o.url(), "postgres://app:p%40s%3As%3F%23x@h:5432/my%20db");
+        let o = pg_options("postgres://a%2Fb:p%2Fw@h/db");
+        assert_eq!(o.url(), "postgres://a%2Fb:p%2Fw@h:5432/db");
+        // sslmode goes through; TLS is on with it or with the TLS parameters.
+        let o = pg_options("postgres://app@h/db?sslmode=disable");
+        assert_eq!(o.url(), "postgres://app@h:5432/db?sslmode=disable");
+        assert!(!o.uses_tls());
+        for url in [
+            "postgres://app@h/db?sslmode=require",
+            "postgres://app@h/db?sslmode=verify-full&ca=/etc/ca.pem",
+            "postgres://app@h/db?tls=true",
+            "postgres://app@h/db?ca=/etc/ca.pem",
+            "postgres://app@h/db?cert=/c.pem&key=/k.pem&server_name=db.internal",
+        ] {
+            assert!(pg_options(url).uses_tls(), "{url}");
+        }
+        assert!(!pg_options("postgres://app@h/db?tls=false").uses_tls());
+    }
+
+    #[cfg(feature = "pg")]
+    #[test]
+    fn pg_urls_refused_say_why() {
+        assert!(reason("postgres://h/db").contains("needs a user"));
+        assert!(reason("postgres://:pw@h/db").contains("user name is empty"));
+        assert!(reason("postgres://u@").contains("no host"));
+        assert!(reason("postgres://u@h:x/db").contains("port"));
+        assert!(reason("postgres://u@a,b/db").contains("one PostgreSQL host"));
+        assert!(reason("postgres://u@h/db/x").contains("database name"));
+        assert!(reason("postgres://u@h/d%zz").contains("database name"));
+        assert!(reason("postgres://u@h/db?namespace=x").contains("unknown query parameter"));
+        assert!(reason("postgres://u@h/db?application_name=x").contains("unknown query parameter"));
+        for mode in ["verify-ca", "prefer", "allow"] {
+            let r = reason(&format!("postgres://u@h/db?sslmode={mode}"));
+            assert!(
+                r.contains("not supported") && r.contains("verify-full"),
+                "{r}"
+            );
+        }
+        assert!(reason("postgres://u@h/db?sslmode=on").contains("disable, require or verify-full"));
+        assert!(reason("postgres://u@h/db?sslmode=disable&tls=true").contains("sslmode=disable"));
+        assert!(reason("postgres://u@h/db?sslmode=disable&ca=/x.pem").contains("sslmode=disable"));
+        assert!(reason("postgres://u@h/db?sslmode=require&tls=false").contains("contradicts"));
+        assert!(reason("postgres://u@h/db?tls=false&ca=/x.pem").contains("tls=false"));
+        assert!(reason("postgres://u@h/db?cert=/c.pem").contains("private key"));
+        for schema in ["Coord", "1x", "a-b", "x%20y", &"a".repeat(64)] {
+            let r = reason(&format!("postgres://u@h/db?schema={schema}"));
+            assert!(r.contains("schema"), "{schema}: {r}");
+        }
+        assert!(reason("postgres://u@h/db?session_timeout=0s").contains("positive"));
+        assert!(reason("postgres://u@h/db?session_timeout=100ms").contains("minimum"));
+        assert!(parse("postgres://u@h/db?session_timeout=300ms").is_ok());
+    }
+
     /// Every reserved character (and space), raw and percent-encoded, in
     /// the password of every scheme, with URLs both good and bad after the
     /// user info: the secret's pieces appear in no error message and no
@@ -767,7 +990,16 @@ mod tests {
             '/', '#', '?', '@', ':', '%', '[', ']', '!', '$', '&', '\'', '(', ')', '*', '+', ',',
             ';', '=', ' ',
         ];
-        let schemes = ["zk", "etcd", "redis", "rediss", "mem", "foo"];
+        let schemes = [
+            "zk",
+            "etcd",
+            "redis",
+            "rediss",
+            "postgres",
+            "postgresql",
+            "mem",
+            "foo",
+        ];
         let tails = [
             "h:2181",
             "h:2181/0",
@@ -780,6 +1012,12 @@ mod tests {
             "h:1/ns?namespace=bad:ns",
             "[::1",
             "h:1#frag",
+            "h:1/db?sslmode=prefer",
+            "h:1/db?sslmode=disable&tls=true",
+            "h:1/db?schema=Bad-Name",
+            "h:1/db/x",
+            "h:1/db?sslmode=require",
+            "h:1/d%zz",
         ];
         let mut checked = 0;
         for c in reserved {

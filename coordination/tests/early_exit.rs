@@ -2,12 +2,13 @@
 //! blocked: real child processes acquire a `Lock` and then return an error
 //! from `main`, panic, or drop the guard and call `std::process::exit`,
 //! without closing their session; the next acquirer (this process) must get
-//! the lock within a second, every time, on ZooKeeper, etcd and Redis.
+//! the lock within a second, every time, on ZooKeeper, etcd, Redis and
+//! PostgreSQL.
 //!
 //! One binary plays both parts (`harness = false`): run with
 //! `COORD_EARLY_EXIT_CHILD` set, it is the child; otherwise it is the test,
-//! which needs `COORD_TEST_ZK`, `COORD_TEST_ETCD` and `COORD_TEST_REDIS`
-//! and fails (never skips) without them. Run it with
+//! which needs `COORD_TEST_ZK`, `COORD_TEST_ETCD`, `COORD_TEST_REDIS` and
+//! `COORD_TEST_PG` and fails (never skips) without them. Run it with
 //! `cargo test -p coordination --features full --test early_exit`.
 
 use std::process::{Command, ExitCode};
@@ -115,13 +116,22 @@ fn url(var: &str, scheme: &str) -> Result<String> {
     Ok(format!("{scheme}://{hosts}"))
 }
 
+/// COORD_TEST_PG as it is: `postgres://user:password@host:port/db`.
+fn pg_url() -> Result<String> {
+    Ok(std::env::var("COORD_TEST_PG")
+        .map_err(|_| "COORD_TEST_PG is not set: this test needs the server")?)
+}
+
 fn parent() -> Result {
     let backends = [
         ("zk", url("COORD_TEST_ZK", "zk")?),
         ("etcd", url("COORD_TEST_ETCD", "etcd")?),
         ("redis", url("COORD_TEST_REDIS", "redis")?),
+        // A whole postgres:// URL, with the role, its password and the
+        // database.
+        ("pg", pg_url()?),
     ];
-    // Only some backends: `COORD_EARLY_EXIT_ONLY=zk,redis`.
+    // Only some backends: `COORD_EARLY_EXIT_ONLY=zk,redis,pg`.
     let only: Vec<String> = std::env::var("COORD_EARLY_EXIT_ONLY")
         .map(|s| s.split(',').map(str::to_owned).collect())
         .unwrap_or_default();

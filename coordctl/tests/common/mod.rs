@@ -18,13 +18,16 @@ pub fn server_url(var: &str, to_url: impl Fn(&str) -> String) -> String {
     let value = std::env::var(var).unwrap_or_else(|_| {
         panic!(
             "{var} is not set: run these tests through scripts/test-all, which starts \
-             ZooKeeper, etcd and Redis and sets COORD_TEST_ZK, COORD_TEST_ETCD and COORD_TEST_REDIS"
+             ZooKeeper, etcd, Redis and PostgreSQL and sets COORD_TEST_ZK, COORD_TEST_ETCD, \
+             COORD_TEST_REDIS and COORD_TEST_PG"
         )
     });
     let hostport = value
         .trim_start_matches("redis://")
         .trim_start_matches("http://")
-        .split('/')
+        .trim_start_matches("postgres://")
+        .trim_start_matches("postgresql://")
+        .split(['/', '?'])
         .next()
         .unwrap_or_default()
         .rsplit('@')
@@ -52,6 +55,11 @@ pub fn etcd_url() -> String {
 
 pub fn redis_url() -> String {
     server_url("COORD_TEST_REDIS", str::to_owned)
+}
+
+/// COORD_TEST_PG is a whole `postgres://user:password@host:port/db` URL.
+pub fn pg_url() -> String {
+    server_url("COORD_TEST_PG", str::to_owned)
 }
 
 /// A path no other test (or earlier run) uses.

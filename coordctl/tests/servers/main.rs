@@ -1,6 +1,6 @@
-//! The real coordctl binary against real ZooKeeper, etcd and Redis servers
-//! (COORD_TEST_ZK, COORD_TEST_ETCD, COORD_TEST_REDIS, as scripts/test-all
-//! sets them). Each test runs on each backend; none skips: an unset or
+//! The real coordctl binary against real ZooKeeper, etcd, Redis and
+//! PostgreSQL servers (COORD_TEST_ZK, COORD_TEST_ETCD, COORD_TEST_REDIS,
+//! COORD_TEST_PG, as scripts/test-all sets them). Each test runs on each backend; none skips: an unset or
 //! unreachable server fails the test.
 
 #[path = "../common/mod.rs"]
@@ -28,7 +28,7 @@ use watch::*;
 fn binary_has_every_backend() {
     let out = run(coordctl("mem://", &["--version"]), 10);
     let version = stdout(&out);
-    for b in ["mem", "zk", "etcd", "redis"] {
+    for b in ["mem", "zk", "etcd", "redis", "postgres"] {
         assert!(version.contains(b), "{b} missing from {version:?}");
     }
 }
@@ -164,3 +164,4 @@ macro_rules! on_backend {
 on_backend!(zk, common::zk_url);
 on_backend!(etcd, common::etcd_url);
 on_backend!(redis, common::redis_url);
+on_backend!(pg, common::pg_url);
