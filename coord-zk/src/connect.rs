@@ -127,9 +127,15 @@ impl ZkSession {
             lease.renewed(ping_sent);
         }
         let shared = Shared::new();
-        shared::follow(shared.clone(), client.state_watcher());
+        let states = client.state_watcher();
         let credentials = client.session().clone();
         let handle = Handle::new(client, shared, options.acl().acls());
+        shared::follow(
+            handle.shared.clone(),
+            states,
+            handle.weak_slot(),
+            lease.clone(),
+        );
         tracing::debug!(session = %handle.id, ?session_timeout, "zk session open");
         tokio::spawn(ping(
             handle.weak_slot(),
