@@ -88,6 +88,21 @@ impl ZkSession {
         // its timeout: the connect request was sent after it.
         let sent = Instant::now();
         let client = open_client(&options, tls.as_ref()).await?;
+        // The digest credentials go once the session is made, before
+        // anything else. Sent with the ConnectRequest (the client's way),
+        // the server answers them at once, but a new session's
+        // ConnectResponse only once the session is committed: the auth
+        // answer can come first, and the client takes it for a broken
+        // ConnectResponse and drops the connection (on a loaded server,
+        // one attempt after another, until the connect gives up). The
+        // client sends them again on every reconnection, where a
+        // standalone server answers the ConnectResponse first.
+        if let Some(auth) = options.digest_auth() {
+            client
+                .auth("digest", &auth)
+                .await
+                .map_err(|e| map_error(e, Target::path("/")))?;
+        }
         // The negotiated timeout (the client reports the larger of it and
         // its connection timeout, which it keeps below the negotiated one).
         let session_timeout = client.session_timeout();
@@ -127,9 +142,15 @@ impl ZkSession {
             lease.renewed(ping_sent);
         }
         let shared = Shared::new();
-        shared::follow(shared.clone(), client.state_watcher());
+        let states = client.state_watcher();
         let credentials = client.session().clone();
         let handle = Handle::new(client, shared, options.acl().acls());
+        shared::follow(
+            handle.shared.clone(),
+            states,
+            handle.weak_slot(),
+            lease.clone(),
+        );
         tracing::debug!(session = %handle.id, ?session_timeout, "zk session open");
         tokio::spawn(ping(
             handle.weak_slot(),
@@ -178,7 +199,7 @@ async fn open_client(options: &ZkOptions, tls: Option<&LoadedTls>) -> Result<zk:
     let (attempts, budget) = sniff::split_budget(options.session_timeout());
     let until = started + attempts;
     let eager = dial(
-        options.connector().with_fail_eagerly(),
+        options.connector_without_digest().with_fail_eagerly(),
         options.hosts(),
         tls,
     );
@@ -193,7 +214,7 @@ async fn open_client(options: &ZkOptions, tls: Option<&LoadedTls>) -> Result<zk:
         }
         Ok(Err(e)) => return Err(map_error(e, Target::path("/"))),
     };
-    let attempt = dial(options.connector(), options.hosts(), tls);
+    let attempt = dial(options.connector_without_digest(), options.hosts(), tls);
     let err = match tokio::time::timeout_at(until, attempt).await {
         Ok(Ok(client)) => return Ok(client),
         Ok(Err(zk::Error::Timeout | zk::Error::NoHosts)) | Err(_) => {

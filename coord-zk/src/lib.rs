@@ -79,7 +79,7 @@
 //!
 //! | contract | ZooKeeper |
 //! |---|---|
-//! | session state | client state: SyncConnected → `Connected`, Disconnected → `Suspended`, Expired → `Expired`, closed by us → `Closed` |
+//! | session state | client state: SyncConnected → `Connected` (after a reconnection, once a request sent after it is answered), Disconnected → `Suspended`, Expired → `Expired`, closed by us → `Closed` |
 //! | ephemeral / sequential | the EPHEMERAL / SEQUENTIAL create modes |
 //! | missing parents | made as CONTAINER nodes: the server deletes them once emptied |
 //! | sequence | the 10-digit suffix; any child whose name ends in ten digits has one, so Curator's and kazoo's nodes count |

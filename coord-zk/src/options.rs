@@ -288,13 +288,27 @@ impl ZkOptions {
 
     /// The client's connector; call [`ZkOptions::validate`] first.
     pub(crate) fn connector(&self) -> zookeeper_client::Connector {
+        let connector = self.connector_without_digest();
+        match &self.digest {
+            Some(digest) => connector.with_auth("digest", &digest.digest_auth()),
+            None => connector,
+        }
+    }
+
+    /// The digest credentials as `addauth` sends them, if
+    /// [`ZkOptions::with_digest`] was set.
+    pub(crate) fn digest_auth(&self) -> Option<Vec<u8>> {
+        self.digest.as_ref().map(Credentials::digest_auth)
+    }
+
+    /// [`ZkOptions::connector`] without the digest credentials, for a new
+    /// session: they are sent once it is made ([`ZkOptions::digest_auth`];
+    /// see [`crate::ZkSession::connect`]).
+    pub(crate) fn connector_without_digest(&self) -> zookeeper_client::Connector {
         let mut connector =
             zookeeper_client::Client::connector().with_session_timeout(self.session_timeout);
         if let Some(timeout) = self.connection_timeout {
             connector = connector.with_connection_timeout(timeout);
-        }
-        if let Some(digest) = &self.digest {
-            connector = connector.with_auth("digest", &digest.digest_auth());
         }
         if let Some(sasl) = &self.sasl {
             connector = connector.with_sasl(zookeeper_client::SaslOptions::digest_md5(

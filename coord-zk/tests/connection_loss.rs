@@ -270,3 +270,132 @@ async fn idle_session_keeps_its_lease_uncounted() {
     session.close().await.expect("close");
     assert_eq!(session.state(), SessionState::Closed);
 }
+
+/// A proxy in front of the plaintext server that relays every connection
+/// until [`HandshakeCut::arm`]; then it closes them, relays the next one
+/// only until the server accepted the session (its first answer, the
+/// ConnectResponse, is delivered, and the client's next request, the ping
+/// it sends once it says `SyncConnected`, has arrived), closes it there,
+/// before the handshake is over, and stops listening: every later
+/// connection is refused, as by a server that went down.
+struct HandshakeCut {
+    addr: std::net::SocketAddr,
+    armed: Arc<tokio::sync::Notify>,
+    kill: tokio::sync::watch::Sender<u64>,
+    /// Handshakes cut so far.
+    cut: tokio::sync::watch::Receiver<usize>,
+    accept: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for HandshakeCut {
+    fn drop(&mut self) {
+        self.accept.abort();
+        self.kill.send_modify(|g| *g += 1);
+    }
+}
+
+impl HandshakeCut {
+    async fn start(upstream: &str) -> HandshakeCut {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let armed = Arc::new(tokio::sync::Notify::new());
+        let kill = tokio::sync::watch::Sender::new(0);
+        let (cut_tx, cut) = tokio::sync::watch::channel(0);
+        let (upstream, arm, k) = (upstream.to_owned(), armed.clone(), kill.clone());
+        let accept = tokio::spawn(async move {
+            let mut is_armed = std::pin::pin!(arm.notified());
+            loop {
+                let client = tokio::select! {
+                    accepted = listener.accept() => accepted.expect("accept").0,
+                    () = &mut is_armed => break,
+                };
+                let server = tokio::net::TcpStream::connect(&upstream)
+                    .await
+                    .expect("upstream");
+                let mut killed = k.subscribe();
+                tokio::spawn(async move {
+                    let (mut client, mut server) = (client, server);
+                    tokio::select! {
+                        _ = tokio::io::copy_bidirectional(&mut client, &mut server) => {}
+                        _ = killed.changed() => {}
+                    }
+                });
+            }
+            // Armed: the next connection's handshake is cut, then nothing
+            // listens any more.
+            let (mut client, _) = listener.accept().await.expect("accept");
+            drop(listener);
+            let mut server = tokio::net::TcpStream::connect(&upstream)
+                .await
+                .expect("upstream");
+            let mut request = vec![0; 64 * 1024];
+            let n = client.read(&mut request).await.expect("the ConnectRequest");
+            server.write_all(&request[..n]).await.expect("relay it");
+            let len = server.read_u32().await.expect("the ConnectResponse");
+            let mut body = vec![0; len as usize];
+            server.read_exact(&mut body).await.expect("its body");
+            client.write_u32(len).await.expect("relay it");
+            client.write_all(&body).await.expect("relay it");
+            // The client's ping: it said SyncConnected.
+            let n = client.read(&mut request).await.expect("the ping");
+            assert!(n > 0, "the client closed instead of pinging");
+            drop((client, server));
+            cut_tx.send_modify(|c| *c += 1);
+        });
+        HandshakeCut {
+            addr,
+            armed,
+            kill,
+            cut,
+            accept,
+        }
+    }
+
+    fn arm(&self) {
+        self.armed.notify_one();
+        self.kill.send_modify(|g| *g += 1);
+    }
+}
+
+/// A connection lost in the handshake, after the server accepted the
+/// session (zookeeper-client then says `SyncConnected`) but before the
+/// handshake is over, with no server to reach after it: the session stays
+/// `Suspended`, never `Connected`, until its lease runs out (`Expired`).
+/// The client reports no change then (it tries the next connections,
+/// still saying `SyncConnected`); taken at its word, the session would
+/// claim a connection it does not have until the lease ran out, and a
+/// fault waiting for the loss to be noticed would never end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handshake_cut_after_the_connect_response_is_no_connection() {
+    let direct = common::options_from_env();
+    let proxy = HandshakeCut::start(direct.hosts()).await;
+    let options = coord_zk::ZkOptions::new(&proxy.addr.to_string())
+        .with_session_timeout(Duration::from_secs(2));
+    let session = Session::new(Arc::new(common::connect(&options).await));
+    session.exists("/").await.expect("exists");
+    let mut states = session.state_watch();
+    states.borrow_and_update();
+    proxy.arm();
+    let mut seen = Vec::new();
+    tokio::time::timeout(Duration::from_secs(20), async {
+        while states.changed().await.is_ok() {
+            let s = *states.borrow_and_update();
+            seen.push(s);
+            if s.is_terminal() {
+                break;
+            }
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("the session never ended: {seen:?}"));
+    assert_eq!(*proxy.cut.borrow(), 1, "no handshake was cut: {seen:?}");
+    assert_eq!(
+        seen,
+        [SessionState::Suspended, SessionState::Expired],
+        "connected without a connection"
+    );
+    let _ = session.close().await;
+}
