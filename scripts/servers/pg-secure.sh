@@ -51,6 +51,7 @@ HBA
   setpriv --reuid=postgres --regid=postgres --init-groups \
     "$bin/postgres" -D "$dir/data" -p "$port" -k "$dir" \
     -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=400 \
+    -c dynamic_shared_memory_type=mmap \
     -c ssl=on -c ssl_cert_file="$dir/server.pem" -c ssl_key_file="$dir/server-key.pem" \
     -c ssl_ca_file="$dir/ca.pem" \
     >"$dir/postgres.log" 2>&1 &

@@ -3,7 +3,10 @@
 # `postgres` system user (PostgreSQL refuses to run as root) on a free
 # loopback port, its socket in the same directory; a role `coord` with a
 # password (scram-sha-256) owning a database `coord`. fsync is off: the
-# tests restart it on purpose, they do not test the disk. Debian's package
+# tests restart it on purpose, they do not test the disk. Its dynamic
+# shared memory is files in its data directory (mmap), not POSIX segments
+# in /dev/shm, which a server that does not shut down cleanly leaves
+# behind. Debian's package
 # may also run a system cluster on 5432: it is never used nor touched here.
 #
 # Exports COORD_TEST_PG (the role coord, owner of the database) and
@@ -48,6 +51,7 @@ start_pg() {
   setpriv --reuid=postgres --regid=postgres --init-groups \
     "$bin/postgres" -D "$dir/data" -p "$port" -k "$dir" \
     -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=400 \
+    -c dynamic_shared_memory_type=mmap \
     >"$dir/postgres.log" 2>&1 &
   track_pid $!
   wait_until 30 "PostgreSQL on port $port" \

@@ -172,6 +172,10 @@ impl ServerKind for Postgres {
             .arg("-k")
             .arg(dir)
             .args(["-c", "listen_addresses=127.0.0.1", "-c", "fsync=off"])
+            // Shared memory segments as files in the data directory: a
+            // server killed with kill -9 leaves its POSIX segments in
+            // /dev/shm for good, these go with the test's directory.
+            .args(["-c", "dynamic_shared_memory_type=mmap"])
             .args(["-c", "max_connections=200"]);
         command
     }
