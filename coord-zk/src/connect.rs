@@ -31,7 +31,8 @@ use crate::handle::Handle;
 use crate::keepalive::ping;
 use crate::options::ZkOptions;
 use crate::session::ZkSession;
-use crate::shared::{self, Shared};
+use crate::shared::Shared;
+use crate::states;
 use crate::tls::{dial, LoadedTls};
 
 /// How many hosts a diagnosis asks, at most.
@@ -145,7 +146,7 @@ impl ZkSession {
         let states = client.state_watcher();
         let credentials = client.session().clone();
         let handle = Handle::new(client, shared, options.acl().acls());
-        shared::follow(
+        states::follow(
             handle.shared.clone(),
             states,
             handle.weak_slot(),

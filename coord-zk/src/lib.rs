@@ -155,6 +155,7 @@ mod paths;
 mod session;
 mod shared;
 mod stat;
+mod states;
 mod tls;
 mod txn;
 mod watch;
