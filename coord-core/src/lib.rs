@@ -95,6 +95,7 @@ pub use backend::node::{
     Child, CreateMode, Created, Fence, Node, Op, OpResult, SessionId, SessionState, Stat,
     MAX_NODE_TTL, MIN_NODE_TTL,
 };
+pub use backend::order::{Blockers, Place};
 pub use backend::tls::TlsOptions;
 pub use backend::txn::{Transaction, TxnLimits, TxnOp, TxnResult};
 pub use backend::watch::{TreeChange, TreeWatch, Watch};

@@ -8,6 +8,7 @@ use tokio::sync::watch;
 use crate::backend::node::{
     Child, CreateMode, Created, Fence, Node, Op, OpResult, SessionId, SessionState, Stat,
 };
+use crate::backend::order::{Blockers, Place};
 use crate::backend::primitive::PrimitiveSession;
 use crate::backend::txn::{Transaction, TxnLimits, TxnResult};
 use crate::backend::watch::{TreeWatch, Watch};
@@ -545,6 +546,54 @@ impl Session {
     /// [`PrimitiveSession::lists_by_prefix`]).
     pub fn lists_by_prefix(&self) -> bool {
         self.inner.lists_by_prefix()
+    }
+
+    /// Where the contender `me` stands in the queue of `dir` (see
+    /// [`crate::backend::order`]): gone, first, or behind the nearest
+    /// earlier child `blockers` says it waits for. On a backend with an
+    /// ordered index ([`Session::orders_at_server`]) this costs the server
+    /// O(log N), not a listing.
+    ///
+    /// # Errors
+    /// `InvalidPath` for a bad `dir` or a name that is not one path
+    /// segment, `InvalidArgument` for a `me` without a sequence (both
+    /// before any I/O); then the backend's read errors (a missing `dir` is
+    /// [`Place::Gone`]).
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only reads.
+    pub async fn place(&self, dir: &str, me: &Child, blockers: Blockers<'_>) -> Result<Place> {
+        path::validate(dir)?;
+        path::validate(&path::join(dir, &me.name))?;
+        if me.sequence.is_none() {
+            return Err(Error::InvalidArgument(
+                "a contender's place needs the sequence its create returned".into(),
+            ));
+        }
+        self.run(self.inner.place(dir, me, blockers)).await
+    }
+
+    /// The first `n` children of `dir`, in the order of
+    /// [`Session::children`]; `n = 0` is an empty list, without I/O.
+    ///
+    /// # Errors
+    /// `InvalidPath`; `NotFound` when `dir` does not exist.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only reads.
+    pub async fn first_children(&self, dir: &str, n: usize) -> Result<Vec<Child>> {
+        path::validate(dir)?;
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        self.run(self.inner.first_children(dir, n)).await
+    }
+
+    /// Whether [`Session::place`] and [`Session::first_children`] are
+    /// answered from an ordered index at the server (see
+    /// [`PrimitiveSession::orders_at_server`]).
+    pub fn orders_at_server(&self) -> bool {
+        self.inner.orders_at_server()
     }
 
     /// The children of `dir` and a watch for the next change to them.

@@ -16,6 +16,7 @@ pub(crate) mod delete;
 pub mod host;
 pub mod lease;
 pub(crate) mod node;
+pub mod order;
 pub(crate) mod primitive;
 pub(crate) mod redact;
 #[cfg(feature = "tls-probe")]

@@ -15,6 +15,7 @@ use crate::backend::lease::LeaseClock;
 use crate::backend::node::{
     Child, CreateMode, Created, Fence, Node, Op, OpResult, SessionId, SessionState, Stat,
 };
+use crate::backend::order::{self, Blockers, Place};
 use crate::backend::txn::{Transaction, TxnLimits, TxnResult};
 use crate::backend::watch::{TreeWatch, Watch};
 use crate::error::{Error, Result};
@@ -162,6 +163,45 @@ pub trait PrimitiveSession: Send + Sync + 'static {
     /// children it returns (etcd: a range of keys; in-memory: a range of a
     /// sorted map), so that it costs the server in proportion to them.
     fn lists_by_prefix(&self) -> bool {
+        false
+    }
+
+    /// Where the contender `me` (a child of `dir`: its name and the
+    /// sequence its create returned) stands in the queue of `dir`: gone,
+    /// first, or behind the nearest earlier child that `blockers` says it
+    /// waits for (see [`crate::backend::order`] for the rules). One read
+    /// of the directory's state; the answer equals [`order::place_in`]
+    /// over a listing at that moment.
+    ///
+    /// The default lists every child (what ZooKeeper has); a backend that
+    /// answers from an ordered index says so in
+    /// [`PrimitiveSession::orders_at_server`].
+    ///
+    /// Errors: those of a read (a missing `dir` is [`Place::Gone`], not
+    /// `NotFound`).
+    async fn place(&self, dir: &str, me: &Child, blockers: Blockers<'_>) -> Result<Place> {
+        match self.children(dir).await {
+            Ok(children) => Ok(order::place_in(&children, me, blockers)),
+            Err(Error::NotFound { .. }) => Ok(Place::Gone),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The first `n` children of `dir`, in the order of
+    /// [`PrimitiveSession::children`] (those with a sequence first, by
+    /// sequence). The default lists every child and keeps the first `n`;
+    /// see [`PrimitiveSession::orders_at_server`].
+    ///
+    /// Errors: `NotFound` when `dir` does not exist.
+    async fn first_children(&self, dir: &str, n: usize) -> Result<Vec<Child>> {
+        Ok(order::first_in(self.children(dir).await?, n))
+    }
+
+    /// Whether [`PrimitiveSession::place`] and
+    /// [`PrimitiveSession::first_children`] are answered by the server from
+    /// an ordered index, at a cost that does not grow with the number of
+    /// children beyond O(log N), rather than from a full listing.
+    fn orders_at_server(&self) -> bool {
         false
     }
 
