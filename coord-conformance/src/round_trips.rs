@@ -131,9 +131,15 @@ pub async fn round_trips_dropped_guard_then_acquire(h: &dyn Harness) {
         if cycle % 2 == 1 {
             // Bounded: an unbounded loop spun forever once in CI (gdb: the
             // test's thread busy in `consume_budget` at this line, under
-            // tokio's `Budget::unconstrained`, so the budget never ran out
-            // and the test's deadline was never polled). Why the budget was
-            // unconstrained there is not known yet. tokio's budget is 128.
+            // tokio's `Budget::unconstrained`). The cause: on a multi-thread
+            // runtime the previous cycle's guard drop waits for its delete
+            // in `block_in_place` (`machinery/in_drop.rs`), and on
+            // `block_on`'s own thread (not a worker) tokio 1.54's
+            // `block_in_place` turns the budget off (`coop::stop`) without
+            // turning it back on (`Reset::drop` restores it on workers
+            // only), for the rest of that poll of the test's future. So the
+            // budget never ran out and the test's deadline was never
+            // polled. tokio's budget is 128.
             for _ in 0..1_024 {
                 if !tokio::task::coop::has_budget_remaining() {
                     break;
