@@ -3,6 +3,7 @@
 
 use crate::backend::backoff::Backoff;
 use crate::backend::node::Child;
+use crate::backend::order::{Blockers, Place};
 use crate::backend::watch::Watch;
 use crate::error::{Error, Result};
 use crate::session::Session;
@@ -35,6 +36,37 @@ pub(crate) async fn list_retrying(session: &Session, dir: &str) -> Result<Vec<Ch
             Err(Error::NotFound { .. }) => return Ok(Vec::new()),
             Err(e) if e.is_retryable() => backoff(&mut attempt).await,
             Err(e) => return Err(e),
+        }
+    }
+}
+
+/// The first `n` children of `dir` ([`Session::first_children`]),
+/// retrying retryable errors; a missing directory is empty.
+pub(crate) async fn first_retrying(session: &Session, dir: &str, n: usize) -> Result<Vec<Child>> {
+    let mut attempt = 0;
+    loop {
+        match session.first_children(dir, n).await {
+            Ok(c) => return Ok(c),
+            Err(Error::NotFound { .. }) => return Ok(Vec::new()),
+            Err(e) if e.is_retryable() => backoff(&mut attempt).await,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Where `me` stands in `dir` ([`Session::place`]), retrying retryable
+/// errors.
+pub(crate) async fn place_retrying(
+    session: &Session,
+    dir: &str,
+    me: &Child,
+    blockers: Blockers<'_>,
+) -> Result<Place> {
+    let mut attempt = 0;
+    loop {
+        match session.place(dir, me, blockers).await {
+            Err(e) if e.is_retryable() => backoff(&mut attempt).await,
+            r => return r,
         }
     }
 }
