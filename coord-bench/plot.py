@@ -28,6 +28,17 @@ SERIES = [
 ]
 
 
+def panels(n):
+    """A figure with n panels, two a row; its axes as one list."""
+    cols = 2 if n > 1 else 1
+    nrows = (n + cols - 1) // cols
+    fig, axes = plt.subplots(nrows, cols, figsize=(5.3 * cols, 4.0 * nrows), squeeze=False)
+    flat = [a for row in axes for a in row]
+    for ax in flat[n:]:
+        ax.set_visible(False)
+    return fig, flat
+
+
 SCALE_ROW = re.compile(r"^scale\.k(\d+)\.([a-z]+)\.per_s$")
 SCALE_STYLE = {
     "lock": "-o",
@@ -58,12 +69,7 @@ def scale(src, dst):
             runs[b] = series
     if not runs:
         sys.exit(f"no scale-<backend>.json in {src}")
-    cols = 2 if len(runs) > 1 else 1
-    nrows = (len(runs) + cols - 1) // cols
-    fig, axes = plt.subplots(nrows, cols, figsize=(5.4 * cols, 4.0 * nrows), squeeze=False)
-    flat = [a for row in axes for a in row]
-    for ax in flat[len(runs):]:
-        ax.set_visible(False)
+    fig, flat = panels(len(runs))
     for ax, (b, series) in zip(flat, runs.items()):
         ks = set()
         for slug, (label, pts) in series.items():
@@ -98,12 +104,7 @@ def main():
                 runs[b] = {r["key"]: r for r in json.load(f)["rows"]}
     if not runs:
         sys.exit(f"no <backend>.json in {src}")
-    cols = 2 if len(runs) > 1 else 1
-    nrows = (len(runs) + cols - 1) // cols
-    fig, axes = plt.subplots(nrows, cols, figsize=(5.2 * cols, 3.9 * nrows), squeeze=False)
-    flat = [a for row in axes for a in row]
-    for ax in flat[len(runs):]:
-        ax.set_visible(False)
+    fig, flat = panels(len(runs))
     for ax, (b, rows) in zip(flat, runs.items()):
         for key, label, style in SERIES:
             pts = []
