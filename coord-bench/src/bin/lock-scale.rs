@@ -14,7 +14,7 @@ use coord_bench::workloads::scale::{self, ScaleConfig};
 
 /// Lock hand-offs per second as the number of waiting sessions grows.
 #[derive(Debug, Parser)]
-#[command(name = "lock-scale")]
+#[command(name = "lock-scale", args_override_self = true)]
 struct Args {
     /// The server: mem://, zk://HOST:PORT, etcd://HOST:PORT,
     /// redis://HOST:PORT or postgres://USER[:PASSWORD]@HOST:PORT/DB.
