@@ -143,6 +143,11 @@ pub struct Scale {
 ///
 /// # Errors
 /// A malformed URL, an unreachable server, sessions that cannot be opened.
+///
+/// # Cancel safety
+/// Not cancel safe: dropped mid-run, the sessions opened so far close as
+/// they drop (their lock nodes go with them), and a Curator peer's JVM runs
+/// on until its own deadline.
 pub async fn run(url: &str, cfg: &ScaleConfig) -> BenchResult<Scale> {
     let target = Target::new(url)?;
     let started = Instant::now();
@@ -404,7 +409,7 @@ impl Scale {
                 } else {
                     v(format!("scale.k{k}.{slug}.vs_k8"))
                         .and_then(|r| r.ratio())
-                        .map_or("–".into(), |x| format!("{x:.2}"))
+                        .map_or("–".into(), ratio)
                 };
                 cells.push(cell);
             }
@@ -419,9 +424,20 @@ impl Scale {
 /// A per-block ratio cell: `1.23× [1.10–1.40]`.
 fn ratio_cell(r: &Row) -> String {
     match (r.ratio(), r.ratio_range()) {
-        (Some(x), Some((lo, hi))) => format!("{x:.2}× [{lo:.2}–{hi:.2}]"),
-        (Some(x), None) => format!("{x:.2}×"),
+        (Some(x), Some((lo, hi))) => format!("{}× [{}–{}]", ratio(x), ratio(lo), ratio(hi)),
+        (Some(x), None) => format!("{}×", ratio(x)),
         _ => "no sample".into(),
+    }
+}
+
+/// A ratio with two decimals, or three significant digits below 0.1 (a
+/// lock 300× slower than its peer is not "0.00×").
+fn ratio(x: f64) -> String {
+    if x >= 0.1 || x == 0.0 || !x.is_finite() {
+        format!("{x:.2}")
+    } else {
+        let decimals = (2.0 - x.log10().floor()) as usize;
+        format!("{x:.decimals$}")
     }
 }
 
@@ -452,5 +468,14 @@ mod tests {
         assert_eq!(names("mem", false), ["lock", "tokio"]);
         let c = ScaleConfig::full();
         assert_eq!((c.per_block(1), c.per_block(1024)), (400, 2048));
+    }
+
+    #[test]
+    fn small_ratios_keep_three_significant_digits() {
+        assert_eq!(ratio(1.234), "1.23");
+        assert_eq!(ratio(0.13), "0.13");
+        assert_eq!(ratio(0.0277), "0.0277");
+        assert_eq!(ratio(0.00284), "0.00284");
+        assert_eq!(ratio(0.0), "0.00");
     }
 }
