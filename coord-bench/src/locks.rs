@@ -74,12 +74,15 @@ enum Contender {
 }
 
 impl Contender {
-    /// Acquire, run `inside` (synchronously, while holding), release.
+    /// Acquire, call `inside(true)` (synchronously, once held), then
+    /// `inside(false)` just before the release starts: between the two
+    /// calls this contender holds the lock, so a check that no two
+    /// contenders are between them at once checks mutual exclusion.
     /// With `pause`, the holder also yields to the runtime while it holds
     /// until another contender waits ([`Overlap::hold`]).
     async fn hold_once(
         &mut self,
-        inside: &mut (dyn FnMut() + Send),
+        inside: &mut (dyn FnMut(bool) + Send),
         pause: Option<&Overlap>,
     ) -> BenchResult<()> {
         let pause = || async {
@@ -90,22 +93,25 @@ impl Contender {
         match self {
             Contender::Recipe(l) => {
                 let g = l.acquire().await?;
-                inside();
+                inside(true);
                 pause().await;
+                inside(false);
                 g.release().await?;
             }
             Contender::RecipeDrop(l) => {
                 let g = l.acquire().await?;
-                inside();
+                inside(true);
                 pause().await;
+                inside(false);
                 // Released in the background; the session's next request
                 // queues behind the delete.
                 drop(g);
             }
             Contender::Simple(l) => {
                 let g = l.acquire().await?;
-                inside();
+                inside(true);
                 pause().await;
+                inside(false);
                 g.release().await?;
             }
             Contender::Zk(client, dir) => {
@@ -117,8 +123,9 @@ impl Contender {
                                 .with_acls(zookeeper_client::Acls::anyone_all()),
                         )?;
                 let g = client.lock(prefix, b"", options).await?;
-                inside();
+                inside(true);
                 pause().await;
+                inside(false);
                 // The crate's release: dropping the guard deletes the node
                 // in the background; the session's next request queues
                 // behind that delete (FIFO), so a loop pays for it.
@@ -132,20 +139,23 @@ impl Contender {
                     )
                     .await?;
                 let key = r.key().to_vec();
-                inside();
+                inside(true);
                 pause().await;
+                inside(false);
                 client.unlock(key).await?;
             }
             Contender::Pg(pg) => {
                 pg.client.execute(&pg.lock, &[&pg.key]).await?;
-                inside();
+                inside(true);
                 pause().await;
+                inside(false);
                 pg.client.execute(&pg.unlock, &[&pg.key]).await?;
             }
             Contender::Tokio(m) => {
                 let g = m.lock().await;
-                inside();
+                inside(true);
                 pause().await;
+                inside(false);
                 drop(g);
             }
         }
@@ -341,7 +351,7 @@ pub async fn uncontended(
         let mut c = one.pop().ok_or("no contender")?;
         // Warm up (directory creation, connection).
         for _ in 0..cycles.clamp(1, 20) {
-            c.hold_once(&mut || {}, None).await?;
+            c.hold_once(&mut |_| {}, None).await?;
         }
         cs.push(c);
     }
@@ -357,7 +367,7 @@ pub async fn uncontended(
             let start = Instant::now();
             let mut last = start;
             for _ in 0..per_block {
-                cs[i].hold_once(&mut || {}, None).await?;
+                cs[i].hold_once(&mut |_| {}, None).await?;
                 let now = Instant::now();
                 lat[i].push(now - last);
                 last = now;
@@ -393,6 +403,13 @@ pub struct Handoffs {
     pub wakeups_per_release: Option<f64>,
     /// Times two contenders held at once (must be 0).
     pub violations: usize,
+    /// Acquisitions counted in the shared tally (at least the number
+    /// asked for: contenders already waiting when it was reached still
+    /// get the lock once).
+    pub acquisitions: usize,
+    /// The contenders' own counts of their acquisitions, summed: equal to
+    /// `acquisitions` when every hand-off was counted once.
+    pub tallied: usize,
 }
 
 #[derive(Default)]
@@ -437,17 +454,26 @@ pub async fn contended(
         let overlap = overlap.clone();
         set.spawn(async move {
             let _running = Running(overlap.clone());
+            // This contender's own count of its acquisitions.
+            let mut mine = 0usize;
             gate.wait().await;
             loop {
                 if lock(&shared).count >= total {
                     break;
                 }
                 let mut stop = false;
-                let mut inside = || {
+                let mut inside = |entering: bool| {
+                    if !entering {
+                        // Leaving: stamped before the release starts.
+                        inside_now.store(false, Ordering::SeqCst);
+                        lock(&shared).last_release = Some(Instant::now());
+                        return;
+                    }
                     overlap.asking.fetch_sub(1, Ordering::SeqCst);
                     if inside_now.swap(true, Ordering::SeqCst) {
                         violations.fetch_add(1, Ordering::Relaxed);
                     }
+                    mine += 1;
                     let mut sh = lock(&shared);
                     let now = Instant::now();
                     if let Some(r) = sh.last_release.take() {
@@ -458,8 +484,6 @@ pub async fn contended(
                         sh.end = Some(now);
                     }
                     stop = sh.count >= total;
-                    inside_now.store(false, Ordering::SeqCst);
-                    sh.last_release = Some(Instant::now());
                 };
                 overlap.asking.fetch_add(1, Ordering::SeqCst);
                 let r = c.hold_once(&mut inside, Some(&overlap)).await;
@@ -472,7 +496,7 @@ pub async fn contended(
                 }
             }
             c.finish().await;
-            Ok::<(), BenchError>(())
+            Ok::<usize, BenchError>(mine)
         });
     }
     // Timed from before the gate opens: a fast run may finish before
@@ -480,9 +504,10 @@ pub async fn contended(
     let start = Instant::now();
     start_gate.wait().await;
     let mut first_err = None;
+    let mut tallied = 0;
     while let Some(r) = set.join_next().await {
         match r {
-            Ok(Ok(())) => {}
+            Ok(Ok(n)) => tallied += n,
             Ok(Err(e)) => {
                 first_err.get_or_insert(e);
             }
@@ -510,6 +535,8 @@ pub async fn contended(
         latency,
         wakeups_per_release,
         violations: violations.load(Ordering::Relaxed),
+        acquisitions,
+        tallied,
     })
 }
 

@@ -50,7 +50,7 @@ start_pg() {
   }
   setpriv --reuid=postgres --regid=postgres --init-groups \
     "$bin/postgres" -D "$dir/data" -p "$port" -k "$dir" \
-    -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=400 \
+    -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections="${COORD_PG_MAX_CONNECTIONS:-400}" \
     -c dynamic_shared_memory_type=mmap \
     >"$dir/postgres.log" 2>&1 &
   track_pid $!

@@ -1,9 +1,12 @@
 //! The workloads, one file each: its runner and the rows it records.
 //! They run in this order; the raw round trip first, as the yardstick of
-//! the rest.
+//! the rest. `scale` (and its Java peer, `curator`) runs on its own,
+//! from the `lock-scale` binary.
 
+pub mod curator;
 pub mod raw;
 pub mod rt;
+pub mod scale;
 pub mod w1;
 pub mod w2;
 pub mod w3_w4;
