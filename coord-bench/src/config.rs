@@ -66,6 +66,9 @@ pub struct Growth {
     pub holds: usize,
     /// Give up on one growth workload after this long.
     pub timeout: Duration,
+    /// The parts to run: `cycle`, `memory`, `group`, `queue` (all when
+    /// empty).
+    pub parts: Vec<String>,
 }
 
 impl Growth {
@@ -80,7 +83,13 @@ impl Growth {
             cycle_blocks: 6,
             holds: 10_000,
             timeout: Duration::from_secs(900),
+            parts: Vec::new(),
         }
+    }
+
+    /// Whether the part `name` runs.
+    pub fn runs(&self, name: &str) -> bool {
+        self.parts.is_empty() || self.parts.iter().any(|p| p == name)
     }
 
     /// The settings as `name = value` pairs, for the report.
@@ -111,6 +120,7 @@ impl Growth {
             cycle_blocks: 2,
             holds: 50,
             timeout: Duration::from_secs(60),
+            parts: Vec::new(),
         }
     }
 }

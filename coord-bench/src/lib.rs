@@ -79,10 +79,19 @@ pub async fn run_growth(url: &str, cfg: &Config) -> BenchResult<Report> {
     let started = Instant::now();
     let mut ctx = Ctx::new(&target, url, cfg).await?;
     ctx.rep.config = cfg.growth.describe();
-    cycle::bench(&mut ctx).await?;
-    memory::bench(&mut ctx).await?;
-    group_scale::bench(&mut ctx).await?;
-    queue_scale::bench(&mut ctx).await?;
+    let g = &cfg.growth;
+    if g.runs("cycle") {
+        cycle::bench(&mut ctx).await?;
+    }
+    if g.runs("memory") {
+        memory::bench(&mut ctx).await?;
+    }
+    if g.runs("group") {
+        group_scale::bench(&mut ctx).await?;
+    }
+    if g.runs("queue") {
+        queue_scale::bench(&mut ctx).await?;
+    }
     let mut rep = ctx.finish().await;
     rep.elapsed = started.elapsed();
     Ok(rep)

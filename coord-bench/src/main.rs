@@ -44,6 +44,9 @@ struct Args {
     /// at scale, memory per hold) and write `growth-<backend>.md/json`.
     #[arg(long)]
     growth: bool,
+    /// Growth: only these parts (`cycle`, `memory`, `group`, `queue`).
+    #[arg(long, value_name = "PART,PART", value_delimiter = ',')]
+    parts: Option<Vec<String>>,
     /// Growth: the member counts compared, e.g. `100,1000`.
     #[arg(long, value_name = "N,N", value_delimiter = ',')]
     members: Option<Vec<usize>>,
@@ -84,6 +87,9 @@ impl Args {
             cfg.growth.queue_sizes = (n, (n / 10).max(1));
         }
         set(&mut cfg.growth.holds, self.holds);
+        if let Some(p) = &self.parts {
+            cfg.growth.parts = p.clone();
+        }
         cfg
     }
 }

@@ -16,6 +16,8 @@ use crate::workloads::w8::{membership_counted, WatcherView};
 struct Sized {
     /// Until every watcher saw every member (ms).
     full_ms: Vec<f64>,
+    /// Until every join had returned (ms).
+    joined_ms: Vec<f64>,
     /// Changes per watcher (mean over watchers).
     changes: Vec<f64>,
     /// Members handed to a watcher, summed over its changes (mean).
@@ -70,6 +72,8 @@ pub(crate) async fn bench(ctx: &mut Ctx<'_>) -> BenchResult<()> {
             let s = &mut got[i];
             let max = views.iter().map(|v| v.full_view).max().unwrap_or_default();
             s.full_ms.push(max.as_secs_f64() * 1e3);
+            let joined = views.first().map(|v| v.joined).unwrap_or_default();
+            s.joined_ms.push(joined.as_secs_f64() * 1e3);
             s.changes
                 .push(views.iter().map(|v| v.changes as f64).sum::<f64>() / k);
             s.names
@@ -89,6 +93,10 @@ pub(crate) async fn bench(ctx: &mut Ctx<'_>) -> BenchResult<()> {
         ctx.rep.push(
             row("full_view_ms", "until every watcher sees all (median of blocks)", Unit::Ms)
                 .value(median(&s.full_ms)),
+        );
+        ctx.rep.push(
+            row("joined_ms", "until every join returned (median of blocks)", Unit::Ms)
+                .value(median(&s.joined_ms)),
         );
         ctx.rep.push(
             row("members", "distinct members every watcher saw", Unit::Count)
@@ -129,6 +137,15 @@ pub(crate) async fn bench(ctx: &mut Ctx<'_>) -> BenchResult<()> {
             });
         }
         ctx.rep.push(row);
+        ctx.rep.push(
+            Row::new(
+                "growth.group.joined_ratio",
+                "G",
+                format!("Group, {last} members ÷ {first}: the joins alone"),
+            )
+            .metric("until every join returned", Unit::Ms)
+            .blocks(&z.joined_ms, (&format!("{first} members"), &a.joined_ms)),
+        );
     }
     Ok(())
 }

@@ -70,6 +70,9 @@ pub struct WatcherView {
     pub names_seen: u64,
     /// Distinct members in its last change.
     pub members: usize,
+    /// From the first join until every join had returned (the same for
+    /// every watcher): the floor of `full_view`.
+    pub joined: Duration,
 }
 
 /// [`membership`], with what each watcher was handed on the way.
@@ -114,6 +117,7 @@ pub async fn membership_counted(
                 changes,
                 names_seen,
                 members: distinct.len(),
+                joined: Duration::ZERO,
             })
         });
     }
@@ -129,9 +133,12 @@ pub async fn membership_counted(
     while let Some(r) = joins.join_next().await {
         members.push(r??);
     }
+    let joined = t0.elapsed();
     let mut seen = Vec::new();
     while let Some(r) = set.join_next().await {
-        seen.push(r??);
+        let mut view: WatcherView = r??;
+        view.joined = joined;
+        seen.push(view);
     }
     for m in members {
         let _ = m.leave().await;
