@@ -101,13 +101,27 @@ pub(crate) async fn bench(ctx: &mut Ctx<'_>) -> BenchResult<()> {
     let coord = coord.clone();
     let case = "create ephemeral + children(dir) + delete, 1 session";
     ctx.rep.push(
-        Row::new("growth.cycle.coord.per_s", "C", format!("{case}, coord Session"))
-            .metric("cycles (median of blocks)", Unit::PerSec)
-            .value(crate::stats::median(&coord)),
+        Row::new(
+            "growth.cycle.coord.per_s",
+            "C",
+            format!("{case}, coord Session"),
+        )
+        .metric("cycles (median of blocks)", Unit::PerSec)
+        .value(crate::stats::median(&coord)),
     );
     let raw = got
         .iter()
-        .find(|(side, _)| matches!(side, Side::Zk | Side::Etcd(Shapes { create: false, list: false, delete: false })))
+        .find(|(side, _)| {
+            matches!(
+                side,
+                Side::Zk
+                    | Side::Etcd(Shapes {
+                        create: false,
+                        list: false,
+                        delete: false
+                    })
+            )
+        })
         .cloned();
     if let Some((raw_side, raw)) = raw {
         for (side, rates) in &got {

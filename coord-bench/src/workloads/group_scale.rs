@@ -91,12 +91,20 @@ pub(crate) async fn bench(ctx: &mut Ctx<'_>) -> BenchResult<()> {
             Row::new(format!("growth.group.n{n}.{key}"), "G", &case).metric(metric, unit)
         };
         ctx.rep.push(
-            row("full_view_ms", "until every watcher sees all (median of blocks)", Unit::Ms)
-                .value(median(&s.full_ms)),
+            row(
+                "full_view_ms",
+                "until every watcher sees all (median of blocks)",
+                Unit::Ms,
+            )
+            .value(median(&s.full_ms)),
         );
         ctx.rep.push(
-            row("joined_ms", "until every join returned (median of blocks)", Unit::Ms)
-                .value(median(&s.joined_ms)),
+            row(
+                "joined_ms",
+                "until every join returned (median of blocks)",
+                Unit::Ms,
+            )
+            .value(median(&s.joined_ms)),
         );
         ctx.rep.push(
             row("members", "distinct members every watcher saw", Unit::Count)

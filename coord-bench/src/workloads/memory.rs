@@ -79,9 +79,8 @@ fn push(ctx: &mut Ctx<'_>, what: &str, case: &str, h: &Held) {
     let row = |key: &str, metric: &str, unit| {
         Row::new(format!("growth.memory.{what}.{key}"), "M", case).metric(metric, unit)
     };
-    ctx.rep.push(
-        row("bytes_per", "resident bytes per hold", Unit::Count).value(h.per_hold()),
-    );
+    ctx.rep
+        .push(row("bytes_per", "resident bytes per hold", Unit::Count).value(h.per_hold()));
     ctx.rep.push(
         row("rss_mib", "resident MiB while holding", Unit::Count)
             .value(h.rss.1 as f64 / 1048576.0)

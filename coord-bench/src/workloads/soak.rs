@@ -34,7 +34,9 @@ impl Soak {
         Soak {
             duration,
             warmup: Duration::from_secs(60).min(duration / 4),
-            every: Duration::from_secs(10).min(duration / 8).max(Duration::from_millis(10)),
+            every: Duration::from_secs(10)
+                .min(duration / 8)
+                .max(Duration::from_millis(10)),
             sessions: 4,
         }
     }
