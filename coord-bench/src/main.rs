@@ -197,6 +197,34 @@ mod tests {
             (7, 8, 9, 10, 11)
         );
         assert_eq!(c.joins, Config::smoke().joins);
+        let a = Args::try_parse_from([
+            "coord-bench",
+            "--url",
+            "mem://",
+            "--growth",
+            "--members",
+            "3,9",
+            "--big-queue",
+            "100",
+            "--holds",
+            "7",
+            "--parts",
+            "group,queue",
+            "--soak",
+            "90s",
+        ])
+        .expect("parse");
+        let g = a.config().growth;
+        assert!(a.growth);
+        assert_eq!(a.soak, Some(std::time::Duration::from_secs(90)));
+        assert_eq!(
+            (g.group_sizes, g.queue_sizes, g.holds),
+            (vec![3, 9], (100, 10), 7)
+        );
+        assert!(g.parts.len() == 2 && !a.config().growth.runs("cycle"));
+        assert!(
+            Args::try_parse_from(["coord-bench", "--url", "mem://", "--soak", "soon"]).is_err()
+        );
         for bad in [
             &["coord-bench"][..],
             &["coord-bench", "--url", "mem://", "--cycles", "x"],
