@@ -53,6 +53,12 @@ struct Args {
     /// Growth: the big queue's items (beside a tenth of it).
     #[arg(long, value_name = "N")]
     big_queue: Option<usize>,
+    /// Growth: primitive cycles per block.
+    #[arg(long, value_name = "N")]
+    cycle_ops: Option<usize>,
+    /// Growth: primitive cycle blocks.
+    #[arg(long, value_name = "N")]
+    cycle_blocks: Option<usize>,
     /// Growth: locks held, and nodes watched, by one session.
     #[arg(long, value_name = "N")]
     holds: Option<usize>,
@@ -87,6 +93,8 @@ impl Args {
             cfg.growth.queue_sizes = (n, (n / 10).max(1));
         }
         set(&mut cfg.growth.holds, self.holds);
+        set(&mut cfg.growth.cycle_ops, self.cycle_ops);
+        set(&mut cfg.growth.cycle_blocks, self.cycle_blocks);
         if let Some(p) = &self.parts {
             cfg.growth.parts = p.clone();
         }
@@ -212,6 +220,10 @@ mod tests {
             "group,queue",
             "--soak",
             "90s",
+            "--cycle-ops",
+            "5",
+            "--cycle-blocks",
+            "4",
         ])
         .expect("parse");
         let g = a.config().growth;
@@ -221,6 +233,7 @@ mod tests {
             (g.group_sizes, g.queue_sizes, g.holds),
             (vec![3, 9], (100, 10), 7)
         );
+        assert_eq!((g.cycle_ops, g.cycle_blocks), (5, 4));
         assert!(g.parts.len() == 2 && !a.config().growth.runs("cycle"));
         assert!(
             Args::try_parse_from(["coord-bench", "--url", "mem://", "--soak", "soon"]).is_err()
