@@ -42,6 +42,87 @@ pub struct Config {
     pub watchers: usize,
     /// Give up on one workload after this long.
     pub workload_timeout: Duration,
+    /// The growth run ([`crate::run_growth`]); not part of [`crate::run`].
+    pub growth: Growth,
+}
+
+/// The sizes of the growth run (issue 35): group, queue, primitive cycle
+/// and memory at scale.
+#[derive(Debug, Clone)]
+pub struct Growth {
+    /// Group scale: the member counts compared (the ratio is the last's
+    /// time ÷ the first's).
+    pub group_sizes: Vec<usize>,
+    /// Group scale: interleaved blocks.
+    pub group_blocks: usize,
+    /// Queue scale: the items of the big drain and of the small one it is
+    /// compared with.
+    pub queue_sizes: (usize, usize),
+    /// Primitive cycle: cycles per block.
+    pub cycle_ops: usize,
+    /// Primitive cycle: interleaved blocks.
+    pub cycle_blocks: usize,
+    /// Memory: locks held, and nodes watched, by one session.
+    pub holds: usize,
+    /// Give up on one growth workload after this long.
+    pub timeout: Duration,
+    /// The parts to run: `cycle`, `memory`, `group`, `queue` (all when
+    /// empty).
+    pub parts: Vec<String>,
+}
+
+impl Growth {
+    /// Issue 35's sizes: 100 and 1,000 members, 100,000 items beside
+    /// 10,000, 10,000 holds and watches.
+    pub fn full() -> Self {
+        Growth {
+            group_sizes: vec![100, 1000],
+            group_blocks: 3,
+            queue_sizes: (100_000, 10_000),
+            cycle_ops: 300,
+            cycle_blocks: 6,
+            holds: 10_000,
+            timeout: Duration::from_secs(900),
+            parts: Vec::new(),
+        }
+    }
+
+    /// Whether the part `name` runs.
+    pub fn runs(&self, name: &str) -> bool {
+        self.parts.is_empty() || self.parts.iter().any(|p| p == name)
+    }
+
+    /// The settings as `name = value` pairs, for the report.
+    pub(crate) fn describe(&self) -> Vec<(String, String)> {
+        let sizes: Vec<String> = self.group_sizes.iter().map(|n| n.to_string()).collect();
+        vec![
+            ("group_members".into(), sizes.join("/")),
+            ("group_blocks".into(), self.group_blocks.to_string()),
+            (
+                "queue_items".into(),
+                format!("{}/{}", self.queue_sizes.0, self.queue_sizes.1),
+            ),
+            (
+                "cycle".into(),
+                format!("{} x {} blocks", self.cycle_ops, self.cycle_blocks),
+            ),
+            ("holds".into(), self.holds.to_string()),
+        ]
+    }
+
+    /// A few operations of each: the smoke test's.
+    pub fn smoke() -> Self {
+        Growth {
+            group_sizes: vec![3, 9],
+            group_blocks: 2,
+            queue_sizes: (200, 50),
+            cycle_ops: 20,
+            cycle_blocks: 2,
+            holds: 50,
+            timeout: Duration::from_secs(60),
+            parts: Vec::new(),
+        }
+    }
 }
 
 impl Config {
@@ -67,6 +148,7 @@ impl Config {
             joins: 50,
             watchers: 4,
             workload_timeout: Duration::from_secs(240),
+            growth: Growth::full(),
         }
     }
 
@@ -90,6 +172,7 @@ impl Config {
             joins: 5,
             watchers: 2,
             workload_timeout: Duration::from_secs(30),
+            growth: Growth::smoke(),
         }
     }
 

@@ -32,7 +32,7 @@ pub mod workloads;
 
 use std::time::Instant;
 
-pub use config::Config;
+pub use config::{Config, Growth};
 pub use error::{BenchError, BenchResult};
 
 use context::Ctx;
@@ -62,5 +62,37 @@ pub async fn run(url: &str, cfg: &Config) -> BenchResult<Report> {
     let mut rep = ctx.finish().await;
     rep.elapsed = started.elapsed();
     checks::check_targets(&mut rep, cfg);
+    Ok(rep)
+}
+
+/// Run the growth workloads of issue 35 against `url` (not part of
+/// [`run`]): a watched group of 100 and 1,000 members, a 100,000-item
+/// queue drain beside a 10,000-item one, the primitive cycle beside the
+/// raw client, and resident memory per held lock and per watch
+/// ([`Config::growth`] sizes them).
+///
+/// # Errors
+/// A malformed URL or an unreachable server.
+pub async fn run_growth(url: &str, cfg: &Config) -> BenchResult<Report> {
+    use workloads::{cycle, group_scale, memory, queue_scale};
+    let target = Target::new(url)?;
+    let started = Instant::now();
+    let mut ctx = Ctx::new(&target, url, cfg).await?;
+    ctx.rep.config = cfg.growth.describe();
+    let g = &cfg.growth;
+    if g.runs("cycle") {
+        cycle::bench(&mut ctx).await?;
+    }
+    if g.runs("memory") {
+        memory::bench(&mut ctx).await?;
+    }
+    if g.runs("group") {
+        group_scale::bench(&mut ctx).await?;
+    }
+    if g.runs("queue") {
+        queue_scale::bench(&mut ctx).await?;
+    }
+    let mut rep = ctx.finish().await;
+    rep.elapsed = started.elapsed();
     Ok(rep)
 }

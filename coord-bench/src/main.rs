@@ -40,6 +40,32 @@ struct Args {
     /// W3 / W4: operations per session.
     #[arg(long, value_name = "N")]
     mixed_ops: Option<usize>,
+    /// Run only the growth workloads (group, queue and primitive cycle
+    /// at scale, memory per hold) and write `growth-<backend>.md/json`.
+    #[arg(long)]
+    growth: bool,
+    /// Growth: only these parts (`cycle`, `memory`, `group`, `queue`).
+    #[arg(long, value_name = "PART,PART", value_delimiter = ',')]
+    parts: Option<Vec<String>>,
+    /// Growth: the member counts compared, e.g. `100,1000`.
+    #[arg(long, value_name = "N,N", value_delimiter = ',')]
+    members: Option<Vec<usize>>,
+    /// Growth: the big queue's items (beside a tenth of it).
+    #[arg(long, value_name = "N")]
+    big_queue: Option<usize>,
+    /// Growth: primitive cycles per block.
+    #[arg(long, value_name = "N")]
+    cycle_ops: Option<usize>,
+    /// Growth: primitive cycle blocks.
+    #[arg(long, value_name = "N")]
+    cycle_blocks: Option<usize>,
+    /// Growth: locks held, and nodes watched, by one session.
+    #[arg(long, value_name = "N")]
+    holds: Option<usize>,
+    /// Run only the soak, a lock loop for this long (`30m`, `90s`),
+    /// sampling resident memory, and write `soak-<backend>.md/json`.
+    #[arg(long, value_name = "DURATION", value_parser = coord_bench::workloads::soak::parse_duration)]
+    soak: Option<std::time::Duration>,
 }
 
 impl Args {
@@ -60,6 +86,18 @@ impl Args {
         set(&mut cfg.queue_items, self.queue_items);
         set(&mut cfg.barrier_rounds, self.barrier_rounds);
         set(&mut cfg.mixed_ops, self.mixed_ops);
+        if let Some(m) = &self.members {
+            cfg.growth.group_sizes = m.clone();
+        }
+        if let Some(n) = self.big_queue {
+            cfg.growth.queue_sizes = (n, (n / 10).max(1));
+        }
+        set(&mut cfg.growth.holds, self.holds);
+        set(&mut cfg.growth.cycle_ops, self.cycle_ops);
+        set(&mut cfg.growth.cycle_blocks, self.cycle_blocks);
+        if let Some(p) = &self.parts {
+            cfg.growth.parts = p.clone();
+        }
         cfg
     }
 }
@@ -68,7 +106,13 @@ fn main() -> ExitCode {
     // Bad flags: clap prints the usage and exits with 2.
     let args = Args::parse();
     let cfg = args.config();
-    let Args { url, out, .. } = args;
+    let Args {
+        url,
+        out,
+        growth,
+        soak,
+        ..
+    } = args;
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -79,7 +123,16 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let report = match rt.block_on(coord_bench::run(&url, &cfg)) {
+    let (prefix, run) = match (soak, growth) {
+        (Some(d), _) => {
+            let soak = coord_bench::workloads::soak::Soak::new(d);
+            let run = rt.block_on(coord_bench::workloads::soak::run(&url, &soak));
+            ("soak-", run)
+        }
+        (None, true) => ("growth-", rt.block_on(coord_bench::run_growth(&url, &cfg))),
+        (None, false) => ("", rt.block_on(coord_bench::run(&url, &cfg))),
+    };
+    let report = match run {
         Ok(r) => r,
         Err(e) => {
             eprintln!(
@@ -93,8 +146,9 @@ fn main() -> ExitCode {
     println!("{md}");
     let write = || -> std::io::Result<()> {
         std::fs::create_dir_all(&out)?;
-        std::fs::write(format!("{out}/{}.md", report.backend), &md)?;
-        std::fs::write(format!("{out}/{}.json", report.backend), report.json())?;
+        let name = format!("{out}/{prefix}{}", report.backend);
+        std::fs::write(format!("{name}.md"), &md)?;
+        std::fs::write(format!("{name}.json"), report.json())?;
         Ok(())
     };
     if let Err(e) = write() {
@@ -151,6 +205,39 @@ mod tests {
             (7, 8, 9, 10, 11)
         );
         assert_eq!(c.joins, Config::smoke().joins);
+        let a = Args::try_parse_from([
+            "coord-bench",
+            "--url",
+            "mem://",
+            "--growth",
+            "--members",
+            "3,9",
+            "--big-queue",
+            "100",
+            "--holds",
+            "7",
+            "--parts",
+            "group,queue",
+            "--soak",
+            "90s",
+            "--cycle-ops",
+            "5",
+            "--cycle-blocks",
+            "4",
+        ])
+        .expect("parse");
+        let g = a.config().growth;
+        assert!(a.growth);
+        assert_eq!(a.soak, Some(std::time::Duration::from_secs(90)));
+        assert_eq!(
+            (g.group_sizes, g.queue_sizes, g.holds),
+            (vec![3, 9], (100, 10), 7)
+        );
+        assert_eq!((g.cycle_ops, g.cycle_blocks), (5, 4));
+        assert!(g.parts.len() == 2 && !a.config().growth.runs("cycle"));
+        assert!(
+            Args::try_parse_from(["coord-bench", "--url", "mem://", "--soak", "soon"]).is_err()
+        );
         for bad in [
             &["coord-bench"][..],
             &["coord-bench", "--url", "mem://", "--cycles", "x"],

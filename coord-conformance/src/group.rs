@@ -70,6 +70,21 @@ pub async fn group_watch_sees_joins_and_leaves(h: &dyn Harness) {
         .expect("watch");
     assert_eq!(c.joined, vec!["second".to_owned()]);
     assert_eq!(c.members.len(), 2);
+    // Each member with its own data: the one seen before (kept from the
+    // first read) and the newcomer.
+    let mut data: Vec<(String, Vec<u8>)> = c
+        .members
+        .iter()
+        .map(|m| (m.name.clone(), m.data.clone()))
+        .collect();
+    data.sort();
+    assert_eq!(
+        data,
+        vec![
+            ("first".to_owned(), b"1".to_vec()),
+            ("second".to_owned(), b"2".to_vec())
+        ]
+    );
     first.leave().await.expect("leave");
     let c = within("leave seen", w.next())
         .await

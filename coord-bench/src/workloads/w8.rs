@@ -55,6 +55,35 @@ pub async fn membership(
     joiners: &[Session],
     dir: &str,
 ) -> BenchResult<Vec<Duration>> {
+    let seen = membership_counted(watchers, joiners, dir).await?;
+    Ok(seen.into_iter().map(|w| w.full_view).collect())
+}
+
+/// What one watcher of [`membership_counted`] saw.
+#[derive(Debug, Clone, Copy)]
+pub struct WatcherView {
+    /// From the first join until it saw every member.
+    pub full_view: Duration,
+    /// Changes it was handed after the joins began.
+    pub changes: u64,
+    /// Members in those changes, summed: what it was handed to read.
+    pub names_seen: u64,
+    /// Distinct members in its last change.
+    pub members: usize,
+    /// From the first join until every join had returned (the same for
+    /// every watcher): the floor of `full_view`.
+    pub joined: Duration,
+}
+
+/// [`membership`], with what each watcher was handed on the way.
+///
+/// # Errors
+/// Server errors.
+pub async fn membership_counted(
+    watchers: &[Session],
+    joiners: &[Session],
+    dir: &str,
+) -> BenchResult<Vec<WatcherView>> {
     let n = joiners.len();
     let ready = Arc::new(tokio::sync::Barrier::new(watchers.len() + 1));
     let (go_tx, go_rx) = tokio::sync::watch::channel::<Option<Instant>>(None);
@@ -67,18 +96,29 @@ pub async fn membership(
             let mut w = g.watch();
             w.next().await.ok_or("the watcher ended")??;
             ready.wait().await;
-            loop {
+            let (mut changes, mut names_seen) = (0u64, 0u64);
+            let members = loop {
                 let change = w.next().await.ok_or("the watcher ended")??;
+                changes += 1;
+                names_seen += change.members.len() as u64;
                 if change.members.len() >= n {
-                    break;
+                    break change.members;
                 }
-            }
+            };
             let seen = Instant::now();
             let t0 = match *go_rx.borrow_and_update() {
                 Some(t) => t,
                 None => return Err("saw members before the joins started".into()),
             };
-            Ok::<Duration, BenchError>(seen.saturating_duration_since(t0))
+            let distinct: std::collections::HashSet<&str> =
+                members.iter().map(|m| m.name.as_str()).collect();
+            Ok::<WatcherView, BenchError>(WatcherView {
+                full_view: seen.saturating_duration_since(t0),
+                changes,
+                names_seen,
+                members: distinct.len(),
+                joined: Duration::ZERO,
+            })
         });
     }
     ready.wait().await;
@@ -93,9 +133,12 @@ pub async fn membership(
     while let Some(r) = joins.join_next().await {
         members.push(r??);
     }
+    let joined = t0.elapsed();
     let mut seen = Vec::new();
     while let Some(r) = set.join_next().await {
-        seen.push(r??);
+        let mut view: WatcherView = r??;
+        view.joined = joined;
+        seen.push(view);
     }
     for m in members {
         let _ = m.leave().await;

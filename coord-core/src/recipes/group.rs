@@ -1,6 +1,6 @@
 //! Group membership: [`Group`], its members and its watcher.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use tokio::task::JoinSet;
 
@@ -200,6 +200,7 @@ impl Group {
         GroupWatcher(Resumable::new(Follow {
             group: self.clone(),
             last: None,
+            known: HashMap::new(),
             watch: None,
         }))
     }
@@ -209,6 +210,10 @@ impl Group {
 /// it is, each later one waits for the set of members to change. It
 /// watches the directory, so it never misses that a member left or joined
 /// — though a member that joins and leaves between two reads is not seen.
+/// Each member's data is read once, when the watcher first sees it (one
+/// read per join, however often the group changes): a later
+/// [`Membership::set_data`] shows in [`Group::members`], not in the
+/// watcher's changes.
 ///
 /// An [event stream](crate#event-streams) of `Result<GroupChange>`: an
 /// error other than a lost connection is its last item.
@@ -220,6 +225,8 @@ pub struct GroupWatcher(Resumable<Follow>);
 struct Follow {
     group: Group,
     last: Option<Vec<String>>,
+    /// The data of the members in `last`, read when each was first seen.
+    known: HashMap<String, Vec<u8>>,
     watch: Option<Watch>,
 }
 
@@ -253,22 +260,48 @@ impl Advance for Follow {
                 self.watch = Some(w);
                 continue;
             }
-            let before = self.last.clone().unwrap_or_default();
-            let joined = names
+            let before: HashSet<&String> = self.last.iter().flatten().collect();
+            let now: HashSet<&String> = names.iter().collect();
+            let joined: Vec<String> = names
                 .iter()
                 .filter(|n| !before.contains(n))
                 .cloned()
                 .collect();
-            let left = before
+            let left: Vec<String> = self
+                .last
                 .iter()
-                .filter(|n| !names.contains(n))
+                .flatten()
+                .filter(|n| !now.contains(n))
                 .cloned()
                 .collect();
             // Keep the watch only once the change is returned: were this
             // step dropped while reading the members, the next one would
             // list again at once instead of waiting on a watch that has
-            // already seen this change.
-            let members = self.group.read_members(names.clone()).await?;
+            // already seen this change. Only members not read yet are
+            // read (the newcomers, and any found gone while being read): a
+            // member's data is read once, not again at every change (with
+            // N members joining, that was O(N) reads per change).
+            let unread = names
+                .iter()
+                .filter(|n| !self.known.contains_key(*n))
+                .cloned()
+                .collect();
+            let fresh = self.group.read_members(unread).await?;
+            let mut known: HashMap<String, Vec<u8>> = names
+                .iter()
+                .filter_map(|n| self.known.remove_entry(n))
+                .collect();
+            known.extend(fresh.into_iter().map(|m| (m.name, m.data)));
+            let members = names
+                .iter()
+                .filter_map(|n| {
+                    known.get(n).map(|data| Member {
+                        name: n.clone(),
+                        data: data.clone(),
+                    })
+                })
+                .collect();
+            self.known = known;
             self.watch = Some(w);
             self.last = Some(names);
             return Ok(GroupChange {
