@@ -8,7 +8,8 @@
 //! read at once where a server may answer it from a lagging replica.
 //!
 //! The areas: argument checks ([`paths`]), nodes and versions ([`nodes`]),
-//! sequences and stamps ([`order`]), listing children ([`listing`]),
+//! sequences and stamps ([`order`]), ordered neighbours (`place`,
+//! `first_children`: [`neighbours`]), listing children ([`listing`]),
 //! children watches ([`children_watch`]), waiting for a node to go
 //! ([`gone`]), sessions and ephemeral nodes ([`session_end`]), guarded
 //! writes ([`guarded`]), transactions ([`txn`]), data watches ([`data_watch`]) and node metadata
@@ -20,6 +21,7 @@ pub mod data_watch;
 pub mod gone;
 pub mod guarded;
 pub mod listing;
+pub mod neighbours;
 pub mod nodes;
 pub mod order;
 pub mod paths;
@@ -48,6 +50,9 @@ pub use guarded::{
     prim_guarded_put_only_current_holder_lands, prim_guarded_while_fence_holds,
 };
 pub use listing::{prim_children_in_creation_order, prim_children_prefixed_lists_only_those};
+pub use neighbours::{
+    prim_place_equals_a_listing, prim_place_gone_for_an_old_sequence, prim_place_under_churn,
+};
 pub use nodes::{
     prim_cas_versions, prim_create_get_basics, prim_delete_not_empty, prim_missing_nodes,
     prim_take_leaf_returns_the_data_once,
