@@ -140,6 +140,7 @@ mod etcd_session;
 mod keepalive;
 mod keys;
 mod listing;
+mod neighbours;
 mod options;
 #[cfg(feature = "tls")]
 mod probe;
