@@ -267,7 +267,7 @@ pub async fn prim_place_under_churn(h: &dyn Harness) {
                     .create(&plain, b"", CreateMode::Ephemeral)
                     .await
                     .expect("create plain");
-                if i % 2 == 0 {
+                if i.is_multiple_of(2) {
                     creator
                         .delete(&later.path, None)
                         .await
