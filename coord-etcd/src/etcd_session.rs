@@ -58,7 +58,7 @@ pub(crate) const DIRS_KEPT: usize = 1024;
 const GONE_KEPT: usize = 64;
 
 /// The head of a directory that a contender create read in its own Txn
-/// (its first [`FIRST_READ`] children by create revision), and the
+/// (its first [`crate::txn::FIRST_READ`] children by create revision), and the
 /// revision it was read at.
 pub(crate) struct Listed {
     /// Direct children, in the order of `children`: every one the
@@ -71,12 +71,6 @@ pub(crate) struct Listed {
 
 /// A [`Listed`], shared with the reads waiting for it.
 pub(crate) type Listing = Arc<Listed>;
-
-/// How many children a contender create reads back in its Txn, first by
-/// create revision: enough for a lock's "am I first" and a small
-/// semaphore's "am I among the first n" without a listing of every
-/// waiter (whose size grows with the crowd).
-pub(crate) const FIRST_READ: i64 = 8;
 
 /// What a contender create in flight will tell: `None` while in flight,
 /// then `Some(listing)` (`Some(None)`: failed, or no listing).

@@ -66,7 +66,7 @@ pub(crate) struct CreatePlan {
     /// The session's lease, to recognise our own node after a lost answer.
     pub own_lease: i64,
     /// Also read the new node's first siblings (keys under this prefix,
-    /// by create revision, [`crate::etcd_session::FIRST_READ`] of them) in
+    /// by create revision, [`FIRST_READ`] of them) in
     /// the same Txn, right after the put: a read in a Txn sees the Txn's
     /// own writes, so a directory that was empty shows the new node first
     /// (see `session::EtcdSession::create`).
@@ -225,7 +225,7 @@ impl Plan {
                 if let Some(prefix) = &c.list_siblings {
                     ops.push(TxnOp::get(
                         prefix.as_str(),
-                        Some(first_by_creation(crate::etcd_session::FIRST_READ)),
+                        Some(first_by_creation(FIRST_READ)),
                     ));
                 }
                 ops
@@ -557,6 +557,12 @@ pub(crate) fn interpret(
     }
     plan.failed(rest, retrying)
 }
+
+/// How many children a contender create reads back in its Txn, first by
+/// create revision: enough for a lock's "am I first" and a small
+/// semaphore's "am I among the first n" without a listing of every
+/// waiter (whose size grows with the crowd).
+pub(crate) const FIRST_READ: i64 = 8;
 
 /// A range over a prefix (keys only), the first `limit` keys by create
 /// revision: `more` in the answer says whether there were others. etcd
