@@ -51,6 +51,7 @@
 //! ```
 #![warn(missing_docs)]
 
+mod kids;
 mod session;
 mod shared;
 mod store;

@@ -9,8 +9,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use coord_core::backend::{lease::LeaseClock, PrimitiveSession};
 use coord_core::{
-    path, Child, CreateMode, Created, Error, Fence, Node, Op, OpResult, Result, SessionId,
-    SessionState, Stat, Transaction, TreeChange, TreeWatch, TxnOp, TxnResult, Watch,
+    path, Blockers, Child, CreateMode, Created, Error, Fence, Node, Op, OpResult, Place, Result,
+    SessionId, SessionState, Stat, Transaction, TreeChange, TreeWatch, TxnOp, TxnResult, Watch,
 };
 use tokio::sync::{mpsc, oneshot, watch};
 
@@ -201,6 +201,24 @@ impl PrimitiveSession for MemSession {
     }
 
     fn lists_by_prefix(&self) -> bool {
+        true
+    }
+
+    /// From the directory's sequence index: O(log N) under the store's
+    /// lock, one request.
+    async fn place(&self, dir: &str, me: &Child, blockers: Blockers<'_>) -> Result<Place> {
+        path::validate(dir)?;
+        Ok(self.live()?.tree.place(dir, me, blockers))
+    }
+
+    /// From the directory's sequence index: only the first `n` are
+    /// visited; one request.
+    async fn first_children(&self, dir: &str, n: usize) -> Result<Vec<Child>> {
+        path::validate(dir)?;
+        self.live()?.tree.first_children(dir, n)
+    }
+
+    fn orders_at_server(&self) -> bool {
         true
     }
 

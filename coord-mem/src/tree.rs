@@ -1,13 +1,15 @@
 //! The node tree of a [`crate::MemStore`] and the watchers on it: plain data,
 //! changed only under the store's one lock, never awaited on.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap};
 use std::hash::BuildHasherDefault;
 use std::time::{Duration, SystemTime};
 
-use coord_core::{path, Child, CreateMode, Created, Error, Node, Result, Stat};
+use coord_core::{path, Blockers, Child, CreateMode, Created, Error, Node, Place, Result, Stat};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
+
+use crate::kids::Kids;
 
 /// The backend name in errors.
 pub(crate) const BACKEND: &str = "mem";
@@ -33,8 +35,8 @@ struct Entry {
     /// The session an ephemeral node belongs to.
     owner: Option<SessionKey>,
     /// The direct children: name, and sequence for a sequential one (so
-    /// a listing reads no other entry).
-    children: BTreeMap<String, Option<u64>>,
+    /// a listing reads no other entry), also in sequence order.
+    children: Kids,
     /// The next sequence handed to a sequential child (ZooKeeper's
     /// `cversion`): never goes back while this node lives.
     next_sequence: u64,
@@ -60,7 +62,7 @@ impl Entry {
             version: 0,
             stamp,
             owner,
-            children: BTreeMap::new(),
+            children: Kids::default(),
             next_sequence: 0,
             created_at,
             ttl: None,
@@ -294,7 +296,7 @@ impl Tree {
         let stamp = self.last_stamp;
         let parent = path::parent(&path);
         if let Some(p) = self.nodes.get_mut(parent) {
-            p.children.insert(path::name(&path).to_owned(), sequence);
+            p.children.insert(path::name(&path), sequence);
         }
         // Everything here happens under the store's lock: a waiter fired
         // now runs once it is let go.
@@ -425,22 +427,30 @@ impl Tree {
     /// of [`Tree::children`]; only those are visited (a range of the
     /// sorted names).
     pub(crate) fn children_prefixed(&self, dir: &str, prefix: &str) -> Result<Vec<Child>> {
-        let entry = self.nodes.get(dir).ok_or_else(|| Error::NotFound {
-            path: dir.to_owned(),
-        })?;
-        let mut out: Vec<Child> = entry
-            .children
-            .range::<str, _>((
-                std::ops::Bound::Included(prefix),
-                std::ops::Bound::Unbounded,
-            ))
-            .take_while(|(name, _)| name.starts_with(prefix))
-            .map(|(name, sequence)| Child::new(name.clone(), *sequence))
-            .collect();
-        // `children` is a BTreeMap, so the names are already sorted and a
-        // stable sort keeps them so among the unsequenced.
-        out.sort_by_key(|c| (c.sequence.is_none(), c.sequence));
-        Ok(out)
+        Ok(self.kids(dir)?.prefixed(prefix))
+    }
+
+    /// The first `n` children of `dir` in the order of [`Tree::children`],
+    /// from the sequence index: only those are visited.
+    pub(crate) fn first_children(&self, dir: &str, n: usize) -> Result<Vec<Child>> {
+        Ok(self.kids(dir)?.first(n))
+    }
+
+    /// Where `me` stands among the children of `dir` (a missing `dir`:
+    /// [`Place::Gone`]), from the sequence index in O(log N).
+    pub(crate) fn place(&self, dir: &str, me: &Child, blockers: Blockers<'_>) -> Place {
+        self.nodes
+            .get(dir)
+            .map_or(Place::Gone, |e| e.children.place(me, blockers))
+    }
+
+    fn kids(&self, dir: &str) -> Result<&Kids> {
+        self.nodes
+            .get(dir)
+            .map(|e| &e.children)
+            .ok_or_else(|| Error::NotFound {
+                path: dir.to_owned(),
+            })
     }
 
     /// A receiver fired at the next change to `dir`'s children.

@@ -3,11 +3,16 @@
 //! paper's lock without herd effect):
 //!
 //! 1. create an ephemeral-sequential node `_c_<uuid>-<marker>` in the
-//!    directory, and list the directory right behind it (pipelined);
-//! 2. among the children with a sequence, find the nearest earlier one that
-//!    blocks us; none: we hold it;
-//! 3. otherwise wait until *that one node* is gone — never the directory,
-//!    so a release wakes exactly the waiter behind it — then list again.
+//!    directory, and ask for its first child right behind the create
+//!    (pipelined; without an ordered index, its listing): when that is us,
+//!    we hold it — the uncontended path, one round trip on a FIFO
+//!    connection;
+//! 2. otherwise ask where we stand ([`Session::place`]): gone (our session
+//!    ended, or someone deleted our node), first (we hold it), or behind the
+//!    nearest earlier child that blocks us — answered from the server's
+//!    ordered index where it has one, so it costs O(log N), not a listing;
+//! 3. wait until *that one node* is gone — never the directory, so a
+//!    release wakes exactly the waiter behind it — then ask again (2).
 //!
 //! The node is created by a [`PendingNode`] (its create finishes even if the
 //! caller's future is dropped) and deleted if the caller gives up (timeout,
@@ -16,6 +21,7 @@
 use tokio::time::Instant;
 
 use crate::backend::node::{Child, CreateMode};
+use crate::backend::order::{self, Blockers, Place};
 use crate::error::{Error, Result};
 use crate::hold::held::HeldNode;
 use crate::layout;
@@ -33,31 +39,11 @@ pub(crate) struct Request<'a> {
     pub marker: &'a str,
     pub data: &'a [u8],
     pub stats: &'a Stats,
-    /// Whether an earlier child blocks this contender.
-    pub blocked_by: &'a (dyn Fn(&Child) -> bool + Send + Sync),
+    /// Which earlier children this contender waits behind.
+    pub blockers: Blockers<'a>,
     /// The handle's protection ids to lend again ([`layout::Ids`]); `None`:
     /// a fresh id every time.
     pub ids: Option<&'a layout::Ids>,
-}
-
-/// The nearest earlier child that blocks `me`, or `None` when `me` holds.
-/// `Err` when `me` is not among the children (our node was deleted).
-fn predecessor<'c>(
-    children: &'c [Child],
-    me_name: &str,
-    me_seq: u64,
-    blocked_by: &dyn Fn(&Child) -> bool,
-) -> Option<Option<&'c Child>> {
-    if !children.iter().any(|c| c.name == me_name) {
-        return None;
-    }
-    Some(
-        children
-            .iter()
-            .filter(|c| matches!(c.sequence, Some(s) if s < me_seq))
-            .filter(|c| blocked_by(c))
-            .max_by_key(|c| c.sequence),
-    )
 }
 
 /// Wait until the node at `path` is gone, counted in `stats`: as waiting
@@ -93,38 +79,59 @@ impl Request<'_> {
             self.data.to_vec(),
             CreateMode::EphemeralSequential,
         );
-        // List right behind the create: on a FIFO connection the listing
-        // sees our node, saving a round trip; elsewhere we list again.
+        // Ask right behind the create: on a FIFO connection the answer sees
+        // our node, so an uncontended acquire is one round trip; elsewhere
+        // (or behind others) we ask where we stand. A backend with an
+        // ordered index names the head; one without lists the directory
+        // (what its `first_children` would do anyway), which answers where
+        // we stand as well.
         // Bounded by the wait's deadline like every later step: a create
         // whose answer is held up (a partition) must not hold the caller
         // past its timeout. Given up, the pending node deletes itself once
         // the create resolves.
         // The create's request is issued already (PendingNode::spawn
-        // polls it once): the listing follows it.
-        let first_step = async { tokio::join!(pending.created(), self.session.children(self.dir)) };
-        let Some((created, first)) = wait.within(first_step).await else {
+        // polls it once): the question follows it.
+        let ordered = self.session.orders_at_server();
+        let look = async {
+            if ordered {
+                self.session.first_children(self.dir, 1).await
+            } else {
+                self.session.children(self.dir).await
+            }
+        };
+        let Some((created, look)) = wait
+            .within(async { tokio::join!(pending.created(), look) })
+            .await
+        else {
             return Err(Error::Timeout(wait.length()));
         };
         let created = created?;
-        let me_name = path::name(&created.path).to_owned();
+        let me = Child::new(path::name(&created.path).to_owned(), created.sequence);
         let me_path = created.path.clone();
-        let me_seq = created.sequence.ok_or_else(|| {
-            Error::backend(
+        if me.sequence.is_none() {
+            return Err(Error::backend(
                 self.session.backend(),
                 "a sequential create returned no sequence",
-            )
-        })?;
-        let mut listing = first.ok();
+            ));
+        }
+        let mut place = match look {
+            Ok(head) if ordered => (head.first() == Some(&me)).then_some(Place::First),
+            Ok(all) if all.contains(&me) => Some(order::place_in(&all, &me, self.blockers)),
+            _ => None,
+        };
         let mut attempt = 0;
         loop {
-            let children = match listing.take() {
-                Some(c) if c.iter().any(|c| c.name == me_name) => c,
-                _ => match wait.within(self.session.children(self.dir)).await {
+            let here = match place.take() {
+                Some(p) => p,
+                None => match wait
+                    .within(self.session.place(self.dir, &me, self.blockers))
+                    .await
+                {
                     None => {
                         pending.remove().await;
                         return Err(Error::Timeout(wait.length()));
                     }
-                    Some(Ok(c)) => c,
+                    Some(Ok(p)) => p,
                     // A connection loss while queued: keep our place and
                     // wait for the connection (or our deadline, or the
                     // session's end, which the next read reports).
@@ -138,23 +145,26 @@ impl Request<'_> {
                     Some(Err(e)) => return Err(e),
                 },
             };
-            let Some(pred) = predecessor(&children, &me_name, me_seq, self.blocked_by) else {
+            let pred = match here {
                 // Our node is gone: the session ended, or someone deleted it.
-                if let Some(state_err) = self.session.state().end_error() {
-                    return Err(state_err);
+                Place::Gone => {
+                    if let Some(state_err) = self.session.state().end_error() {
+                        return Err(state_err);
+                    }
+                    return Err(Error::LockLost { path: me_path });
                 }
-                return Err(Error::LockLost { path: me_path });
-            };
-            let Some(pred) = pred else {
-                let node = pending.take().ok_or_else(|| {
-                    Error::backend(self.session.backend(), "lost track of our own node")
-                })?;
-                self.stats.acquired();
-                let held = HeldNode::new(self.session.clone(), node);
-                return Ok(Some(match self.ids {
-                    Some(ids) => held.lending(ids, id),
-                    None => held,
-                }));
+                Place::First => {
+                    let node = pending.take().ok_or_else(|| {
+                        Error::backend(self.session.backend(), "lost track of our own node")
+                    })?;
+                    self.stats.acquired();
+                    let held = HeldNode::new(self.session.clone(), node);
+                    return Ok(Some(match self.ids {
+                        Some(ids) => held.lending(ids, id),
+                        None => held,
+                    }));
+                }
+                Place::Behind(pred) => pred,
             };
             let pred_path = path::join(self.dir, &pred.name);
             let pred_seq = pred.sequence;

@@ -3,6 +3,7 @@
 
 use crate::backend::backoff::Backoff;
 use crate::backend::node::Child;
+use crate::backend::order::{Blockers, Place};
 use crate::backend::watch::Watch;
 use crate::error::{Error, Result};
 use crate::session::Session;
@@ -35,6 +36,23 @@ pub(crate) async fn list_retrying(session: &Session, dir: &str) -> Result<Vec<Ch
             Err(Error::NotFound { .. }) => return Ok(Vec::new()),
             Err(e) if e.is_retryable() => backoff(&mut attempt).await,
             Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Where `me` stands in `dir` ([`Session::place`]), retrying retryable
+/// errors.
+pub(crate) async fn place_retrying(
+    session: &Session,
+    dir: &str,
+    me: &Child,
+    blockers: Blockers<'_>,
+) -> Result<Place> {
+    let mut attempt = 0;
+    loop {
+        match session.place(dir, me, blockers).await {
+            Err(e) if e.is_retryable() => backoff(&mut attempt).await,
+            r => return r,
         }
     }
 }

@@ -5,13 +5,14 @@
 
 use std::sync::{Arc, Mutex};
 
-use crate::backend::node::CreateMode;
+use crate::backend::node::{Child, CreateMode};
+use crate::backend::order::{Blockers, Place};
 use crate::error::{Error, Result};
 use crate::hold::contend::wait_counted;
 use crate::hold::held::HeldNode;
 use crate::layout;
 use crate::machinery::pending::PendingNode;
-use crate::machinery::retry::{backoff, list_retrying};
+use crate::machinery::retry::{backoff, place_retrying};
 use crate::machinery::stats::Stats;
 use crate::path;
 use crate::recipes::election::events::ElectionEvent;
@@ -95,39 +96,40 @@ impl Candidate<'_> {
         );
         let created = pending.created().await?;
         let me_path = created.path.clone();
-        let me_name = path::name(&me_path).to_owned();
-        let me_seq = created.sequence.ok_or_else(|| {
-            Error::backend(
+        let me = Child::new(path::name(&me_path).to_owned(), created.sequence);
+        if me.sequence.is_none() {
+            return Err(Error::backend(
                 self.session.backend(),
                 "a sequential create returned no sequence",
-            )
-        })?;
+            ));
+        }
         if let Ok(mut s) = slot.lock() {
             *s = Some(me_path.clone());
         }
         emit(ElectionEvent::OfferComplete);
         loop {
             emit(ElectionEvent::DetermineStart);
-            let children = list_retrying(self.session, self.dir).await?;
-            if !children.iter().any(|c| c.name == me_name) {
-                return Err(self
-                    .session
-                    .state()
-                    .end_error()
-                    .unwrap_or(Error::LockLost { path: me_path }));
-            }
-            let pred = children
-                .iter()
-                .filter(|c| matches!(c.sequence, Some(s) if s < me_seq))
-                .max_by_key(|c| c.sequence);
-            emit(ElectionEvent::DetermineComplete);
-            let Some(pred) = pred else {
-                emit(ElectionEvent::ElectedStart);
-                let node = pending.take().ok_or_else(|| {
-                    Error::backend(self.session.backend(), "lost track of our own offer")
-                })?;
-                return Ok(HeldNode::new(self.session.clone(), node));
+            // Where the offer stands: from the server's ordered index where
+            // it has one (O(log N)), else a listing.
+            let pred = match place_retrying(self.session, self.dir, &me, Blockers::All).await? {
+                Place::Gone => {
+                    return Err(self
+                        .session
+                        .state()
+                        .end_error()
+                        .unwrap_or(Error::LockLost { path: me_path }));
+                }
+                Place::First => {
+                    emit(ElectionEvent::DetermineComplete);
+                    emit(ElectionEvent::ElectedStart);
+                    let node = pending.take().ok_or_else(|| {
+                        Error::backend(self.session.backend(), "lost track of our own offer")
+                    })?;
+                    return Ok(HeldNode::new(self.session.clone(), node));
+                }
+                Place::Behind(pred) => pred,
             };
+            emit(ElectionEvent::DetermineComplete);
             let pred_path = path::join(self.dir, &pred.name);
             let pred_seq = pred.sequence;
             emit(ElectionEvent::ReadyStart);

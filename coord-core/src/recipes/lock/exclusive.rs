@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use crate::backend::node::Child;
+use crate::backend::order::Blockers;
 use crate::error::{Error, Result};
 use crate::hold::contend::Request;
 use crate::hold::contenders::{self, Contender};
@@ -71,10 +71,6 @@ pub struct Lock {
     /// Protection ids of deleted nodes, to name the next ones with
     /// ([`layout::Ids`]; shared by clones).
     ids: layout::Ids,
-}
-
-fn any_contender(_: &Child) -> bool {
-    true
 }
 
 impl Lock {
@@ -143,7 +139,7 @@ impl Lock {
             marker: layout::LOCK,
             data: &self.data,
             stats: &self.stats,
-            blocked_by: &any_contender,
+            blockers: Blockers::All,
             ids: Some(&self.ids),
         }
     }

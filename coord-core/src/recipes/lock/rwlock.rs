@@ -6,6 +6,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use crate::backend::node::Child;
+use crate::backend::order::Blockers;
 use crate::error::{Error, Result};
 use crate::hold::contend::Request;
 use crate::hold::contenders::{self, Contender};
@@ -44,8 +45,12 @@ pub struct RwLock {
     ids: layout::Ids,
 }
 
+/// The markers of readers' nodes: a reader waits behind the earlier
+/// children without one (writers).
+const READERS: &[&str] = &[layout::READ, layout::KAZOO_READ];
+
 fn is_reader(c: &Child) -> bool {
-    c.name.contains(layout::READ) || c.name.contains(layout::KAZOO_READ)
+    !Blockers::Unmarked(READERS).blocks(&c.name)
 }
 
 fn blocks_reader(c: &Child) -> bool {
@@ -129,10 +134,10 @@ impl RwLock {
             marker: if write { layout::WRITE } else { layout::READ },
             data: &[],
             stats: &self.stats,
-            blocked_by: if write {
-                &blocks_writer
+            blockers: if write {
+                Blockers::All
             } else {
-                &blocks_reader
+                Blockers::Unmarked(READERS)
             },
             ids: Some(&self.ids),
         };

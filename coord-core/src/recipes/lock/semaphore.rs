@@ -36,7 +36,8 @@ use crate::telemetry::{self, Recipe};
 /// `acquire(qty, ..)` is all or nothing: on timeout, error or cancel, the
 /// leases taken so far are returned.
 // How a lease is taken: first without the internal lock: create the lease
-// node, list the leases; at most `max_leases`, it is kept (two round trips,
+// node, list the leases (the first `max_leases + 1` of them: enough to
+// count up to `max_leases`); at most `max_leases`, it is kept (two round trips,
 // one on ZooKeeper, whose FIFO connection lets the listing follow the
 // create unanswered; one more to return it). Otherwise the node is deleted
 // and the lease is taken as Curator takes every lease: holding the internal
@@ -298,31 +299,39 @@ impl Semaphore {
         }
     }
 
-    /// The fast path: create a lease node, list the leases, keep the node
-    /// if they are at most `max_leases`. `None` when they are more: our
-    /// node is deleted first (retried until done), so a waiter that counts
-    /// it only waits for that delete.
+    /// The fast path: create a lease node, read the first `max_leases + 1`
+    /// leases, keep the node if they are at most `max_leases` (then they
+    /// are all of them). `None` when they are more: our node is deleted
+    /// first (retried until done), so a waiter that counts it only waits
+    /// for that delete.
     async fn fast_lease(&self) -> Result<Option<Lease>> {
         let (mut pending, id) = self.create_lease();
-        // The create's request is issued already (PendingNode::spawn polls
-        // it once): list right behind it, as the lock does. On a FIFO
-        // connection (ZooKeeper) the listing sees our node, saving a round
-        // trip; a listing without it may predate our create, so it is no
-        // ground for a grant: list again. On an error, `pending` is
-        // dropped: its node is deleted in the background.
-        let (created, first) =
-            tokio::join!(pending.created(), self.session.children(&self.leases_dir));
+        // Whether there is room needs no more than `max_leases + 1` names:
+        // a backend with an ordered index reads only those
+        // (`first_children`), however many wait. The create's request is
+        // issued already (PendingNode::spawn polls it once): read right
+        // behind it, as the lock does. On a FIFO connection (ZooKeeper) the
+        // read sees our node, saving a round trip; a read that shows room
+        // but not our node may predate our create, so it is no ground for
+        // a grant: read again. On an error, `pending` is dropped: its node
+        // is deleted in the background.
+        let over = self.max_leases as usize + 1;
+        let (created, first) = tokio::join!(
+            pending.created(),
+            self.session.first_children(&self.leases_dir, over)
+        );
         let me = path::name(&created?.path).to_owned();
-        let children = match first {
-            Ok(c) if c.iter().any(|c| c.name == me) => c,
-            _ => self.session.children(&self.leases_dir).await?,
+        let head = match first {
+            Ok(c) if c.len() >= over || c.iter().any(|c| c.name == me) => c,
+            _ => self.session.first_children(&self.leases_dir, over).await?,
         };
-        if !children.iter().any(|c| c.name == me) {
-            return Err(Error::LockLost {
-                path: path::join(&self.leases_dir, &me),
-            });
-        }
-        if children.len() <= self.max_leases as usize {
+        if head.len() < over {
+            // Every lease is in `head`: ours must be there.
+            if !head.iter().any(|c| c.name == me) {
+                return Err(Error::LockLost {
+                    path: path::join(&self.leases_dir, &me),
+                });
+            }
             let lease = self.keep(pending, id);
             if lease.is_some() {
                 self.stats.acquired();

@@ -27,6 +27,11 @@ struct Stashed {
     data: Vec<u8>,
 }
 
+/// How many names a strict consumer reads from the head of the queue per
+/// refill, where the server answers from an ordered index
+/// ([`Engine::head_only`]).
+const HEAD_BATCH: usize = 64;
+
 /// One queue handle's state, shared by its clones.
 pub(crate) struct Engine {
     pub(crate) session: Session,
@@ -234,6 +239,36 @@ impl Engine {
         }
     }
 
+    /// Whether a refill reads only the head of the queue: a strict plain
+    /// FIFO consumer tries the items in order and never looks past the
+    /// first few it has not tried, so where the server answers
+    /// `first_children` from an ordered index, reading the whole queue
+    /// (every name, for each refill of each consumer) buys nothing.
+    fn head_only(&self) -> bool {
+        self.strict.load(Ordering::Relaxed)
+            && !self.reliable
+            && self.order == Order::Fifo
+            && self.session.orders_at_server()
+    }
+
+    /// The first [`HEAD_BATCH`] sequenced children of `dir`, by sequence;
+    /// a missing dir is empty.
+    async fn head(&self, dir: &str) -> Result<Vec<Child>> {
+        let mut attempt = 0;
+        loop {
+            self.stats.listed();
+            match self.session.first_children(dir, HEAD_BATCH).await {
+                Ok(c) => {
+                    self.stats.listed_names(c.len());
+                    return Ok(c.into_iter().filter(|c| c.sequence.is_some()).collect());
+                }
+                Err(Error::NotFound { .. }) => return Ok(Vec::new()),
+                Err(e) if e.is_retryable() => backoff(&mut attempt).await,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
     /// The items of one lane (those whose names begin with `prefix`), in
     /// order; a missing dir is empty.
     async fn list_lane(&self, prefix: &str) -> Result<Vec<String>> {
@@ -256,7 +291,11 @@ impl Engine {
     /// Items in order, less the leased ones in reliable mode (and in delay
     /// order, less those not due yet).
     async fn available(&self) -> Result<Arranged> {
-        let items = self.list(&self.items).await?;
+        let items = if self.head_only() {
+            self.head(&self.items).await?
+        } else {
+            self.list(&self.items).await?
+        };
         if !self.reliable || items.is_empty() {
             return Ok(self.order.arrange(items, None, now_ms()));
         }
