@@ -15,7 +15,9 @@
 //! created node a stamp from one store-wide counter (the root has 0).
 //! Versions start at 0 and count sets. Only nodes created sequential carry
 //! a [`coord_core::Child::sequence`]; the others are listed after them, by
-//! name.
+//! name. Each node keeps its children in sequence order too, so
+//! `Session::place` and `Session::first_children` are answered from that
+//! index in O(log N) (`orders_at_server` is true), never from a listing.
 //!
 //! A transaction (`Session::commit`) is checked whole under the store's
 //! lock, then applied; its limits are ZooKeeper's (1,000 steps, 960,000

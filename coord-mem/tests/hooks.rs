@@ -334,3 +334,57 @@ async fn dropped_watches_are_cleaned_up() {
     drop(watch);
     drop(changed);
 }
+
+/// The store answers `place` and `first_children` from its sequence index
+/// (`orders_at_server`), one request each, whatever the directory holds,
+/// and a session's end takes its nodes out of that order too.
+#[tokio::test]
+async fn place_and_first_children_are_one_request_each() {
+    use coord_core::{Blockers, Child, Place};
+    let store = MemStore::new();
+    let (a, b) = (store.open(), store.open());
+    assert!(a.orders_at_server());
+    let mut made = Vec::new();
+    for i in 0..200 {
+        let s = if i % 2 == 0 { &a } else { &b };
+        let c = s
+            .create("/q/_c_x-lock-", b"", CreateMode::EphemeralSequential)
+            .await
+            .expect("create");
+        made.push(Child::new(
+            c.path.rsplit('/').next().expect("name").to_owned(),
+            c.sequence,
+        ));
+    }
+    let sent = |s: &Session| s.requests_sent().expect("mem counts requests");
+    let before = sent(&a);
+    let last = made.last().expect("made").clone();
+    assert_eq!(
+        a.place("/q", &last, Blockers::All).await.expect("place"),
+        Place::Behind(made[198].clone())
+    );
+    assert_eq!(sent(&a) - before, 1, "one place, one request");
+    let before = sent(&a);
+    assert_eq!(a.first_children("/q", 2).await.expect("first"), made[..2]);
+    assert_eq!(sent(&a) - before, 1, "one first_children, one request");
+    // b's nodes (the odd ones) leave with its session.
+    b.close().await.expect("close");
+    assert_eq!(
+        a.place("/q", &last, Blockers::All).await.expect("place"),
+        Place::Gone,
+        "b's last node went with b"
+    );
+    assert_eq!(
+        a.place("/q", &made[2], Blockers::All).await.expect("place"),
+        Place::Behind(made[0].clone()),
+        "b's node between them is gone"
+    );
+    assert_eq!(
+        a.place("/q", &made[1], Blockers::All).await.expect("place"),
+        Place::Gone
+    );
+    assert_eq!(
+        a.first_children("/q", 2).await.expect("first"),
+        vec![made[0].clone(), made[2].clone()]
+    );
+}

@@ -40,6 +40,20 @@ pub(crate) async fn list_retrying(session: &Session, dir: &str) -> Result<Vec<Ch
     }
 }
 
+/// The first `n` children of `dir` ([`Session::first_children`]),
+/// retrying retryable errors; a missing directory is empty.
+pub(crate) async fn first_retrying(session: &Session, dir: &str, n: usize) -> Result<Vec<Child>> {
+    let mut attempt = 0;
+    loop {
+        match session.first_children(dir, n).await {
+            Ok(c) => return Ok(c),
+            Err(Error::NotFound { .. }) => return Ok(Vec::new()),
+            Err(e) if e.is_retryable() => backoff(&mut attempt).await,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
 /// Where `me` stands in `dir` ([`Session::place`]), retrying retryable
 /// errors.
 pub(crate) async fn place_retrying(

@@ -6,7 +6,7 @@ use std::time::Duration;
 use crate::backend::watch::Watch;
 use crate::error::{Error, Result};
 use crate::hold::contenders::{self, Contender};
-use crate::machinery::retry::{list_retrying, list_watch_retrying, settle_watch};
+use crate::machinery::retry::{first_retrying, list_watch_retrying, settle_watch};
 use crate::machinery::stats::Stats;
 use crate::machinery::stream::{resumable_stream, Advance, Resumable};
 use crate::path;
@@ -232,8 +232,11 @@ impl Election {
     /// Cancel safe: it only reads.
     pub async fn leader(&self) -> Result<Option<Leader>> {
         loop {
-            let children = list_retrying(&self.session, &self.dir).await?;
-            let Some(first) = children.iter().find(|c| c.sequence.is_some()) else {
+            // Children with a sequence are listed first: the head is the
+            // leader's offer, if any (read from the server's ordered index
+            // where it has one, not a listing).
+            let head = first_retrying(&self.session, &self.dir, 1).await?;
+            let Some(first) = head.iter().find(|c| c.sequence.is_some()) else {
                 return Ok(None);
             };
             let node = path::join(&self.dir, &first.name);
