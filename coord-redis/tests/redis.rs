@@ -19,6 +19,22 @@ async fn raw(options: &RedisOptions) -> redis::aio::MultiplexedConnection {
         .expect("connect to COORD_TEST_REDIS")
 }
 
+/// Delete session `sid`'s key behind everyone's back (no reap, no
+/// notice), as if it had expired unseen; it must have been there.
+async fn delete_session_key(
+    conn: &mut redis::aio::MultiplexedConnection,
+    options: &RedisOptions,
+    sid: &str,
+) {
+    let key = format!("{}s:{sid}", options.key_prefix());
+    let n: i64 = redis::cmd("DEL")
+        .arg(&key)
+        .query_async(conn)
+        .await
+        .expect("DEL");
+    assert_eq!(n, 1, "session {sid}'s key was there");
+}
+
 async fn eventually<F, Fut>(what: &str, within: Duration, mut check: F)
 where
     F: FnMut() -> Fut,
@@ -97,14 +113,8 @@ async fn reads_reap_dead_sessions_lazily() {
     let sid = crashing.id().0.clone();
     drop(crashing);
     let mut conn = raw(&h.options).await;
-    let key = format!("{}s:{sid}", h.options.key_prefix());
     // DEL raises no notice coord-redis listens for: only a read can tell.
-    let n: i64 = redis::cmd("DEL")
-        .arg(&key)
-        .query_async(&mut conn)
-        .await
-        .expect("DEL");
-    assert_eq!(n, 1);
+    delete_session_key(&mut conn, &h.options, &sid).await;
     assert!(other.get(&a.path).await.expect("get").is_none());
     // Reaping the session took its other node too.
     let left: i64 = redis::cmd("EXISTS")
@@ -483,13 +493,7 @@ async fn place_and_first_children_pass_over_dead_sessions_nodes() {
         hooks.crash();
         let sid = dying.id().0.clone();
         drop(dying);
-        let key = format!("{}s:{sid}", h.options.key_prefix());
-        let n: i64 = redis::cmd("DEL")
-            .arg(&key)
-            .query_async(&mut conn)
-            .await
-            .expect("DEL");
-        assert_eq!(n, 1);
+        delete_session_key(&mut conn, &h.options, &sid).await;
         if round == 0 {
             let got = other.first_children(dir, 2).await.expect("first_children");
             assert_eq!(got, ours[..2].to_vec());
