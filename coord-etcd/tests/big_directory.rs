@@ -49,7 +49,7 @@ fn item_name(i: usize) -> String {
     )
 }
 
-/// The items of a directory: each one's name and data (its index), in the
+/// The names of a directory's items (each one's data is its index), in the
 /// order `children` must give (by create revision, then name).
 struct Items {
     ordered: Vec<String>,
@@ -58,17 +58,7 @@ struct Items {
 /// Make `dir` (and its parents `parents`, as coord makes them: empty keys)
 /// with `n` children, 4 writers at once, each a Txn of [`PER_TXN`] puts
 /// (under `lease`, if any).
-async fn fill(raw: &Client, parents: &[&str], dir: &str, n: usize) -> Items {
-    fill_leased(raw, parents, dir, n, None).await
-}
-
-async fn fill_leased(
-    raw: &Client,
-    parents: &[&str],
-    dir: &str,
-    n: usize,
-    lease: Option<i64>,
-) -> Items {
+async fn fill(raw: &Client, parents: &[&str], dir: &str, n: usize, lease: Option<i64>) -> Items {
     let mut kv = raw.kv_client();
     for p in parents.iter().chain([&dir]) {
         kv.put(*p, "", None).await.expect("a parent key");
@@ -125,14 +115,53 @@ async fn drop_dir(raw: &Client, dir: &str) {
     kv.delete(dir, None).await.expect("clean up");
 }
 
+/// A session, a raw client, and a fresh directory `top` whose `dir`
+/// (`top/items`, a queue's items) has [`CHILDREN`] children, under a lease
+/// of the raw client's if `leased`.
+struct Big {
+    session: Session,
+    raw: Client,
+    lease: Option<i64>,
+    top: String,
+    dir: String,
+    items: Items,
+}
+
+impl Big {
+    async fn new(leased: bool) -> Big {
+        let (session, raw) = (session().await, raw().await);
+        let lease = match leased {
+            true => {
+                let granted = raw.lease_client().grant(120, None).await;
+                Some(granted.expect("a lease").id())
+            }
+            false => None,
+        };
+        let top = fresh_dir();
+        let dir = format!("{top}/items");
+        let items = fill(&raw, &[&top], &dir, CHILDREN, lease).await;
+        Big {
+            session,
+            raw,
+            lease,
+            top,
+            dir,
+            items,
+        }
+    }
+
+    async fn done(self) {
+        drop_dir(&self.raw, &self.top).await;
+        self.session.close().await.expect("close");
+    }
+}
+
 #[tokio::test]
 async fn a_directory_too_large_for_one_answer_lists_whole_and_in_order() {
-    let (session, raw) = (session().await, raw().await);
-    let top = fresh_dir();
-    let dir = format!("{top}/items");
-    let items = fill(&raw, &[&top], &dir, CHILDREN).await;
+    let big = Big::new(false).await;
+    let (session, dir, items) = (&big.session, &big.dir, &big.items);
 
-    let listed = session.children(&dir).await.expect("the listing");
+    let listed = session.children(dir).await.expect("the listing");
     let names: Vec<&str> = listed.iter().map(|c| c.name.as_str()).collect();
     assert_eq!(names.len(), CHILDREN, "every child is listed");
     assert!(
@@ -153,14 +182,13 @@ async fn a_directory_too_large_for_one_answer_lists_whole_and_in_order() {
         .filter(|n| n.starts_with("_c_a"))
         .collect();
     let part = session
-        .children_prefixed(&dir, "_c_a")
+        .children_prefixed(dir, "_c_a")
         .await
         .expect("the lane's listing");
     let part: Vec<&str> = part.iter().map(|c| c.name.as_str()).collect();
     assert_eq!(part, lane);
 
-    drop_dir(&raw, &top).await;
-    session.close().await.expect("close");
+    big.done().await;
 }
 
 /// While one client deletes the items from the front (in order, 16 to a
@@ -170,10 +198,8 @@ async fn a_directory_too_large_for_one_answer_lists_whole_and_in_order() {
 /// between the first and last it shows, or show some already deleted.
 #[tokio::test]
 async fn a_large_listing_is_one_snapshot_while_the_directory_changes() {
-    let (session, raw) = (session().await, raw().await);
-    let top = fresh_dir();
-    let dir = format!("{top}/items");
-    let items = fill(&raw, &[&top], &dir, CHILDREN).await;
+    let big = Big::new(false).await;
+    let (session, raw, dir, items) = (&big.session, &big.raw, &big.dir, &big.items);
     let mut index: HashMap<String, usize> = items
         .ordered
         .iter()
@@ -230,7 +256,7 @@ async fn a_large_listing_is_one_snapshot_while_the_directory_changes() {
     };
 
     for round in 0..3 {
-        let listed = session.children(&dir).await.expect("the listing");
+        let listed = session.children(dir).await.expect("the listing");
         let at: Vec<usize> = listed
             .iter()
             .map(|c| *index.get(&c.name).expect("a child this test made"))
@@ -253,16 +279,13 @@ async fn a_large_listing_is_one_snapshot_while_the_directory_changes() {
         "the directory changed while it was listed ({deleted} deleted, {added} added)"
     );
 
-    drop_dir(&raw, &top).await;
-    session.close().await.expect("close");
+    big.done().await;
 }
 
 #[tokio::test]
 async fn a_queue_of_more_items_than_one_answer_holds_is_taken_in_order() {
-    let (session, raw) = (session().await, raw().await);
-    let top = fresh_dir();
-    let dir = format!("{top}/items");
-    let items = fill(&raw, &[&top], &dir, CHILDREN).await;
+    let big = Big::new(false).await;
+    let (session, top, dir, items) = (&big.session, &big.top, &big.dir, &big.items);
     let data: HashMap<&str, usize> = items
         .ordered
         .iter()
@@ -272,7 +295,7 @@ async fn a_queue_of_more_items_than_one_answer_holds_is_taken_in_order() {
         })
         .collect();
 
-    let queue = Queue::new(&session, &top).expect("the queue");
+    let queue = Queue::new(session, top).expect("the queue");
     for expected in items.ordered.iter().take(100) {
         let got = queue.poll().await.expect("a poll").expect("an item");
         let got: usize = String::from_utf8(got)
@@ -285,11 +308,10 @@ async fn a_queue_of_more_items_than_one_answer_holds_is_taken_in_order() {
             "the head of the queue, in order"
         );
     }
-    let left = session.children(&dir).await.expect("the listing").len();
+    let left = session.children(dir).await.expect("the listing").len();
     assert_eq!(left, CHILDREN - 100, "each poll took one item");
 
-    drop_dir(&raw, &top).await;
-    session.close().await.expect("close");
+    big.done().await;
 }
 
 /// A lease's end deletes all its keys in one revision, and etcd sends a
@@ -299,18 +321,11 @@ async fn a_queue_of_more_items_than_one_answer_holds_is_taken_in_order() {
 /// then what comes after.
 #[tokio::test]
 async fn a_tree_watch_sees_one_revision_deleting_more_keys_than_one_answer_holds() {
-    let (session, raw) = (session().await, raw().await);
-    let top = fresh_dir();
-    let dir = format!("{top}/items");
-    let lease = raw
-        .lease_client()
-        .grant(120, None)
-        .await
-        .expect("a lease")
-        .id();
-    let items = fill_leased(&raw, &[&top], &dir, CHILDREN, Some(lease)).await;
+    let big = Big::new(true).await;
+    let (session, raw, top, dir, items) = (&big.session, &big.raw, &big.top, &big.dir, &big.items);
+    let lease = big.lease.expect("the lease");
 
-    let mut watch = session.watch_tree(&top).await.expect("the tree watch");
+    let mut watch = session.watch_tree(top).await.expect("the tree watch");
     raw.lease_client()
         .revoke(lease)
         .await
@@ -338,6 +353,5 @@ async fn a_tree_watch_sees_one_revision_deleting_more_keys_than_one_answer_holds
     assert!(gone.is_empty(), "{} deleted nodes not reported", gone.len());
 
     drop(watch);
-    drop_dir(&raw, &top).await;
-    session.close().await.expect("close");
+    big.done().await;
 }
