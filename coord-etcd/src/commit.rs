@@ -139,7 +139,7 @@ impl EtcdSession {
             }
             let sent = shared
                 .call_tracked(read_only, || {
-                    let mut kv = shared.client.kv_client();
+                    let mut kv = shared.kv_client();
                     let request = request.clone();
                     async move { kv.txn(request).await }
                 })

@@ -14,6 +14,7 @@ const UNKNOWN: i32 = 2;
 const DEADLINE_EXCEEDED: i32 = 4;
 const INVALID_ARGUMENT: i32 = 3;
 const NOT_FOUND: i32 = 5;
+const OUT_OF_RANGE: i32 = 11;
 const PERMISSION_DENIED: i32 = 7;
 const FAILED_PRECONDITION: i32 = 9;
 const UNAUTHENTICATED: i32 = 16;
@@ -335,6 +336,20 @@ pub(crate) fn at(path: &str) -> impl FnOnce(Error) -> Error + '_ {
             reason,
         },
         other => other,
+    }
+}
+
+/// Whether `e` is etcd's refusal of a read at a revision a compaction has
+/// taken (`mvcc: required revision has been compacted`).
+pub(crate) fn is_compacted(e: &Error) -> bool {
+    let Error::Backend { source, .. } = e else {
+        return false;
+    };
+    match source.downcast_ref::<etcd_client::Error>() {
+        Some(etcd_client::Error::GRpcStatus(status)) => {
+            i32::from(status.code()) == OUT_OF_RANGE && status.message().contains("compacted")
+        }
+        _ => false,
     }
 }
 

@@ -95,6 +95,20 @@ pub(crate) fn direct_child<'k>(prefix: &str, key: &'k str) -> Option<&'k str> {
     }
 }
 
+/// The end of the key range of every key that starts with `prefix`: the
+/// prefix with its last byte below 0xff raised by one (and what follows it
+/// dropped); `\0`, etcd's "to the end of the key space", when there is none.
+pub(crate) fn range_end(prefix: &[u8]) -> Vec<u8> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xff {
+            end.push(last + 1);
+            return end;
+        }
+    }
+    vec![0]
+}
+
 /// The suffix a sequential create appends: the session's lease id in hex
 /// (16 digits) and the session's create counter (10 digits). The lease id is
 /// unique among live sessions and the counter within the session, so the
@@ -154,6 +168,19 @@ mod tests {
             direct_child("/a/", "/a/694d9a3c1e2b4f01"),
             Some("694d9a3c1e2b4f01")
         );
+    }
+
+    #[test]
+    fn range_ends_hold_exactly_the_keys_with_the_prefix() {
+        assert_eq!(range_end(b"/a/"), b"/a0");
+        assert_eq!(range_end(b"/a/q"), b"/a/r");
+        assert_eq!(range_end(b"/a/\xff\xff"), b"/a0");
+        assert_eq!(range_end(b"\xff"), b"\0");
+        assert_eq!(range_end(b""), b"\0");
+        // The end of a child prefix is the end subtree_range uses.
+        let ks = KeySpace::new("/ns");
+        let (_, end) = ks.subtree_range("/a");
+        assert_eq!(range_end(ks.child_prefix("/a").as_bytes()), end.as_bytes());
     }
 
     #[test]

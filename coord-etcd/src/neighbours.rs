@@ -12,8 +12,9 @@
 //! A range over `<dir>/` also holds grandchildren, and this session leaves
 //! its own deleted contender nodes out of its listings
 //! ([`EtcdSession::list`]): both are skipped client side, and when they
-//! (or a read/write lock's readers) use up the window, one more read
-//! takes the rest (`place`) or a listing answers (`first_children`).
+//! (or a read/write lock's readers) use up the window, one wider read
+//! (`place`), then a listing (read in pages, however large the
+//! directory) answers.
 
 use coord_core::backend::order::{first_in, place_in};
 use coord_core::{Blockers, Child, Error, Place, Result};
@@ -32,12 +33,17 @@ use crate::txn::{first_by_creation, rev, urev};
 /// grandchildren, this session's deleted nodes and a few readers.
 const PLACE_WINDOW: i64 = 8;
 
+/// How many earlier keys `place` reads when [`PLACE_WINDOW`] could not
+/// tell (a writer behind readers, one transaction's many creates): keys
+/// only, a small answer; past it, a listing decides.
+const PLACE_WIDE: i64 = 1024;
+
 /// How many keys beyond `n` `first_children` reads, for the keys it may
 /// have to skip.
 const FIRST_SLACK: usize = 4;
 
 /// The earlier children of a contender with sequence `seq` under
-/// `prefix`, nearest first, at most `limit` (0: all).
+/// `prefix`, nearest first, at most `limit`.
 fn earlier(seq: u64, limit: i64) -> GetOptions {
     GetOptions::new()
         .with_prefix()
@@ -97,15 +103,11 @@ impl EtcdSession {
             return Ok(Place::Gone);
         }
         if dir == "/" {
-            return match self.list(dir).await {
-                Ok((children, _)) => Ok(place_in(&children, me, blockers)),
-                Err(Error::NotFound { .. }) => Ok(Place::Gone),
-                Err(e) => Err(e),
-            };
+            return self.place_by_listing(dir, me, blockers).await;
         }
         let prefix = shared.keys.child_prefix(dir);
         let me_key = format!("{prefix}{}", me.name);
-        for limit in [PLACE_WINDOW, 0] {
+        for limit in [PLACE_WINDOW, PLACE_WIDE] {
             let present = Compare::create_revision(me_key.as_str(), CompareOp::Equal, rev(seq));
             let mut txn = Txn::new().when([present]);
             if seq > 1 {
@@ -129,9 +131,21 @@ impl EtcdSession {
                 return Ok(place);
             }
         }
-        Err(error::unexpected(
-            "a place that a read of every earlier key could not tell",
-        ))
+        self.place_by_listing(dir, me, blockers).await
+    }
+
+    /// The default's answer: a listing (see [`EtcdSession::list`]).
+    async fn place_by_listing(
+        &self,
+        dir: &str,
+        me: &Child,
+        blockers: Blockers<'_>,
+    ) -> Result<Place> {
+        match self.list(dir).await {
+            Ok((children, _)) => Ok(place_in(&children, me, blockers)),
+            Err(Error::NotFound { .. }) => Ok(Place::Gone),
+            Err(e) => Err(e),
+        }
     }
 
     /// See the module docs: the head a contender create in flight read,

@@ -144,7 +144,7 @@ impl PrimitiveSession for EtcdSession {
         loop {
             let sent = shared
                 .call(false, || {
-                    let mut kv = shared.client.kv_client();
+                    let mut kv = shared.kv_client();
                     let key = key.clone();
                     let options = etcd_client::DeleteOptions::new().with_prev_key();
                     async move { kv.delete(key, Some(options)).await }

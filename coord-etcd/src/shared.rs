@@ -53,7 +53,29 @@ pub(crate) struct Shared {
     pub(crate) redial: (Vec<String>, etcd_client::ConnectOptions),
 }
 
+/// The largest answer coord-etcd decodes: the largest etcd's server sends
+/// (its gRPC send limit is `math.MaxInt32`; Go's clientv3 receives as much).
+/// tonic's default, 4 MiB, refuses a listing of ~33,000 keys or a Txn
+/// reading a few large values, and a watch answer holding one revision's
+/// events (a lease revoke deleting thousands of keys is one revision).
+/// Listings are read in pages anyway (see `crate::listing`).
+const MAX_ANSWER: usize = i32::MAX as usize;
+
 impl Shared {
+    /// The KV client, taking answers of any size the server sends.
+    pub(crate) fn kv_client(&self) -> etcd_client::KvClient {
+        self.client
+            .kv_client()
+            .max_decoding_message_size(MAX_ANSWER)
+    }
+
+    /// The watch client, taking answers of any size the server sends.
+    pub(crate) fn watch_client(&self) -> etcd_client::WatchClient {
+        self.client
+            .watch_client()
+            .max_decoding_message_size(MAX_ANSWER)
+    }
+
     /// Note the revision of an answer.
     pub(crate) fn saw(&self, revision: i64) {
         self.seen.fetch_max(revision, Ordering::Relaxed);
@@ -211,13 +233,13 @@ impl Shared {
     /// A range read.
     pub(crate) async fn get(
         &self,
-        key: &str,
+        key: impl AsRef<[u8]>,
         options: Option<GetOptions>,
     ) -> Result<etcd_client::GetResponse> {
         self.call(true, || {
-            let mut kv = self.client.kv_client();
+            let mut kv = self.kv_client();
             let options = options.clone();
-            let key = key.to_owned();
+            let key = key.as_ref().to_vec();
             async move { kv.get(key, options).await }
         })
         .await
@@ -227,7 +249,7 @@ impl Shared {
     /// a read).
     pub(crate) async fn txn(&self, txn: &Txn, read_only: bool) -> Result<etcd_client::TxnResponse> {
         self.call(read_only, || {
-            let mut kv = self.client.kv_client();
+            let mut kv = self.kv_client();
             let txn = txn.clone();
             async move { kv.txn(txn).await }
         })

@@ -61,7 +61,7 @@ async fn feed_tree(
             .with_range(end.as_str())
             .with_start_revision(next);
         let epoch = shared.auth_epoch();
-        let mut client = shared.client.watch_client();
+        let mut client = shared.watch_client();
         let open = tokio::time::timeout(
             shared.request_timeout,
             client.watch(start.as_str(), Some(opts)),

@@ -41,7 +41,7 @@ pub(crate) async fn grant(shared: &Shared, ttl: Duration) -> Result<i64> {
     let marker = shared.keys.ttl_marker(id);
     let put = shared
         .call(false, || {
-            let mut kv = shared.client.kv_client();
+            let mut kv = shared.kv_client();
             let marker = marker.clone();
             async move {
                 kv.put(

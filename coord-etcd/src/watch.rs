@@ -100,7 +100,7 @@ async fn open(
     let Some(((first_key, first_opts), more)) = watchers.split_first() else {
         return Err(WatchEnd::Cancelled);
     };
-    let mut client = shared.client.watch_client();
+    let mut client = shared.watch_client();
     let registered = async {
         let mut stream = match client
             .watch(first_key.as_str(), Some(first_opts.clone()))
