@@ -46,12 +46,17 @@ pub(crate) fn check_targets(rep: &mut Report, cfg: &Config) {
             }
         }
         "etcd" => {
+            // Decided (issue 35): ≥ 0.9×, not 1.0×. coord's release is a
+            // Txn comparing the node's create revision, so a name the
+            // session reuses is never deleted for another node, and a
+            // foreign node never is; the lock RPC's unlock is a plain
+            // delete (docs/benchmarks.md measures what the compare costs).
             at_least(
                 &mut t,
                 rep,
                 "w1.lock.per_s",
-                "etcd W1 cycles/s ≥ 1.0× the lock RPC".into(),
-                1.0,
+                "etcd W1 cycles/s, release().await, ≥ 0.9× the lock RPC".into(),
+                0.9,
             );
             for (k, min) in [(8, 3.0), (32, 1.5)] {
                 at_least(
@@ -62,13 +67,10 @@ pub(crate) fn check_targets(rep: &mut Report, cfg: &Config) {
                     min,
                 );
             }
-            at_least(
-                &mut t,
-                rep,
-                "w6.four_vs_one.per_s",
-                "etcd W6: 4 consumers drain ≥ 2.5× as fast as 1".into(),
-                2.5,
-            );
+            // W6's 4-consumers-versus-1 drain is reported, no longer a
+            // target on etcd (retired in issue 35): on 2 cores one
+            // consumer and the server already keep the machine busy, so
+            // the ratio follows the machine's load (docs/benchmarks.md).
         }
         "mem" => {
             // tokio cycles/s ÷ Lock cycles/s: the inverse of the row's ratio.

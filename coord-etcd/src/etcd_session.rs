@@ -57,8 +57,20 @@ pub(crate) const DIRS_KEPT: usize = 1024;
 /// a few requests old.
 const GONE_KEPT: usize = 64;
 
-/// A listing of a directory's children and the revision it was read at.
-pub(crate) type Listing = Arc<(Vec<Child>, i64)>;
+/// The head of a directory that a contender create read in its own Txn
+/// (its first [`crate::txn::FIRST_READ`] children by create revision), and the
+/// revision it was read at.
+pub(crate) struct Listed {
+    /// Direct children, in the order of `children`: every one the
+    /// directory had when `complete`, else a head of the order.
+    pub(crate) children: Vec<Child>,
+    pub(crate) revision: i64,
+    /// The read held the whole directory.
+    pub(crate) complete: bool,
+}
+
+/// A [`Listed`], shared with the reads waiting for it.
+pub(crate) type Listing = Arc<Listed>;
 
 /// What a contender create in flight will tell: `None` while in flight,
 /// then `Some(listing)` (`Some(None)`: failed, or no listing).

@@ -55,6 +55,7 @@
 //! | session | a lease whose TTL is the session timeout, kept alive every TTL/3 by a background task |
 //! | node at `/a/b` | key `<namespace>/a/b` |
 //! | children of `/a` | keys directly under `<namespace>/a/`, by create revision |
+//! | place, first children | one range sorted by create revision with a small limit: the earlier keys below the contender's create revision, nearest first, behind a compare of its own key's (`place`); the first keys (`first_children`). A few keys come back whatever the crowd; the server still reads the whole range to sort it (see `neighbours.rs`) |
 //! | parents | plain keys (empty value) made by the create that needs them |
 //! | ephemeral | a key on the session's lease |
 //! | sequence, stamp | the key's create revision |
@@ -140,6 +141,7 @@ mod etcd_session;
 mod keepalive;
 mod keys;
 mod listing;
+mod neighbours;
 mod options;
 #[cfg(feature = "tls")]
 mod probe;

@@ -92,6 +92,21 @@ pub(crate) fn children_of(prefix: &str, kvs: &[etcd_client::KeyValue]) -> Vec<Ch
         .collect()
 }
 
+/// The direct children under `prefix` among the first keys of a range by
+/// create revision (`kvs`, `more` when the range held others), in
+/// creation order: when `more`, those created at the last key's revision
+/// are left out (keys of one revision come in no set order, so some of
+/// them may be missing), so what is kept is a head of the directory's
+/// order.
+pub(crate) fn head_of(prefix: &str, kvs: &[etcd_client::KeyValue], more: bool) -> Vec<Child> {
+    let mut children = children_of(prefix, kvs);
+    if more {
+        let last = kvs.iter().map(|kv| urev(kv.create_revision())).max();
+        children.retain(|c| c.sequence < last);
+    }
+    children
+}
+
 /// Whether `path` is the child `name` of `dir`, compared without building
 /// the child's path (a queue's listing may hold thousands of children).
 fn is_child(dir: &str, name: &str, path: &str) -> bool {
@@ -157,20 +172,25 @@ impl EtcdSession {
         name_prefix: &str,
     ) -> Result<(Vec<Child>, i64)> {
         let (mut children, revision) = self.list_all(dir, name_prefix).await?;
-        let is = |path: &str, name: &str| is_child(dir, name, path);
-        let deleting = self.deleting.lock().map(|d| d.clone()).unwrap_or_default();
-        if !deleting.is_empty() {
-            children.retain(|c| !deleting.iter().any(|p| is(p, &c.name)));
-        }
-        let gone = self.gone.lock().map(|g| g.clone()).unwrap_or_default();
-        if !gone.is_empty() {
-            children.retain(|c| {
-                !gone
-                    .iter()
-                    .any(|(p, rev)| Some(*rev) == c.sequence && is(p, &c.name))
-            });
-        }
+        let hidden = self.hidden(dir);
+        children.retain(|c| !hidden(c));
         Ok((children, revision))
+    }
+
+    /// Which children of `dir` this session's listings leave out (see
+    /// [`EtcdSession::list`]): its contender nodes whose delete is in
+    /// flight, and those it has seen deleted.
+    pub(crate) fn hidden(&self, dir: &str) -> impl Fn(&Child) -> bool {
+        let dir = dir.to_owned();
+        let deleting = self.deleting.lock().map(|d| d.clone()).unwrap_or_default();
+        let gone = self.gone.lock().map(|g| g.clone()).unwrap_or_default();
+        move |c: &Child| {
+            let is = |path: &str| is_child(&dir, &c.name, path);
+            deleting.iter().any(|p| is(p))
+                || gone
+                    .iter()
+                    .any(|(p, rev)| Some(*rev) == c.sequence && is(p))
+        }
     }
 
     /// The children of `dir` whose names begin with `name_prefix` (all of
@@ -179,9 +199,11 @@ impl EtcdSession {
         let shared = &self.shared;
         shared.check_open()?;
         if let Some(listing) = self.listing_in_flight(dir).await {
-            let (children, revision) = &*listing;
-            let mine = children.iter().filter(|c| c.name.starts_with(name_prefix));
-            return Ok((mine.cloned().collect(), *revision));
+            if listing.complete {
+                let mine = listing.children.iter();
+                let mine = mine.filter(|c| c.name.starts_with(name_prefix));
+                return Ok((mine.cloned().collect(), listing.revision));
+            }
         }
         let prefix = shared.keys.child_prefix(dir);
         let range = format!("{prefix}{name_prefix}");
@@ -232,7 +254,7 @@ impl EtcdSession {
     /// this session has already had. So a listing never misses this
     /// session's own writes, and reads never go back in time: ZooKeeper's
     /// guarantees for a read that follows a create on one connection.
-    async fn listing_in_flight(&self, dir: &str) -> Option<Listing> {
+    pub(crate) async fn listing_in_flight(&self, dir: &str) -> Option<Listing> {
         let floor = self.shared.seen.load(Ordering::Relaxed);
         let mut rx = {
             let list = self.in_flight.lock().ok()?;
@@ -244,7 +266,7 @@ impl EtcdSession {
             Ok(Ok(slot)) => slot.clone().flatten()?,
             _ => return None,
         };
-        (listing.1 >= floor).then_some(listing)
+        (listing.revision >= floor).then_some(listing)
     }
 }
 

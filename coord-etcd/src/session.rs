@@ -9,8 +9,8 @@ use async_trait::async_trait;
 use coord_core::backend::Backoff;
 use coord_core::backend::{lease::LeaseClock, PrimitiveSession};
 use coord_core::{
-    Child, CreateMode, Created, Error, Fence, Node, Op, OpResult, Result, SessionId, SessionState,
-    Stat, Transaction, TreeWatch, TxnLimits, TxnResult, Watch,
+    Blockers, Child, CreateMode, Created, Error, Fence, Node, Op, OpResult, Place, Result,
+    SessionId, SessionState, Stat, Transaction, TreeWatch, TxnLimits, TxnResult, Watch,
 };
 use etcd_client::GetOptions;
 use tokio::sync::watch;
@@ -195,6 +195,21 @@ impl PrimitiveSession for EtcdSession {
 
     async fn children(&self, dir: &str) -> Result<Vec<Child>> {
         Ok(self.list(dir).await?.0)
+    }
+
+    /// One Txn: see [`crate::neighbours`].
+    async fn place(&self, dir: &str, me: &Child, blockers: Blockers<'_>) -> Result<Place> {
+        self.place_of(dir, me, blockers).await
+    }
+
+    /// One range (none behind this session's contender create in the
+    /// directory, whose Txn reads the head): see [`crate::neighbours`].
+    async fn first_children(&self, dir: &str, n: usize) -> Result<Vec<Child>> {
+        self.first_of(dir, n).await
+    }
+
+    fn orders_at_server(&self) -> bool {
+        true
     }
 
     async fn children_prefixed(&self, dir: &str, prefix: &str) -> Result<Vec<Child>> {

@@ -10,8 +10,8 @@
 
 use coord_core::{Created, Error, OpResult, Result, Stat};
 use etcd_client::{
-    Compare, CompareOp, DeleteOptions, GetOptions, KeyValue, PutOptions, Txn, TxnOp, TxnOpResponse,
-    TxnResponse,
+    Compare, CompareOp, DeleteOptions, GetOptions, KeyValue, PutOptions, SortOrder, SortTarget,
+    Txn, TxnOp, TxnOpResponse, TxnResponse,
 };
 
 use crate::error::{ephemeral_parent, unexpected};
@@ -65,10 +65,11 @@ pub(crate) struct CreatePlan {
     pub persistent: bool,
     /// The session's lease, to recognise our own node after a lost answer.
     pub own_lease: i64,
-    /// Also list the new node's siblings (keys under this prefix) in the
-    /// same Txn, right after the put: a read in a Txn sees the Txn's own
-    /// writes, so the listing holds the new node (see
-    /// `session::EtcdSession::create`).
+    /// Also read the new node's first siblings (keys under this prefix,
+    /// by create revision, [`FIRST_READ`] of them) in
+    /// the same Txn, right after the put: a read in a Txn sees the Txn's
+    /// own writes, so a directory that was empty shows the new node first
+    /// (see `session::EtcdSession::create`).
     pub list_siblings: Option<String>,
     /// The parent was there, not ephemeral, at this session's last create
     /// under it: compare the parent alone instead of making every missing
@@ -224,7 +225,7 @@ impl Plan {
                 if let Some(prefix) = &c.list_siblings {
                     ops.push(TxnOp::get(
                         prefix.as_str(),
-                        Some(GetOptions::new().with_prefix().with_keys_only()),
+                        Some(first_by_creation(FIRST_READ)),
                     ));
                 }
                 ops
@@ -557,13 +558,31 @@ pub(crate) fn interpret(
     plan.failed(rest, retrying)
 }
 
-/// The sibling listing a successful create asked for
-/// ([`CreatePlan::list_siblings`]): the keys under the parent's prefix.
-pub(crate) fn sibling_listing(plan: &Plan, resp: &TxnResponse) -> Option<Vec<KeyValue>> {
+/// How many children a contender create reads back in its Txn, first by
+/// create revision: enough for a lock's "am I first" and a small
+/// semaphore's "am I among the first n" without a listing of every
+/// waiter (whose size grows with the crowd).
+pub(crate) const FIRST_READ: i64 = 8;
+
+/// A range over a prefix (keys only), the first `limit` keys by create
+/// revision: `more` in the answer says whether there were others. etcd
+/// reads every key of the range to sort it, but sends only these.
+pub(crate) fn first_by_creation(limit: i64) -> GetOptions {
+    GetOptions::new()
+        .with_prefix()
+        .with_keys_only()
+        .with_sort(SortTarget::Create, SortOrder::Ascend)
+        .with_limit(limit)
+}
+
+/// The sibling read a successful create asked for
+/// ([`CreatePlan::list_siblings`]): the first keys under the parent's
+/// prefix by create revision, and whether there were more.
+pub(crate) fn sibling_listing(plan: &Plan, resp: &TxnResponse) -> Option<(Vec<KeyValue>, bool)> {
     match plan {
         Plan::Create(c) if c.list_siblings.is_some() && resp.succeeded() => {
             match resp.op_responses().pop() {
-                Some(TxnOpResponse::Get(g)) => Some(g.kvs().to_vec()),
+                Some(TxnOpResponse::Get(g)) => Some((g.kvs().to_vec(), g.more())),
                 _ => None,
             }
         }

@@ -12,9 +12,9 @@ use coord_core::{CreateMode, Created, Error, OpResult, Result};
 use etcd_client::GetOptions;
 
 use crate::error;
-use crate::etcd_session::{EtcdSession, Listing, DIRS_KEPT};
+use crate::etcd_session::{EtcdSession, Listed, Listing, DIRS_KEPT};
 use crate::keys::sequential_suffix;
-use crate::listing::{children_of, parent_of};
+use crate::listing::{head_of, parent_of};
 use crate::txn::{self, CreatePlan, FenceKey, Plan};
 
 impl EtcdSession {
@@ -185,10 +185,16 @@ impl EtcdSession {
                         }
                     }
                     let listing = match (&plan, txn::sibling_listing(&plan, &resp)) {
-                        (Plan::Create(c), Some(kvs)) => c.list_siblings.as_deref().map(|p| {
-                            let revision = resp.header().map(|h| h.revision()).unwrap_or(0);
-                            Arc::new((children_of(p, &kvs), revision))
-                        }),
+                        (Plan::Create(c), Some((kvs, more))) => {
+                            c.list_siblings.as_deref().map(|p| {
+                                let revision = resp.header().map(|h| h.revision()).unwrap_or(0);
+                                Arc::new(Listed {
+                                    children: head_of(p, &kvs, more),
+                                    revision,
+                                    complete: !more,
+                                })
+                            })
+                        }
                         _ => None,
                     };
                     return Ok((done, listing));

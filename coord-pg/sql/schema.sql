@@ -60,7 +60,7 @@ create table if not exists @schema@.nodes (
   next_seq bigint not null default 0 -- the next sequence among its children
 );
 -- Children in order: sequential ones by sequence, then the rest by name.
--- The same index answers "the child just before sequence S" in O(log N).
+-- The same index answers `place` and `first_children` in O(log N).
 create index if not exists nodes_children on @schema@.nodes (parent, seq, name);
 create index if not exists nodes_ttl on @schema@.nodes (ttl_ms) where ttl_ms is not null;
 -- A session's ephemeral nodes, for the cascade that deletes them with it
@@ -369,20 +369,45 @@ begin
     where n.parent = dir order by n.seq nulls last, n.name;
 end $$;
 
--- Issue 35's ordered neighbour, in O(log N): the child of `dir` just
--- before sequence `before` (null: the first child with a sequence).
-create or replace function @schema@.predecessor(sid bigint, dir text, before bigint)
+-- Where the contender `me_name` (sequence `me_seq`) stands in `dir`'s
+-- queue (coord_core::backend::order): kind 0 gone (no child of that name
+-- and sequence), 1 first, 2 behind the child named: the nearest earlier
+-- one with a sequence whose name holds none of `markers` (null: every
+-- earlier one blocks). A backward scan of nodes_children from `me_seq`:
+-- O(log N), plus the earlier children the markers let pass.
+create or replace function @schema@.place(sid bigint, dir text, me_name text, me_seq bigint,
+                                          markers text[])
+returns table (kind smallint, name text, seq bigint)
+language plpgsql as $$
+begin
+  perform @schema@.live(sid);
+  if not exists (select 1 from @schema@.nodes n
+                 where n.parent = dir and n.name = me_name and n.seq = me_seq) then
+    return query select 0::smallint, null::text, null::bigint;
+    return;
+  end if;
+  return query select 2::smallint, n.name, n.seq from @schema@.nodes n
+    where n.parent = dir and n.seq < me_seq
+      and (markers is null
+           or not exists (select 1 from unnest(markers) m where strpos(n.name, m) > 0))
+    order by n.seq desc, n.name desc limit 1;
+  if not found then
+    return query select 1::smallint, null::text, null::bigint;
+  end if;
+end $$;
+
+-- The first `n` children of `dir` in the order of `children` (the
+-- index's): O(log N + n).
+create or replace function @schema@.first_children(sid bigint, dir text, n bigint)
 returns table (name text, seq bigint)
 language plpgsql as $$
 begin
   perform @schema@.live(sid);
-  if before is null then
-    return query select n.name, n.seq from @schema@.nodes n
-      where n.parent = dir and n.seq is not null order by n.seq limit 1;
-  else
-    return query select n.name, n.seq from @schema@.nodes n
-      where n.parent = dir and n.seq < before order by n.seq desc limit 1;
+  if not exists (select 1 from @schema@.nodes d where d.path = dir) then
+    raise exception 'no node at %', dir using errcode = 'CXNON';
   end if;
+  return query select c.name, c.seq from @schema@.nodes c
+    where c.parent = dir order by c.seq nulls last, c.name limit n;
 end $$;
 
 -- A guarded write's check: the fence node exists with its stamp, and its

@@ -24,6 +24,10 @@
 //!   (and sends tree watches `Resync`) rather than drop a change.
 //! - **Guarded writes and transactions** are one function call that checks
 //!   the fences first, in the same database transaction.
+//! - **Ordered neighbours**: a contender's place (`Session::place`) and a
+//!   directory's first children (`Session::first_children`) are one
+//!   function call each over the children index `(parent, seq, name)`: a
+//!   scan from the contender's sequence, O(log N), never a listing.
 //! - **The schema** (`coord` by default, [`PgOptions::with_schema`]) is made
 //!   by coord itself when missing, versioned in `<schema>.meta`. A role that
 //!   owns the schema (`create schema coord authorization app;`) needs no

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use coord_core::backend::{lease::LeaseClock, PrimitiveSession, SessionEnder};
 use coord_core::{
-    Child, CreateMode, Created, Error, Fence, Node, Op, OpResult, Result, SessionId, SessionState,
-    Stat, Transaction, TreeWatch, TxnResult, Watch,
+    Blockers, Child, CreateMode, Created, Error, Fence, Node, Op, OpResult, Place, Result,
+    SessionId, SessionState, Stat, Transaction, TreeWatch, TxnResult, Watch,
 };
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -339,6 +339,67 @@ impl PrimitiveSession for PgSession {
 
     async fn children(&self, dir: &str) -> Result<Vec<Child>> {
         self.list(dir).await
+    }
+
+    /// One call of `place` (sql/schema.sql): a backward scan of the
+    /// children index from `me`'s sequence, O(log N).
+    async fn place(&self, dir: &str, me: &Child, blockers: Blockers<'_>) -> Result<Place> {
+        let Some(seq) = me.sequence.and_then(|s| i64::try_from(s).ok()) else {
+            return Ok(Place::Gone);
+        };
+        let markers: Option<Vec<&str>> = match blockers {
+            Blockers::All => None,
+            Blockers::Unmarked(m) => Some(m.to_vec()),
+        };
+        let rows = self
+            .call(
+                "kind, name, seq",
+                "place",
+                &[
+                    (&dir, Type::TEXT),
+                    (&me.name, Type::TEXT),
+                    (&seq, Type::INT8),
+                    (&markers, Type::TEXT_ARRAY),
+                ],
+                dir,
+            )
+            .await?;
+        let row = rows.first().ok_or_else(|| no_answer(dir))?;
+        Ok(match row.get::<_, i16>(0) {
+            0 => Place::Gone,
+            1 => Place::First,
+            _ => {
+                let seq: Option<i64> = row.get(2);
+                Place::Behind(Child::new(
+                    row.get(1),
+                    seq.and_then(|s| u64::try_from(s).ok()),
+                ))
+            }
+        })
+    }
+
+    /// One call of `first_children`: an index range of `n` rows.
+    async fn first_children(&self, dir: &str, n: usize) -> Result<Vec<Child>> {
+        let n = i64::try_from(n).unwrap_or(i64::MAX);
+        let rows = self
+            .call(
+                "name, seq",
+                "first_children",
+                &[(&dir, Type::TEXT), (&n, Type::INT8)],
+                dir,
+            )
+            .await?;
+        Ok(rows
+            .iter()
+            .map(|r| {
+                let seq: Option<i64> = r.get(1);
+                Child::new(r.get(0), seq.and_then(|s| u64::try_from(s).ok()))
+            })
+            .collect())
+    }
+
+    fn orders_at_server(&self) -> bool {
+        true
     }
 
     async fn children_watch(&self, dir: &str) -> Result<(Vec<Child>, Watch)> {

@@ -40,7 +40,10 @@
 //!   sequence, creation time from the server's `TIME`) and a sorted set of children per node (`{ns}:c:<path>`, scored
 //!   by sequence; children without one score `inf` and so sort by name). All
 //!   of a store's keys start with `{ns}:` (a hash tag). The root `/` always
-//!   exists.
+//!   exists. A contender's place (`Session::place`) and a directory's
+//!   first children (`Session::first_children`) are one script each that
+//!   walks that sorted set from the contender's score (or from the start):
+//!   O(log N), never a listing of every waiter.
 //! - **Atomicity**: every operation is one Lua script (EVALSHA, after a
 //!   SCRIPT LOAD where the server lacks it), so each create, set, delete and guarded write is atomic, and
 //!   each publishes its change notice in the same step: `{ns}:w:<path>` when

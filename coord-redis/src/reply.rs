@@ -2,7 +2,7 @@
 
 use std::time::{Duration, SystemTime};
 
-use coord_core::{Child, Created, Node, OpResult, Result, SessionId, Stat, TxnResult};
+use coord_core::{Child, Created, Node, OpResult, Place, Result, SessionId, Stat, TxnResult};
 use redis::Value;
 
 use crate::error;
@@ -163,6 +163,27 @@ pub(crate) fn decode_children(v: &Value) -> Result<Vec<Child>> {
             _ => Err(error::unexpected("children", v)),
         })
         .collect()
+}
+
+/// The answer of `place.lua`: `{0}` gone, `{1}` first, `{2, name,
+/// sequence}` behind that child.
+pub(crate) fn decode_place(v: &Value) -> Result<Place> {
+    let Value::Array(items) = v else {
+        return Err(error::unexpected("place", v));
+    };
+    match (
+        items.first().map(|k| int(k, "place")).transpose()?,
+        items.get(1),
+        items.get(2),
+    ) {
+        (Some(0), None, None) => Ok(Place::Gone),
+        (Some(1), None, None) => Ok(Place::First),
+        (Some(2), Some(name), Some(seq)) => Ok(Place::Behind(Child::new(
+            string(name, "place")?,
+            string(seq, "place")?.parse::<u64>().ok(),
+        ))),
+        _ => Err(error::unexpected("place", v)),
+    }
 }
 
 /// The answer of the transaction outcome script: `{'applied', the

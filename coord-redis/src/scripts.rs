@@ -35,6 +35,8 @@ scripts! {
     SET = "set.lua";
     DELETE = "delete.lua";
     CHILDREN = "children.lua";
+    PLACE = "place.lua";
+    FIRST = "first.lua";
     GUARDED = "guarded.lua";
     TRANSACTION = "transaction.lua";
     TXN_OUTCOME = "txn_outcome.lua";

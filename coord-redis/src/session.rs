@@ -8,15 +8,17 @@ use async_trait::async_trait;
 use coord_core::backend::Backoff;
 use coord_core::backend::{lease::LeaseClock, PrimitiveSession};
 use coord_core::{
-    path, Child, CreateMode, Created, Error, Fence, Node, Op, OpResult, Result, SessionId,
-    SessionState, Stat, Transaction, TxnLimits, TxnResult, Watch,
+    path, Blockers, Child, CreateMode, Created, Error, Fence, Node, Op, OpResult, Place, Result,
+    SessionId, SessionState, Stat, Transaction, TxnLimits, TxnResult, Watch,
 };
 use tokio::sync::watch as state_watch;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use crate::error::{self, BACKEND};
-use crate::reply::{decode_created, decode_put, decode_stat, flag, version_arg};
+use crate::reply::{
+    decode_children, decode_created, decode_place, decode_put, decode_stat, flag, version_arg,
+};
 use crate::scripts;
 use crate::shared::{after, Shared};
 use crate::watch;
@@ -197,6 +199,37 @@ impl PrimitiveSession for RedisSession {
 
     async fn children(&self, dir: &str) -> Result<Vec<Child>> {
         self.core.children(dir).await
+    }
+
+    /// One script (`place.lua`): a walk down the directory's sorted set
+    /// from the contender's score, O(log N).
+    async fn place(&self, dir: &str, me: &Child, blockers: Blockers<'_>) -> Result<Place> {
+        let Some(seq) = me.sequence else {
+            return Ok(Place::Gone);
+        };
+        let seq = seq.to_string();
+        let mut args: Vec<&[u8]> = vec![dir.as_bytes(), me.name.as_bytes(), seq.as_bytes()];
+        if let Blockers::Unmarked(markers) = blockers {
+            args.extend(markers.iter().map(|m| m.as_bytes()));
+        }
+        let value = self.core.call_idempotent(&scripts::PLACE, &args).await?;
+        decode_place(&value)
+    }
+
+    /// One script (`first.lua`): a range of the sorted set by rank,
+    /// O(log N + n).
+    async fn first_children(&self, dir: &str, n: usize) -> Result<Vec<Child>> {
+        // More than any directory holds; a count Lua prints as an integer.
+        let n = n.min(u32::MAX as usize).to_string();
+        let value = self
+            .core
+            .call_idempotent(&scripts::FIRST, &[dir.as_bytes(), n.as_bytes()])
+            .await?;
+        decode_children(&value)
+    }
+
+    fn orders_at_server(&self) -> bool {
+        true
     }
 
     async fn children_watch(&self, dir: &str) -> Result<(Vec<Child>, Watch)> {

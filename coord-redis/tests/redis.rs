@@ -19,6 +19,22 @@ async fn raw(options: &RedisOptions) -> redis::aio::MultiplexedConnection {
         .expect("connect to COORD_TEST_REDIS")
 }
 
+/// Delete session `sid`'s key behind everyone's back (no reap, no
+/// notice), as if it had expired unseen; it must have been there.
+async fn delete_session_key(
+    conn: &mut redis::aio::MultiplexedConnection,
+    options: &RedisOptions,
+    sid: &str,
+) {
+    let key = format!("{}s:{sid}", options.key_prefix());
+    let n: i64 = redis::cmd("DEL")
+        .arg(&key)
+        .query_async(conn)
+        .await
+        .expect("DEL");
+    assert_eq!(n, 1, "session {sid}'s key was there");
+}
+
 async fn eventually<F, Fut>(what: &str, within: Duration, mut check: F)
 where
     F: FnMut() -> Fut,
@@ -97,14 +113,8 @@ async fn reads_reap_dead_sessions_lazily() {
     let sid = crashing.id().0.clone();
     drop(crashing);
     let mut conn = raw(&h.options).await;
-    let key = format!("{}s:{sid}", h.options.key_prefix());
     // DEL raises no notice coord-redis listens for: only a read can tell.
-    let n: i64 = redis::cmd("DEL")
-        .arg(&key)
-        .query_async(&mut conn)
-        .await
-        .expect("DEL");
-    assert_eq!(n, 1);
+    delete_session_key(&mut conn, &h.options, &sid).await;
     assert!(other.get(&a.path).await.expect("get").is_none());
     // Reaping the session took its other node too.
     let left: i64 = redis::cmd("EXISTS")
@@ -440,4 +450,64 @@ async fn keyspace_events_required_and_present() {
         .await
         .expect("notify-keyspace-events has K and x on the test server");
     s.close().await.expect("close");
+}
+
+/// A dead session's contender nodes (its key deleted behind everyone's
+/// back, nothing reaped yet) are never an answer of `place` or
+/// `first_children`: the scripts reap them on the way, and answer what a
+/// listing (which reaps too) gives afterwards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn place_and_first_children_pass_over_dead_sessions_nodes() {
+    use coord_core::backend::order::{first_in, place_in};
+    use coord_core::{Blockers, Child, Place, Session};
+
+    let h = RedisHarness::from_env();
+    let other = coord_redis::connect(h.options()).await.expect("connect");
+    let mut conn = raw(&h.options).await;
+    // Contenders of `other` (o) and of a session that dies (d), in
+    // sequence order: d d o d d o d o.
+    async fn made(s: &Session, dir: &str) -> Child {
+        let c = s
+            .create(
+                &format!("{dir}/_c_x-lock-"),
+                b"",
+                CreateMode::EphemeralSequential,
+            )
+            .await
+            .expect("create");
+        let name = c.path.rsplit('/').next().expect("a name");
+        Child::new(name.to_owned(), c.sequence)
+    }
+    for (round, dir) in ["/ord-first", "/ord-place"].into_iter().enumerate() {
+        let (dying, hooks) = testing::connect_with_hooks(h.options())
+            .await
+            .expect("connect");
+        let mut ours = Vec::new();
+        for who in "ddoddodo".chars() {
+            if who == 'o' {
+                ours.push(made(&other, dir).await);
+            } else {
+                made(&dying, dir).await;
+            }
+        }
+        hooks.crash();
+        let sid = dying.id().0.clone();
+        drop(dying);
+        delete_session_key(&mut conn, &h.options, &sid).await;
+        if round == 0 {
+            let got = other.first_children(dir, 2).await.expect("first_children");
+            assert_eq!(got, ours[..2].to_vec());
+            let kids = other.children(dir).await.expect("children");
+            assert_eq!(kids, ours, "the dead session's nodes were reaped");
+            assert_eq!(got, first_in(kids, 2));
+        } else {
+            let last = &ours[2];
+            let got = other.place(dir, last, Blockers::All).await.expect("place");
+            assert_eq!(got, Place::Behind(ours[1].clone()));
+            let kids = other.children(dir).await.expect("children");
+            assert_eq!(kids, ours, "the dead session's nodes were reaped");
+            assert_eq!(got, place_in(&kids, last, Blockers::All));
+        }
+    }
+    other.close().await.expect("close");
 }

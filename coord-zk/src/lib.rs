@@ -88,6 +88,7 @@
 //! | wait gone | `getData` with a watch (no watch is left on a missing node, unlike `exists`) |
 //! | get and watch (data watch) | `getData` with a watch: fires at the node's next set or its deletion |
 //! | children watch | `getChildren` with a watch |
+//! | place, first children (`Session::place`, `Session::first_children`) | the defaults: a full `getChildren`, then `order::place_in` / `order::first_in` (ZooKeeper has no query for a child's neighbour or the first n children; `orders_at_server` is `false`) |
 //! | tree watch | `addWatch` in PERSISTENT_RECURSIVE mode (3.6+; `NotSupported` before); added again after every reconnection, then `Resync`. One connection keeps one watch per path before 3.9 (ZOOKEEPER-4466): a data watch on a tree watch's own path is served by the tree watch, and a tree watch on a path with a data watch set is `NotSupported` (the caches then use one-shot watches) |
 //! | creation time | `ctime` (the server's clock, in ms) |
 //! | guarded write | read the fence's czxid, then `multi(check(fence, version), op)` (see below) |

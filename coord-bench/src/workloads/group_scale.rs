@@ -145,6 +145,24 @@ pub(crate) async fn bench(ctx: &mut Ctx<'_>) -> BenchResult<()> {
             });
         }
         ctx.rep.push(row);
+        // What the watchers add after the joins: the part coord's watch
+        // controls (the joins alone grow with the server's write rate).
+        let lag = |s: &Sized| -> Vec<f64> {
+            s.full_ms
+                .iter()
+                .zip(&s.joined_ms)
+                .map(|(f, j)| (f - j).max(0.0))
+                .collect()
+        };
+        ctx.rep.push(
+            Row::new(
+                "growth.group.lag_ratio",
+                "G",
+                format!("Group, {last} members ÷ {first}: after the last join returned"),
+            )
+            .metric("until every watcher sees all", Unit::Ms)
+            .blocks(&lag(z), (&format!("{first} members"), &lag(a))),
+        );
         ctx.rep.push(
             Row::new(
                 "growth.group.joined_ratio",
