@@ -63,6 +63,9 @@ create table if not exists @schema@.nodes (
 -- The same index answers `place` and `first_children` in O(log N).
 create index if not exists nodes_children on @schema@.nodes (parent, seq, name);
 create index if not exists nodes_ttl on @schema@.nodes (ttl_ms) where ttl_ms is not null;
+-- A session's ephemeral nodes, for the cascade that deletes them with it
+-- (without it, every session reaped is a scan of every node).
+create index if not exists nodes_owner on @schema@.nodes (owner) where owner is not null;
 
 insert into @schema@.nodes (path, parent, name, data, stamp, mtime, ctime)
   values ('/', null, '', '', 0, clock_timestamp(), clock_timestamp())
@@ -91,26 +94,51 @@ create trigger nodes_notice after insert or update of data, version or delete
 
 -- End every session the server's clock has passed (their ephemeral nodes
 -- go by cascade, with their notices), and every TTL node gone its TTL
--- unchanged and childless. Every operation calls it first, so a dead
--- process's nodes go at the first operation of anyone after its expiry.
+-- unchanged and childless. Every operation and every heartbeat calls it,
+-- so a dead process's nodes go at the first operation of anyone after its
+-- expiry.
+--
+-- Hundreds of clients reap at once: a reaper never waits on another, nor on
+-- an operation of the session it would end. It deletes only the rows it
+-- can lock at once (`skip locked`: one being deleted by another reaper, or
+-- in use by its own session's operation, see live()), in one order (by
+-- key). A reaper that waited could deadlock: its snapshot, taken before
+-- the wait, shows a session renewed since as expired, and that session's
+-- renewer waits on it in turn. So nothing may count on reap() having ended
+-- every expired session: live() checks the clock itself.
 create or replace function @schema@.reap() returns void
 language plpgsql as $$
 begin
-  delete from @schema@.sessions where expires_at < clock_timestamp();
-  delete from @schema@.nodes n
-    where n.ttl_ms is not null
-      and n.mtime + n.ttl_ms * interval '1 millisecond' < clock_timestamp()
-      and not exists (select 1 from @schema@.nodes c where c.parent = n.path);
+  delete from @schema@.sessions s where s.id in (
+    select e.id from @schema@.sessions e
+      where e.expires_at < clock_timestamp()
+      order by e.id
+      for update of e skip locked);
+  delete from @schema@.nodes n where n.path in (
+    select t.path from @schema@.nodes t
+      where t.ttl_ms is not null
+        and t.mtime + t.ttl_ms * interval '1 millisecond' < clock_timestamp()
+        and not exists (select 1 from @schema@.nodes c where c.parent = t.path)
+      order by t.path
+      for update of t skip locked);
 end $$;
 
--- Refuse unless session `sid` lives (after reaping).
+-- Refuse unless session `sid` lives by the server's clock, and hold its
+-- row (key share) until the operation commits: a reaper skips it. So no
+-- session is reaped in the middle of its own operation, which would wait on
+-- the reaper (its new node's owner check) while the reaper, in an operation
+-- of its own, waits on a row that one holds (a directory's sequence
+-- counter). Then reap.
 create or replace function @schema@.live(sid bigint) returns void
 language plpgsql as $$
 begin
-  perform @schema@.reap();
-  if not exists (select 1 from @schema@.sessions where id = sid) then
+  perform 1 from @schema@.sessions s
+    where s.id = sid and s.expires_at >= clock_timestamp()
+    for key share of s;
+  if not found then
     raise exception 'session % is over', sid using errcode = 'CXSES';
   end if;
+  perform @schema@.reap();
 end $$;
 
 create or replace function @schema@.open(timeout_ms int)
@@ -382,11 +410,23 @@ begin
     where c.parent = dir order by c.seq nulls last, c.name limit n;
 end $$;
 
--- A guarded write's check: the fence node exists with its stamp.
+-- A guarded write's check: the fence node exists with its stamp, and its
+-- owner (if ephemeral) lives by the server's clock: an expired session's
+-- node may outlive it until a reaper gets to it (see reap()).
+create or replace function @schema@.holds(p text, st bigint) returns boolean
+language sql as $$
+  select exists (select 1 from @schema@.nodes n
+                 where n.path = p and n.stamp = st
+                   and (n.owner is null
+                        or exists (select 1 from @schema@.sessions s
+                                   where s.id = n.owner
+                                     and s.expires_at >= clock_timestamp())))
+$$;
+
 create or replace function @schema@.fence(p text, st bigint) returns void
 language plpgsql as $$
 begin
-  if not exists (select 1 from @schema@.nodes n where n.path = p and n.stamp = st) then
+  if not @schema@.holds(p, st) then
     raise exception 'the fence % does not hold', p using errcode = 'CXFEN';
   end if;
 end $$;
@@ -457,8 +497,7 @@ declare
 begin
   perform @schema@.live(sid);
   for i in 1 .. coalesce(array_length(fpaths, 1), 0) loop
-    if not exists (select 1 from @schema@.nodes n
-                   where n.path = fpaths[i] and n.stamp = fstamps[i]) then
+    if not @schema@.holds(fpaths[i], fstamps[i]) then
       raise exception 'the fence % does not hold', fpaths[i]
         using errcode = 'CXFEN', detail = 'fence:' || (i - 1);
     end if;
