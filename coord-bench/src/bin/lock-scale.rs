@@ -17,7 +17,7 @@ use coord_bench::workloads::scale::{self, ScaleConfig};
 #[command(name = "lock-scale", args_override_self = true)]
 struct Args {
     /// The server: mem://, zk://HOST:PORT, etcd://HOST:PORT,
-    /// redis://HOST:PORT or postgres://USER[:PASSWORD]@HOST:PORT/DB.
+    /// redis://HOST:PORT or postgres://USER:PASSWORD@HOST:PORT/DB (the password optional).
     #[arg(long)]
     url: String,
     /// Where to write the results.

@@ -3,7 +3,7 @@
 //! (1, 8, 64, 256, 1,024 by default), coord's `Lock` beside each backend's
 //! native lock in interleaved blocks — the same contender loop as W2
 //! ([`locks::contended`]), and on ZooKeeper also Curator's
-//! `InterProcessMutex` in a Java process ([`curator`]).
+//! `InterProcessMutex` in a Java process ([`super::curator`]).
 //!
 //! Rows: `scale.k<K>.<lock>.per_s` (median of the blocks),
 //! `scale.k<K>.<coord lock>.vs.<peer>` (the median of the per-block
@@ -352,7 +352,7 @@ fn join(xs: &[usize], sep: &str) -> String {
 
 impl Scale {
     /// The backend's table — K, each lock's hand-offs/s, coord ÷ each peer
-    /// (median [range] of the blocks), each lock's rate(K) ÷ rate(8) —
+    /// (median \[range\] of the blocks), each lock's rate(K) ÷ rate(8) —
     /// then the report's rows, targets and failures.
     pub fn markdown(&self) -> String {
         let rep = &self.report;
