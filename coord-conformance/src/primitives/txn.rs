@@ -610,17 +610,28 @@ pub async fn prim_txn_cut_or_lost_answer_never_half_applied(h: &dyn Harness) {
     let mut rounds = Vec::new();
     let mut cut_hit = false;
     for round in 0..FAULT_ROUNDS {
-        await_state(&faulty, SessionState::Connected).await;
-        // And a round trip through it: the state can lag the connection.
-        // A cut round's commit can fail on the cut before the session's
-        // state says so (the heal comes then); a commit sent while the
-        // client is still dropping that connection fails fast as
-        // suspended rather than reach the server. A read waits for the
-        // next connection.
-        faulty
-            .exists(&root)
-            .await
-            .expect("a read through the faulty session");
+        // A round trip through the session before the commit: the state
+        // can lag the connection. A cut round's commit can fail on the cut
+        // before the session's state says so (the heal comes then); a
+        // commit sent while the client is still dropping that connection
+        // fails fast as suspended rather than reach the server. A read
+        // that finds no connection (PostgreSQL fails fast with
+        // `ConnectionLost` while it reconnects) is retried once the
+        // session says it is connected again.
+        within("a read through the faulty session", async {
+            loop {
+                await_state(&faulty, SessionState::Connected).await;
+                match faulty.exists(&root).await {
+                    Ok(_) => break,
+                    // A pause, not a spin, should the state still lag.
+                    Err(e) if e.is_retryable() => {
+                        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                    }
+                    Err(e) => panic!("a read through the faulty session: {e}"),
+                }
+            }
+        })
+        .await;
         let (a, b) = (format!("{root}/{round}/a"), format!("{root}/{round}/b"));
         // The directory first: the commit is then the one request sent,
         // and nothing refuses it.
