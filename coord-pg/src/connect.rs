@@ -3,9 +3,10 @@
 //! 1. Check the options (no I/O) and read the TLS files.
 //! 2. Open the command connection; make or upgrade the schema if it is not
 //!    this coord's version ([`crate::schema`]).
-//! 3. Open the listening connection and put its `LISTEN` in place before
-//!    the session exists, so no change made by or for the session is
-//!    ever missed by its watches.
+//! 3. Attach the session's hub to the process's listening connection for
+//!    this server and schema ([`crate::listener`]; made, with its
+//!    `LISTEN`, when none runs) before the session exists, so no change
+//!    made by or for the session is ever missed by its watches.
 //! 4. Open the session on the server (`<schema>.open`): the lease starts at
 //!    that request's send time; start the heartbeat and the reconnector.
 
@@ -19,10 +20,11 @@ use tokio_postgres::types::Type;
 
 use crate::error::BACKEND;
 use crate::link::Link;
+use crate::listener::{attach, follow};
 use crate::options::PgOptions;
 use crate::session::PgSession;
 use crate::tls::MakeTls;
-use crate::watch::{listen, Hub};
+use crate::watch::Hub;
 
 /// Open a session on the server `options` names.
 ///
@@ -48,7 +50,7 @@ pub async fn connect(options: PgOptions) -> Result<Session> {
     let (id, client) = link.connect().await?;
     crate::schema::ensure(&client, &target.schema).await?;
     let hub = Arc::new(Hub::default());
-    let listener = listen(target.clone(), tls, Arc::clone(&hub), state_rx).await?;
+    let attachment = attach(&target, &tls, &hub).await?;
     let sent = Instant::now();
     let open = format!("select id from {}.open($1)", target.schema);
     let rows = client
@@ -60,6 +62,7 @@ pub async fn connect(options: PgOptions) -> Result<Session> {
         .map(|r| r.get(0))
         .ok_or_else(|| Error::ConnectionLost("postgres: open answered no session".into()))?;
     link.install(id, client);
+    let listener = follow(attachment, target.clone(), tls, Arc::clone(&hub), state_rx);
     let lease = Arc::new(LeaseClock::new(target.session_timeout, sent));
     let session = PgSession::start(
         link,

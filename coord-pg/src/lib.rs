@@ -19,9 +19,11 @@
 //!   sequence ahead of what it hands out, so after a crash it skips
 //!   forward, never back.
 //! - **Watches**: a trigger `NOTIFY`s every change at commit, in commit
-//!   order, to one `LISTEN` connection per session; a waiter registers
-//!   before its read, and a lost listening connection wakes every waiter
-//!   (and sends tree watches `Resync`) rather than drop a change.
+//!   order, to one `LISTEN` connection per process for each server and
+//!   schema, shared by its sessions (PostgreSQL wakes every listening
+//!   connection of a database at each notice); a waiter registers before
+//!   its read, and a lost listening connection wakes every waiter (and
+//!   sends tree watches `Resync`) rather than drop a change.
 //! - **Guarded writes and transactions** are one function call that checks
 //!   the fences first, in the same database transaction.
 //! - **Ordered neighbours**: a contender's place (`Session::place`) and a
@@ -32,8 +34,9 @@
 //!   by coord itself when missing, versioned in `<schema>.meta`. A role that
 //!   owns the schema (`create schema coord authorization app;`) needs no
 //!   other grant; making the schema needs `CREATE` on the database.
-//! - **Connections**: two per session (commands, `LISTEN`), each made again
-//!   when lost; TLS with rustls ([`PgOptions::with_tls`], `sslmode`).
+//! - **Connections**: one per session (commands) and one per process for
+//!   each server and schema (`LISTEN`), each made again when lost; TLS
+//!   with rustls ([`PgOptions::with_tls`], `sslmode`).
 //!
 //! High availability is the operator's: a failover to an asynchronous
 //! replica can lose acknowledged writes (a lock granted twice), and a
@@ -43,6 +46,7 @@ mod connect;
 mod error;
 mod keepalive;
 mod link;
+mod listener;
 mod options;
 mod rows;
 mod schema;

@@ -1,7 +1,8 @@
-//! Watches: one listening connection per session (`LISTEN <schema>`). The
-//! schema's trigger sends the kind (`c`, `u`, `d`), stamp, version and path
-//! of every created, set or deleted node at its transaction's commit, in
-//! commit order.
+//! Watches: each session's waiters and tree watches (its hub), fed by the
+//! process's listening connection for its server and schema
+//! ([`crate::listener`], `LISTEN <schema>`). The schema's trigger sends
+//! the kind (`c`, `u`, `d`), stamp, version and path of every created, set
+//! or deleted node at its transaction's commit, in commit order.
 //!
 //! 1. A one-shot waiter registers *before* the read it follows, so a change
 //!    committed after the read is never missed. Notices that come before
@@ -24,16 +25,11 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use coord_core::{Error, Result, SessionState, TreeChange, TreeWatch, Watch};
-use futures_util::StreamExt;
 use tokio::sync::{mpsc, oneshot, watch};
-use tokio_postgres::AsyncMessage;
 
-use crate::link::{open, RECONNECT};
-use crate::options::Target;
-use crate::tls::MakeTls;
+use crate::link::RECONNECT;
 
 /// What a waiter waits for.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -48,7 +44,7 @@ pub(crate) enum Kind {
 
 /// One change notice.
 #[derive(Clone)]
-struct Notice {
+pub(crate) struct Notice {
     op: char,
     stamp: u64,
     version: u64,
@@ -207,38 +203,16 @@ impl Hub {
         rx
     }
 
-    /// A notice from the trigger: `OP:STAMP:VERSION:PATH`.
-    pub(crate) fn notice(&self, payload: &str) {
-        let mut parts = payload.splitn(4, ':');
-        let (Some(op), Some(stamp), Some(version), Some(path)) =
-            (parts.next(), parts.next(), parts.next(), parts.next())
-        else {
-            return;
-        };
-        let (Some(op), Ok(stamp), Ok(version)) =
-            (op.chars().next(), stamp.parse(), version.parse())
-        else {
-            return;
-        };
-        let name = path.rsplit('/').next().unwrap_or_default().to_owned();
-        let n = Notice {
-            op,
-            stamp,
-            version,
-            name,
-        };
+    /// A notice from the trigger, parsed once ([`parse`]), for this
+    /// session's waiters and tree watches at `path`.
+    pub(crate) fn deliver(&self, n: &Notice, path: &str) {
         {
             let mut w = self.waiters.lock().unwrap_or_else(|p| p.into_inner());
-            if matches!(op, 'u' | 'd') {
-                offer(&mut w, path, &n, &[Kind::Change, Kind::Gone]);
+            if matches!(n.op, 'u' | 'd') {
+                offer(&mut w, path, n, &[Kind::Change, Kind::Gone]);
             }
-            if matches!(op, 'c' | 'd') && path != "/" {
-                offer(
-                    &mut w,
-                    coord_core::path::parent(path),
-                    &n,
-                    &[Kind::Children],
-                );
+            if matches!(n.op, 'c' | 'd') && path != "/" {
+                offer(&mut w, coord_core::path::parent(path), n, &[Kind::Children]);
             }
         }
         let mut trees = self.trees.lock().unwrap_or_else(|p| p.into_inner());
@@ -288,6 +262,20 @@ impl Hub {
             let _ = tx.send(Err(end()));
         }
     }
+}
+
+/// A notice from the trigger, `OP:STAMP:VERSION:PATH`: the notice and its
+/// path; `None` for anything else.
+pub(crate) fn parse(payload: &str) -> Option<(Notice, &str)> {
+    let mut parts = payload.splitn(4, ':');
+    let (op, stamp, version, path) = (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
+    let n = Notice {
+        op: op.chars().next()?,
+        stamp: stamp.parse().ok()?,
+        version: version.parse().ok()?,
+        name: path.rsplit('/').next().unwrap_or_default().to_owned(),
+    };
+    Some((n, path))
 }
 
 /// Whether `path` is `root` or lies under it.
@@ -346,135 +334,6 @@ pub(crate) fn tree_watch(hub: &Arc<Hub>, root: &str) -> TreeWatch {
         }
     });
     TreeWatch::new(out, feed)
-}
-
-/// Listen for the trigger's notices on connections made again whenever
-/// lost, until the session is over; returns once the first `LISTEN` is in
-/// place (step 2).
-///
-/// # Errors
-/// Those of the first connection ([`open`]) and its `LISTEN`.
-pub(crate) async fn listen(
-    target: Target,
-    tls: MakeTls,
-    hub: Arc<Hub>,
-    state: watch::Receiver<SessionState>,
-) -> Result<tokio::task::JoinHandle<()>> {
-    let (ready_tx, ready_rx) = oneshot::channel();
-    let first = open(&target, &tls).await?;
-    let shown = target.shown.clone();
-    let task = tokio::spawn(async move {
-        let mut ready = Some(ready_tx);
-        let mut pending = Some(first);
-        let mut attempt = 0;
-        loop {
-            let conn = match pending.take() {
-                Some(c) => Ok(c),
-                None => open(&target, &tls).await,
-            };
-            match conn {
-                Ok((client, conn)) => {
-                    let listened = listen_on(&target, client, conn, &hub, &mut ready, &state).await;
-                    if listened {
-                        attempt = 0;
-                    }
-                }
-                Err(e) => {
-                    tracing::debug!(target: "coord", error = %e, "postgres listening connection failed");
-                }
-            }
-            if let Some(tx) = ready.take() {
-                let _ = tx.send(Err(Error::ConnectionLost(format!(
-                    "{}: the listening connection closed",
-                    target.shown
-                ))));
-                return;
-            }
-            if state.borrow().is_terminal() {
-                return;
-            }
-            let mut s = state.clone();
-            tokio::select! {
-                () = RECONNECT.sleep(&mut attempt) => {}
-                _ = s.wait_for(|s| s.is_terminal()) => return,
-            }
-        }
-    });
-    match ready_rx.await {
-        Ok(Ok(())) => Ok(task),
-        Ok(Err(e)) => Err(e),
-        Err(_) => Err(Error::ConnectionLost(format!(
-            "{shown}: the listening connection closed"
-        ))),
-    }
-}
-
-/// Listen over one connection until it is lost or the session is over;
-/// `true` if its `LISTEN` took.
-async fn listen_on(
-    target: &Target,
-    client: tokio_postgres::Client,
-    mut conn: tokio_postgres::Connection<
-        tokio_postgres::Socket,
-        crate::tls::TlsStream<tokio_postgres::Socket>,
-    >,
-    hub: &Hub,
-    ready: &mut Option<oneshot::Sender<Result<()>>>,
-    state: &watch::Receiver<SessionState>,
-) -> bool {
-    let mut messages = futures_util::stream::poll_fn(move |cx| conn.poll_message(cx)).boxed();
-    let statement = format!("listen {}", target.schema);
-    let listening = tokio::time::timeout(target.request_timeout, client.batch_execute(&statement));
-    tokio::pin!(listening);
-    let mut listened = false;
-    let mut state = state.clone();
-    // A ping now and then, so a connection cut without a reset is noticed
-    // within about a request timeout (a listener otherwise only reads).
-    let mut ping = tokio::time::interval(target.request_timeout.max(Duration::from_secs(1)));
-    ping.tick().await;
-    let mut pinging: Option<futures_util::future::BoxFuture<'_, bool>> = None;
-    loop {
-        tokio::select! {
-            r = &mut listening, if !listened => match r {
-                Ok(Ok(())) => {
-                    listened = true;
-                    match ready.take() {
-                        Some(tx) => { let _ = tx.send(Ok(())); }
-                        None => hub.up(),
-                    }
-                }
-                _ => break,
-            },
-            m = messages.next() => match m {
-                Some(Ok(AsyncMessage::Notification(n))) => hub.notice(n.payload()),
-                Some(Ok(_)) => {}
-                Some(Err(_)) | None => break,
-            },
-            _ = ping.tick(), if listened && pinging.is_none() => {
-                let query = client.simple_query("");
-                let within = target.request_timeout;
-                pinging = Some(Box::pin(async move {
-                    matches!(tokio::time::timeout(within, query).await, Ok(Ok(_)))
-                }));
-            }
-            alive = async {
-                match pinging.as_mut() {
-                    Some(p) => p.await,
-                    None => std::future::pending().await,
-                }
-            }, if pinging.is_some() => {
-                pinging = None;
-                if !alive {
-                    break;
-                }
-            }
-            _ = state.wait_for(|s| s.is_terminal()) => break,
-        }
-    }
-    if listened {
-        hub.down();
-    }
-    listened
 }
 
 /// A watch for the deletion of the node at `path` with `stamp` (step 2's

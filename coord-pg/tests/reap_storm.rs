@@ -23,8 +23,8 @@ use tokio::time::Instant;
 const DYING: usize = 150;
 /// The raw connections the dying sessions work over.
 const DYING_CONNS: usize = 6;
-/// Live coord sessions heartbeating (two connections each; the test
-/// server's max_connections is 400).
+/// Live coord sessions heartbeating (a connection each, and the process's
+/// listening one; the test server's max_connections is 400).
 const LIVE: usize = 100;
 /// The live sessions' timeout: a heartbeat every second.
 const LIVE_TIMEOUT: Duration = Duration::from_secs(3);

@@ -10,28 +10,10 @@
 
 mod common;
 
-use common::{env, pg_url, secure_tls};
+use common::{admin, env, fresh_schema, pg_url, secure_tls};
 use coord_core::recipes::Lock;
 use coord_core::{CreateMode, Error, TlsOptions};
 use coord_pg::PgOptions;
-
-/// A schema name no other test uses.
-fn fresh_schema(tag: &str) -> String {
-    format!(
-        "t_{tag}_{}",
-        &uuid::Uuid::new_v4().simple().to_string()[..12]
-    )
-}
-
-/// A plain connection of the database's owner, for reading and changing
-/// what coord made behind its back.
-async fn admin() -> tokio_postgres::Client {
-    let (client, conn) = tokio_postgres::connect(&pg_url(), tokio_postgres::NoTls)
-        .await
-        .expect("admin connection");
-    tokio::spawn(conn);
-    client
-}
 
 #[tokio::test]
 async fn a_role_that_owns_only_its_schema_runs_every_recipe() {

@@ -27,6 +27,24 @@ pub fn pg_url() -> String {
     env("COORD_TEST_PG")
 }
 
+/// A schema name no other test uses.
+pub fn fresh_schema(tag: &str) -> String {
+    format!(
+        "t_{tag}_{}",
+        &uuid::Uuid::new_v4().simple().to_string()[..12]
+    )
+}
+
+/// A plain connection of the database's owner, for reading and changing
+/// what coord made behind its back.
+pub async fn admin() -> tokio_postgres::Client {
+    let (client, conn) = tokio_postgres::connect(&pg_url(), tokio_postgres::NoTls)
+        .await
+        .expect("admin connection");
+    tokio::spawn(conn);
+    client
+}
+
 /// The TLS settings for the secured server: the test CA, and the client
 /// certificate its `pg_hba.conf` asks for.
 pub fn secure_tls() -> TlsOptions {
