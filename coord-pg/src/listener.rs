@@ -80,6 +80,9 @@ pub(crate) struct Listener {
     hubs: Mutex<Hubs>,
     phase: watch::Receiver<Phase>,
     stop: watch::Sender<bool>,
+    /// The connection, while its `LISTEN` is in place (each hub has it too:
+    /// [`Hub::side`]).
+    client: Mutex<Option<Arc<tokio_postgres::Client>>>,
 }
 
 /// The running listeners of this process.
@@ -107,6 +110,7 @@ impl Listener {
         hubs.next += 1;
         hubs.all.push((id, Arc::clone(hub)));
         let listening = *self.phase.borrow() == Phase::Listening;
+        hub.set_side(self.client());
         Some((
             Attachment {
                 listener: Arc::clone(self),
@@ -116,12 +120,27 @@ impl Listener {
         ))
     }
 
-    /// Move to `phase` and tell every hub, in one step with attaching (so
-    /// a hub attached while connecting always hears the `up`).
-    fn enter(&self, tx: &watch::Sender<Phase>, phase: Phase) {
+    fn client(&self) -> Option<Arc<tokio_postgres::Client>> {
+        self.client
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Move to `phase` (listening over `client`, or connecting) and tell
+    /// every hub, in one step with attaching (so a hub attached while
+    /// connecting always hears the `up`).
+    fn enter(
+        &self,
+        tx: &watch::Sender<Phase>,
+        phase: Phase,
+        client: Option<Arc<tokio_postgres::Client>>,
+    ) {
         let hubs = self.hubs();
+        *self.client.lock().unwrap_or_else(|p| p.into_inner()) = client.clone();
         tx.send_replace(phase);
         for (_, hub) in &hubs.all {
+            hub.set_side(client.clone());
             match phase {
                 Phase::Listening => hub.up(),
                 Phase::Connecting => hub.down(),
@@ -218,6 +237,7 @@ async fn start(target: &Target, tls: &MakeTls, hub: &Arc<Hub>, key: Key) -> Resu
         }),
         phase: phase_rx,
         stop,
+        client: Mutex::new(None),
     });
     let attachment = Attachment {
         listener: Arc::clone(&listener),
@@ -286,7 +306,10 @@ async fn run(
                     target: &target,
                     phase: &phase,
                 };
-                if on.listen(client, conn, &mut ready, &mut stop).await {
+                if on
+                    .listen(Arc::new(client), conn, &mut ready, &mut stop)
+                    .await
+                {
                     attempt = 0;
                 }
             }
@@ -323,7 +346,7 @@ impl Connection<'_> {
     /// `true` if its `LISTEN` took.
     async fn listen(
         &self,
-        client: tokio_postgres::Client,
+        client: Arc<tokio_postgres::Client>,
         mut conn: tokio_postgres::Connection<
             tokio_postgres::Socket,
             crate::tls::TlsStream<tokio_postgres::Socket>,
@@ -350,7 +373,8 @@ impl Connection<'_> {
                 r = &mut listening, if !listened => match r {
                     Ok(Ok(())) => {
                         listened = true;
-                        self.listener.enter(self.phase, Phase::Listening);
+                        self.listener
+                            .enter(self.phase, Phase::Listening, Some(Arc::clone(&client)));
                         if let Some(tx) = ready.take() {
                             let _ = tx.send(Ok(()));
                         }
@@ -384,7 +408,7 @@ impl Connection<'_> {
             }
         }
         if listened {
-            self.listener.enter(self.phase, Phase::Connecting);
+            self.listener.enter(self.phase, Phase::Connecting, None);
         }
         listened
     }
@@ -408,6 +432,7 @@ pub(crate) fn follow(
                 _ = state.wait_for(|s| s.is_terminal()) => return,
             }
             drop(attachment);
+            hub.set_side(None);
             hub.down();
             let mut attempt = 0;
             attachment = loop {

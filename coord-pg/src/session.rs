@@ -45,7 +45,12 @@ impl PgSession {
         hub: Arc<Hub>,
         listener: JoinHandle<()>,
     ) -> Self {
-        let heartbeat = tokio::spawn(heartbeat(Arc::clone(&link), sid, Arc::clone(&lease)));
+        let heartbeat = tokio::spawn(heartbeat(
+            Arc::clone(&link),
+            sid,
+            Arc::clone(&lease),
+            Arc::clone(&hub),
+        ));
         let reconnector = tokio::spawn(Arc::clone(&link).reconnector(sid, Arc::clone(&lease)));
         let mut state = link.state.subscribe();
         let ends = Arc::clone(&hub);

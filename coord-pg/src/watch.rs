@@ -167,14 +167,29 @@ type Waiters = HashMap<String, Vec<Arc<Waiter>>>;
 /// A tree watch's root and where its changes go.
 type Tree = (String, mpsc::UnboundedSender<Result<TreeChange>>);
 
-/// The waiters of one session.
+/// The waiters of one session, and the listening connection feeding them
+/// while it listens.
 #[derive(Default)]
 pub(crate) struct Hub {
     waiters: Mutex<Waiters>,
     trees: Mutex<Vec<Tree>>,
+    side: Mutex<Option<Arc<tokio_postgres::Client>>>,
 }
 
 impl Hub {
+    /// The listening connection now feeding this hub, if it listens: a
+    /// second way to the server, idle but for pings, for a renewal that
+    /// must not wait behind the session's own requests
+    /// ([`crate::keepalive`]).
+    pub(crate) fn side(&self) -> Option<Arc<tokio_postgres::Client>> {
+        self.side.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Set by the listener as it listens (`Some`) or is lost (`None`).
+    pub(crate) fn set_side(&self, client: Option<Arc<tokio_postgres::Client>>) {
+        *self.side.lock().unwrap_or_else(|p| p.into_inner()) = client;
+    }
+
     /// Wait for `kind` at `path`: the waiter (to arm once its read is
     /// known) and the receiver that resolves when it fires.
     pub(crate) fn register(

@@ -155,3 +155,89 @@ fn a_listener_whose_runtime_ends_is_replaced_for_the_sessions_left() {
         b.close().await.expect("close");
     });
 }
+
+/// A session's create that waits at the server (here on its directory's
+/// row, held by another transaction) for longer than the session's
+/// timeout: the session's renewals, which would wait behind it on its
+/// connection, go over the listening connection too, so the session lives
+/// on and the create lands once let through.
+#[tokio::test]
+async fn a_session_whose_create_waits_at_the_server_is_renewed_meanwhile() {
+    let schema = fresh_schema("waits");
+    let timeout = Duration::from_secs(1);
+    let options = PgOptions::new(pg_url())
+        .with_schema(schema.clone())
+        .with_session_timeout(timeout)
+        .with_request_timeout(Duration::from_secs(30));
+    let session = coord_pg::connect(options).await.expect("connect");
+    let sid: i64 = session
+        .id()
+        .0
+        .rsplit('-')
+        .next()
+        .and_then(|s| s.parse().ok())
+        .expect("a postgres session id");
+    session.ensure_dir("/q").await.expect("ensure_dir");
+    // Another transaction holds the directory's row: sequential creates
+    // there wait for it.
+    let holder = admin().await;
+    holder
+        .batch_execute(&format!(
+            "begin; select 1 from {schema}.nodes where path = '/q' for update"
+        ))
+        .await
+        .expect("hold the directory's row");
+    let creating = {
+        let session = session.clone();
+        tokio::spawn(async move {
+            session
+                .create("/q/n-", b"", CreateMode::EphemeralSequential)
+                .await
+        })
+    };
+    let watcher = admin().await;
+    let waiting = format!(
+        "select clock_timestamp() from pg_stat_activity \
+         where wait_event_type = 'Lock' and query like '%{schema}.create%'"
+    );
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    let blocked_at: std::time::SystemTime = loop {
+        if let Some(row) = watcher.query(&waiting, &[]).await.expect("poll").first() {
+            break row.get(0);
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the create never waited"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    // Renewed, by the server's clock, past three timeouts after the create
+    // began to wait (it would have ended one timeout after its last
+    // renewal).
+    let renewed = format!("select expires_at from {schema}.sessions where id = $1");
+    loop {
+        let row = watcher.query(&renewed, &[&sid]).await.expect("poll");
+        let at: Option<std::time::SystemTime> = row.first().map(|r| r.get(0));
+        match at {
+            Some(at) if at > blocked_at + 3 * timeout => break,
+            Some(_) => {}
+            None => panic!("the session ended while its create waited"),
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the session was not renewed while its create waited"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    holder
+        .batch_execute("commit")
+        .await
+        .expect("let the create through");
+    let made = creating
+        .await
+        .expect("the create's task")
+        .expect("the create");
+    assert!(made.path.starts_with("/q/n-"), "made {}", made.path);
+    assert_eq!(session.state(), coord_core::SessionState::Connected);
+    session.close().await.expect("close");
+}
