@@ -24,10 +24,13 @@ pub(crate) fn heartbeat_every(timeout: Duration) -> Duration {
 ///    that is lost is noticed (and made again) while the session is idle.
 /// 2. That connection answers in order: behind an operation that waits at
 ///    the server (a create queued on its directory's row) the renewal
-///    waits too. Unanswered after a third of the timeout, the renewal is
-///    also sent over the process's listening connection ([`Hub::side`]),
-///    and the first answer counts: a session does not end because its own
-///    request waits.
+///    waits too. So when the session's own requests were ahead of it and
+///    it is unanswered after a third of the timeout, the renewal is also
+///    sent over the process's listening connection ([`Hub::side`]), and
+///    the first answer counts: a session does not end because its own
+///    request waits. (A renewal slow with nothing ahead of it is the
+///    server's slowness: a second one would only add to it, and every
+///    session of the process would queue on that one connection.)
 pub(crate) async fn heartbeat(link: Arc<Link>, sid: i64, lease: Arc<LeaseClock>, hub: Arc<Hub>) {
     let every = heartbeat_every(link.target.session_timeout);
     let renew = format!("select {}.renew($1)", link.target.schema);
@@ -41,12 +44,13 @@ pub(crate) async fn heartbeat(link: Arc<Link>, sid: i64, lease: Arc<LeaseClock>,
             return;
         }
         let sent = Instant::now();
+        let behind = link.in_flight() > 0;
         let params: [crate::link::Param<'_>; 1] = [(&sid, Type::INT8)];
         let main = link.query(&renew, &params, "");
         tokio::pin!(main);
         let (answer, sent) = match tokio::time::timeout(every, &mut main).await {
             Ok(r) => (r, sent),
-            Err(_) => match hub.side() {
+            Err(_) => match hub.side().filter(|_| behind) {
                 Some(side) => {
                     let side_sent = Instant::now();
                     let other = renew_over(&side, &renew, sid, link.target.request_timeout);

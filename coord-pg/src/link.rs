@@ -35,6 +35,23 @@ pub(crate) const RECONNECT: Backoff = Backoff::new(
     std::time::Duration::from_millis(250),
 );
 
+/// One request awaiting its answer, counted while it lives (dropped on
+/// the answer, the timeout, or the caller's cancel).
+struct InFlight<'a>(&'a std::sync::atomic::AtomicUsize);
+
+impl<'a> InFlight<'a> {
+    fn count(n: &'a std::sync::atomic::AtomicUsize) -> Self {
+        n.fetch_add(1, Ordering::SeqCst);
+        InFlight(n)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
 /// One parameter of a request, with its type (one round trip: no prepare).
 pub(crate) type Param<'a> = (&'a (dyn ToSql + Sync), Type);
 
@@ -59,6 +76,9 @@ pub(crate) struct Link {
     backends: Mutex<std::collections::HashMap<u64, Backend>>,
     next_id: AtomicU64,
     sent: AtomicU64,
+    /// Requests sent over the connection and not yet answered (or given
+    /// up): a request sent now is answered after them.
+    in_flight: std::sync::atomic::AtomicUsize,
     lost: Notify,
     /// This session's own close is under way: an end the server reports
     /// now is that close.
@@ -81,6 +101,7 @@ impl Link {
             backends: Mutex::new(std::collections::HashMap::new()),
             next_id: AtomicU64::new(0),
             sent: AtomicU64::new(0),
+            in_flight: std::sync::atomic::AtomicUsize::new(0),
             lost: Notify::new(),
             closing: std::sync::atomic::AtomicBool::new(false),
             state,
@@ -198,6 +219,11 @@ impl Link {
         self.sent.load(Ordering::Relaxed)
     }
 
+    /// How many requests are awaiting their answers now.
+    pub(crate) fn in_flight(&self) -> usize {
+        self.in_flight.load(Ordering::SeqCst)
+    }
+
     /// Run `sql` with `params` over the current connection: its rows.
     ///
     /// # Errors
@@ -231,6 +257,7 @@ impl Link {
             let (id, client) = self.client()?;
             self.sent.fetch_add(1, Ordering::Relaxed);
             let request = client.query_typed(sql, params);
+            let _counted = InFlight::count(&self.in_flight);
             match tokio::time::timeout(self.target.request_timeout, request).await {
                 Ok(Ok(rows)) => return Ok(rows),
                 Ok(Err(e)) if crate::error::is_rolled_back(&e) && again < 5 => {
