@@ -8,10 +8,11 @@
 //! - **Sessions** end by the *server's* clock: a row with `expires_at =
 //!   clock_timestamp() + timeout`, moved on by a heartbeat every third of
 //!   the timeout (over the session's connection, and over the process's
-//!   listening one too when the first has not answered within a third of
-//!   the timeout: a request of the session's own may be waiting at the
-//!   server); the client's lease deadline follows the send time of each
-//!   answered renewal, as on every backend.
+//!   listening one too when the first, with requests of the session's own
+//!   ahead of the renewal, has not answered within a third of the timeout:
+//!   one of them may be waiting at the server); the client's lease
+//!   deadline follows the send time of each answered renewal, as on every
+//!   backend.
 //! - **A dead process's nodes** go with its session's row (`on delete
 //!   cascade`). Expired sessions are reaped by every operation and every
 //!   heartbeat of any live client, so while any client of the schema lives
