@@ -9,28 +9,19 @@
 //!
 //! Needs `COORD_TEST_ETCD` (scripts/test-all sets it).
 
+mod common;
+
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use common::{endpoints, session};
 use coord_core::recipes::Queue;
 use coord_core::{Session, TreeChange};
-use coord_etcd::EtcdOptions;
 use etcd_client::{Client, PutOptions, Txn, TxnOp};
 
 const CHILDREN: usize = 40_000;
 const PER_TXN: usize = 128;
-
-fn endpoints() -> String {
-    std::env::var("COORD_TEST_ETCD")
-        .expect("COORD_TEST_ETCD is not set: this test needs a running etcd (scripts/test-all)")
-}
-
-async fn session() -> Session {
-    coord_etcd::connect(EtcdOptions::from_endpoint_list(&endpoints()))
-        .await
-        .expect("session")
-}
 
 async fn raw() -> Client {
     Client::connect(endpoints().split(',').collect::<Vec<_>>(), None)

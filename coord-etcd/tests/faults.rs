@@ -7,23 +7,16 @@
 //!
 //! Needs `COORD_TEST_ETCD` (scripts/test-all sets it).
 
+mod common;
+
 use std::time::Duration;
 
+use common::endpoints;
 use coord_conformance::fault::{Fault, FaultProxy};
 use coord_core::{CreateMode, Error, Session, SessionState};
 use coord_etcd::EtcdOptions;
 
 const WAIT: Duration = Duration::from_secs(30);
-
-fn endpoints() -> String {
-    match std::env::var("COORD_TEST_ETCD") {
-        Ok(e) if !e.trim().is_empty() => e,
-        _ => panic!(
-            "COORD_TEST_ETCD is not set: these tests need a running etcd \
-             (run scripts/test-all, or set COORD_TEST_ETCD=http://127.0.0.1:<port>)"
-        ),
-    }
-}
 
 /// The first endpoint as host:port, for the proxy to dial.
 fn upstream() -> String {

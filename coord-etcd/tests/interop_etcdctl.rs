@@ -6,11 +6,14 @@
 //! Needs `COORD_TEST_ETCD` (scripts/test-all sets it) and `etcdctl` on the
 //! PATH (Debian's etcd-client). Without either, the tests fail.
 
+mod common;
+
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use common::endpoints;
 use coord_core::recipes::{Election, Lock};
 use coord_core::{CreateMode, Session};
 use coord_etcd::EtcdOptions;
@@ -19,16 +22,6 @@ use coord_etcd::EtcdOptions;
 const WAIT: Duration = Duration::from_secs(30);
 /// How long something that must not happen is given to happen.
 const QUIET: Duration = Duration::from_secs(2);
-
-fn endpoints() -> String {
-    match std::env::var("COORD_TEST_ETCD") {
-        Ok(e) if !e.trim().is_empty() => e,
-        _ => panic!(
-            "COORD_TEST_ETCD is not set: these tests need a running etcd \
-             (run scripts/test-all, or set COORD_TEST_ETCD=http://127.0.0.1:<port>)"
-        ),
-    }
-}
 
 fn options() -> EtcdOptions {
     EtcdOptions::from_endpoint_list(&endpoints())

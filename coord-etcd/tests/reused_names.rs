@@ -8,8 +8,11 @@
 //!
 //! Needs `COORD_TEST_ETCD` (scripts/test-all sets it).
 
+mod common;
+
 use std::collections::HashSet;
 
+use common::endpoints;
 use coord_core::prelude::Lockable;
 use coord_core::recipes::{Lock, RwLock, Semaphore};
 use coord_core::{CreateMode, Error};
@@ -17,11 +20,6 @@ use coord_etcd::EtcdOptions;
 use etcd_client::{EventType, GetOptions, WatchOptions};
 
 const CYCLES: usize = 40;
-
-fn endpoints() -> String {
-    std::env::var("COORD_TEST_ETCD")
-        .expect("COORD_TEST_ETCD is not set: this test needs a running etcd (scripts/test-all)")
-}
 
 /// The distinct keys put under `prefix` after `revision`, from the
 /// server's history: a watch replayed from `revision + 1` up to a marker

@@ -10,13 +10,16 @@
 //! (the tests here take turns). Needs `COORD_TEST_ETCD` (plain `http://`
 //! endpoints, whose `/metrics` it reads).
 
+mod common;
+
 use std::future::Future;
 use std::time::Duration;
 
+use common::{endpoints, session};
 use coord_conformance::eventually;
 use coord_core::recipes::Lock;
 use coord_core::{CreateMode, Session, Watch};
-use coord_etcd::{testing, EtcdOptions};
+use coord_etcd::testing;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::Mutex;
 
@@ -26,17 +29,6 @@ const OTHER_WRITES: usize = 20;
 const DEADLINE: Duration = Duration::from_secs(30);
 
 static TURNS: Mutex<()> = Mutex::const_new(());
-
-fn endpoints() -> String {
-    std::env::var("COORD_TEST_ETCD")
-        .expect("COORD_TEST_ETCD is not set: this test needs a running etcd (scripts/test-all)")
-}
-
-async fn session() -> Session {
-    coord_etcd::connect(EtcdOptions::from_endpoint_list(&endpoints()))
-        .await
-        .expect("session")
-}
 
 fn root(test: &str) -> String {
     let id = uuid::Uuid::new_v4().simple().to_string();
