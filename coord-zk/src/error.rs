@@ -36,10 +36,11 @@ impl<'a> Target<'a> {
 /// Connection-level failures (`ConnectionLoss`, the client's own I/O and
 /// timeout errors, a throttled request) become [`Error::ConnectionLost`]: the
 /// request may or may not have been applied and the session may still live.
-/// `SessionExpired` and `SessionMoved` end the session. `AuthFailed` (the
-/// server refused the SASL credentials, or required SASL and got none; the
-/// session is over too) is [`Error::Unauthenticated`]. `NoAuth` (an ACL
-/// refusing the request) is [`Error::PermissionDenied`].
+/// `SessionExpired`, `SessionMoved` and `UNKNOWNSESSION` (-12) end the
+/// session. `AuthFailed` (the server refused the SASL credentials, or
+/// required SASL and got none; the session is over too) is
+/// [`Error::Unauthenticated`]. `NoAuth` (an ACL refusing the request) is
+/// [`Error::PermissionDenied`].
 pub(crate) fn map_error(err: zk::Error, target: Target<'_>) -> Error {
     let path = || target.path.to_owned();
     match err {
@@ -55,6 +56,10 @@ pub(crate) fn map_error(err: zk::Error, target: Target<'_>) -> Error {
             backend: BACKEND,
         },
         zk::Error::SessionExpired | zk::Error::SessionMoved => Error::SessionExpired,
+        // UNKNOWNSESSION: the server no longer knows the session (it ended
+        // it between our request's send and its processing); the client
+        // library has no name for the code.
+        zk::Error::UnexpectedErrorCode(UNKNOWN_SESSION) => Error::SessionExpired,
         zk::Error::AuthFailed => Error::Unauthenticated {
             backend: BACKEND,
             hint: AUTH_FAILED_HINT.into(),
@@ -73,6 +78,9 @@ pub(crate) fn map_error(err: zk::Error, target: Target<'_>) -> Error {
         other => Error::backend(BACKEND, other),
     }
 }
+
+/// ZooKeeper's `UNKNOWNSESSION` (`KeeperException.Code`, -12).
+const UNKNOWN_SESSION: i32 = -12;
 
 /// What [`Error::Unauthenticated`] says to fix after `AuthFailed`.
 const AUTH_FAILED_HINT: &str = "ZooKeeper refused the session's credentials (AUTH_FAILED): \
@@ -187,6 +195,10 @@ mod tests {
         ));
         assert!(matches!(
             map(zk::Error::SessionMoved),
+            Error::SessionExpired
+        ));
+        assert!(matches!(
+            map(zk::Error::UnexpectedErrorCode(-12)),
             Error::SessionExpired
         ));
         assert!(matches!(
