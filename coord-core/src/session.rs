@@ -573,6 +573,37 @@ impl Session {
         self.run(self.inner.place(dir, me, blockers)).await
     }
 
+    /// Create the contender node `path` (ephemeral and sequential) and,
+    /// where the backend reads it with the create, where it stood in its
+    /// directory's queue at that moment; see
+    /// [`PrimitiveSession::create_contender`].
+    ///
+    /// # Errors
+    /// As [`Session::create`] with [`CreateMode::EphemeralSequential`]:
+    /// `InvalidPath` (also for `/`) and `InvalidArgument` for oversized
+    /// data, before any I/O; then the backend's.
+    ///
+    /// # Cancel safety
+    /// Not cancel safe: dropped after the request left, the node may exist
+    /// (as [`Session::create`]).
+    pub async fn create_contender(
+        &self,
+        path: &str,
+        data: &[u8],
+        blockers: Blockers<'_>,
+    ) -> Result<(Created, Option<Place>)> {
+        path::validate_non_root(path)?;
+        path::validate_data(data)?;
+        self.run(self.inner.create_contender(path, data, blockers))
+            .await
+    }
+
+    /// Whether [`Session::create_contender`] reads the new node's place
+    /// with the create (see [`PrimitiveSession::places_at_create`]).
+    pub fn places_at_create(&self) -> bool {
+        self.inner.places_at_create()
+    }
+
     /// The first `n` children of `dir`, in the order of
     /// [`Session::children`]; `n = 0` is an empty list, without I/O.
     ///

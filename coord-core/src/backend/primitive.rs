@@ -197,6 +197,47 @@ pub trait PrimitiveSession: Send + Sync + 'static {
         Ok(order::first_in(self.children(dir).await?, n))
     }
 
+    /// Create the contender node `path` (ephemeral and sequential, as
+    /// [`PrimitiveSession::create`] with [`CreateMode::EphemeralSequential`]
+    /// makes it) and, where the backend reads it in the same atomic step as
+    /// the create, where the new node stood in its directory's queue at
+    /// that moment: what [`PrimitiveSession::place`] would have answered
+    /// right after the create, before any other change (see
+    /// [`crate::backend::order`]). A recipe that learns its place here need
+    /// not ask for it: one request instead of two.
+    ///
+    /// The place is as of the create, not of the answer's arrival: the
+    /// nodes before it may have gone since (a wait for one already gone
+    /// ends at once), and the new node itself may have gone since (its
+    /// session ended), which the next question or wait reports. No node
+    /// can come before it later: sequences only grow.
+    ///
+    /// `None` when the backend did not read it (the default, which only
+    /// creates; see [`PrimitiveSession::places_at_create`]) or could not
+    /// tell from what it read (etcd reads a window of the nearest earlier
+    /// keys): then ask [`PrimitiveSession::place`].
+    ///
+    /// Errors: those of [`PrimitiveSession::create`].
+    async fn create_contender(
+        &self,
+        path: &str,
+        data: &[u8],
+        blockers: Blockers<'_>,
+    ) -> Result<(Created, Option<Place>)> {
+        let _ = blockers;
+        let created = self
+            .create(path, data, CreateMode::EphemeralSequential)
+            .await?;
+        Ok((created, None))
+    }
+
+    /// Whether [`PrimitiveSession::create_contender`] reads the new node's
+    /// place in the create's own request (then a recipe asks nothing more
+    /// when it is answered), rather than only creating.
+    fn places_at_create(&self) -> bool {
+        false
+    }
+
     /// Whether [`PrimitiveSession::place`] and
     /// [`PrimitiveSession::first_children`] are answered by the server from
     /// an ordered index, at a cost that does not grow with the number of

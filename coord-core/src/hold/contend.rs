@@ -3,10 +3,13 @@
 //! paper's lock without herd effect):
 //!
 //! 1. create an ephemeral-sequential node `_c_<uuid>-<marker>` in the
-//!    directory, and ask for its first child right behind the create
-//!    (pipelined; without an ordered index, its listing): when that is us,
+//!    directory and learn where it stands: read by the create's own request
+//!    where the backend can ([`Session::create_contender`]: etcd's Txn),
+//!    else asked right behind the create (pipelined: the directory's first
+//!    child, or without an ordered index its listing). When we are first,
 //!    we hold it — the uncontended path, one round trip on a FIFO
-//!    connection;
+//!    connection; when the create read our place, a contended arrival goes
+//!    straight to step 3;
 //! 2. otherwise ask where we stand ([`Session::place`]): gone (our session
 //!    ended, or someone deleted our node), first (we hold it), or behind the
 //!    nearest earlier child that blocks us — answered from the server's
@@ -20,7 +23,7 @@
 
 use tokio::time::Instant;
 
-use crate::backend::node::{Child, CreateMode};
+use crate::backend::node::Child;
 use crate::backend::order::{self, Blockers, Place};
 use crate::error::{Error, Result};
 use crate::hold::held::HeldNode;
@@ -39,8 +42,10 @@ pub(crate) struct Request<'a> {
     pub marker: &'a str,
     pub data: &'a [u8],
     pub stats: &'a Stats,
-    /// Which earlier children this contender waits behind.
-    pub blockers: Blockers<'a>,
+    /// Which earlier children this contender waits behind (`'static`: the
+    /// create that reads its place may outlive the request, see
+    /// [`PendingNode`]).
+    pub blockers: Blockers<'static>,
     /// The handle's protection ids to lend again ([`layout::Ids`]); `None`:
     /// a fresh id every time.
     pub ids: Option<&'a layout::Ids>,
@@ -73,13 +78,10 @@ impl Request<'_> {
     pub(crate) async fn acquire(&self, wait: Wait) -> Result<Option<HeldNode>> {
         let id = self.ids.map_or_else(layout::fresh_id, layout::Ids::take);
         let prefix = path::join(self.dir, &layout::protected_with(id, self.marker));
-        let mut pending = PendingNode::spawn(
-            self.session,
-            prefix,
-            self.data.to_vec(),
-            CreateMode::EphemeralSequential,
-        );
-        // Ask right behind the create: on a FIFO connection the answer sees
+        let mut pending =
+            PendingNode::spawn_contender(self.session, prefix, self.data.to_vec(), self.blockers);
+        // A create that reads our place asks for nothing more. Otherwise
+        // ask right behind the create: on a FIFO connection the answer sees
         // our node, so an uncontended acquire is one round trip; elsewhere
         // (or behind others) we ask where we stand. A backend with an
         // ordered index names the head; one without lists the directory
@@ -91,9 +93,12 @@ impl Request<'_> {
         // the create resolves.
         // The create's request is issued already (PendingNode::spawn
         // polls it once): the question follows it.
+        let placed = self.session.places_at_create();
         let ordered = self.session.orders_at_server();
         let look = async {
-            if ordered {
+            if placed {
+                Ok(Vec::new())
+            } else if ordered {
                 self.session.first_children(self.dir, 1).await
             } else {
                 self.session.children(self.dir).await
@@ -115,6 +120,7 @@ impl Request<'_> {
             ));
         }
         let mut place = match look {
+            _ if placed => pending.take_place(),
             Ok(head) if ordered => (head.first() == Some(&me)).then_some(Place::First),
             Ok(all) if all.contains(&me) => Some(order::place_in(&all, &me, self.blockers)),
             _ => None,

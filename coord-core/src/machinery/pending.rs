@@ -14,12 +14,14 @@ use std::sync::mpsc;
 use std::task::{Context, Poll};
 
 use crate::backend::node::{CreateMode, Created, Fence, Op, SessionState};
+use crate::backend::order::{Blockers, Place};
 use crate::error::{Error, Result};
 use crate::machinery::{in_drop, retry};
 use crate::session::Session;
 
-/// A create on its way: polled by whoever awaits it.
-type Creating = Pin<Box<dyn Future<Output = Result<Created>> + Send>>;
+/// A create on its way, with the place a contender's create read (see
+/// [`PendingNode::spawn_contender`]): polled by whoever awaits it.
+type Creating = Pin<Box<dyn Future<Output = Result<(Created, Option<Place>)>> + Send>>;
 
 enum State {
     Creating(Creating),
@@ -37,6 +39,8 @@ const REMOVE_PATIENCE: std::time::Duration = std::time::Duration::from_millis(50
 pub(crate) struct PendingNode {
     session: Session,
     state: State,
+    /// The node's place when it was created, where the create read it.
+    place: Option<Place>,
 }
 
 impl PendingNode {
@@ -48,25 +52,52 @@ impl PendingNode {
     /// that answers on the first poll (mem) costs no scheduler turn at all.
     pub(crate) fn spawn(session: &Session, path: String, data: Vec<u8>, mode: CreateMode) -> Self {
         let s = session.clone();
+        Self::start(
+            session,
+            Box::pin(async move { Ok((s.create(&path, &data, mode).await?, None)) }),
+        )
+    }
+
+    /// [`PendingNode::spawn`] for a contender's ephemeral-sequential node,
+    /// through [`Session::create_contender`]: where the backend reads it
+    /// with the create, the node's place at its create is kept for
+    /// [`PendingNode::take_place`].
+    pub(crate) fn spawn_contender(
+        session: &Session,
+        path: String,
+        data: Vec<u8>,
+        blockers: Blockers<'static>,
+    ) -> Self {
+        let s = session.clone();
+        Self::start(
+            session,
+            Box::pin(async move { s.create_contender(&path, &data, blockers).await }),
+        )
+    }
+
+    fn start(session: &Session, create: Creating) -> Self {
         // Unconstrained by tokio's cooperative budget: a caller whose task
         // has spent its budget would otherwise get `Pending` from the
         // first poll before the request left (`tokio::select!` checks the
         // budget first), and the request would go out after later ones.
-        let mut create = Box::pin(tokio::task::unconstrained(async move {
-            s.create(&path, &data, mode).await
-        }));
+        let mut create: Creating = Box::pin(tokio::task::unconstrained(create));
         // The first poll's waker is never woken for: a create still pending
         // is polled again, with a real waker, by `created` or by the task
         // `Drop` leaves it to.
         let mut cx = Context::from_waker(std::task::Waker::noop());
+        let mut place = None;
         let state = match create.as_mut().poll(&mut cx) {
-            Poll::Ready(Ok(c)) => State::Created(c),
+            Poll::Ready(Ok((c, p))) => {
+                place = p;
+                State::Created(c)
+            }
             Poll::Ready(Err(e)) => State::Failed(e),
             Poll::Pending => State::Creating(create),
         };
         PendingNode {
             session: session.clone(),
             state,
+            place,
         }
     }
 
@@ -79,7 +110,10 @@ impl PendingNode {
         }
         if let State::Creating(create) = &mut self.state {
             match create.as_mut().await {
-                Ok(c) => self.state = State::Created(c),
+                Ok((c, p)) => {
+                    self.state = State::Created(c);
+                    self.place = p;
+                }
                 Err(e) => {
                     self.state = State::Taken;
                     return Err(e);
@@ -92,6 +126,13 @@ impl PendingNode {
                 "the pending node was already taken".into(),
             )),
         }
+    }
+
+    /// The node's place in its directory's queue when it was created, if
+    /// the create read it ([`Session::create_contender`]); asked once, after
+    /// [`PendingNode::created`].
+    pub(crate) fn take_place(&mut self) -> Option<Place> {
+        self.place.take()
     }
 
     /// Keep the node: it is the caller's now.
@@ -265,7 +306,7 @@ impl Drop for PendingNode {
                 // and what it made is deleted.
                 let session = self.session.for_work();
                 self.session.spawn_work(async move {
-                    if let Ok(c) = create.await {
+                    if let Ok((c, _)) = create.await {
                         if let Err(e) = delete_until_gone(&session, &c).await {
                             tracing::warn!(target: crate::telemetry::TARGET, path = %c.path, error = %e, "could not delete the node of a withdrawn create");
                         }

@@ -5,7 +5,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use crate::backend::node::{Child, CreateMode};
+use crate::backend::node::Child;
 use crate::backend::order::{Blockers, Place};
 use crate::error::{Error, Result};
 use crate::hold::contend::wait_counted;
@@ -88,12 +88,8 @@ impl Candidate<'_> {
     ) -> Result<HeldNode> {
         emit(ElectionEvent::OfferStart);
         let prefix = path::join(self.dir, &layout::protected(self.layout.marker()));
-        let mut pending = PendingNode::spawn(
-            self.session,
-            prefix,
-            value.to_vec(),
-            CreateMode::EphemeralSequential,
-        );
+        let mut pending =
+            PendingNode::spawn_contender(self.session, prefix, value.to_vec(), Blockers::All);
         let created = pending.created().await?;
         let me_path = created.path.clone();
         let me = Child::new(path::name(&me_path).to_owned(), created.sequence);
@@ -107,11 +103,17 @@ impl Candidate<'_> {
             *s = Some(me_path.clone());
         }
         emit(ElectionEvent::OfferComplete);
+        // Where the offer stood at its create, if the create read it.
+        let mut placed = pending.take_place();
         loop {
             emit(ElectionEvent::DetermineStart);
             // Where the offer stands: from the server's ordered index where
             // it has one (O(log N)), else a listing.
-            let pred = match place_retrying(self.session, self.dir, &me, Blockers::All).await? {
+            let here = match placed.take() {
+                Some(p) => p,
+                None => place_retrying(self.session, self.dir, &me, Blockers::All).await?,
+            };
+            let pred = match here {
                 Place::Gone => {
                     return Err(self
                         .session
