@@ -222,6 +222,33 @@ impl PrimitiveSession for MemSession {
         true
     }
 
+    /// The create and the place in one step under the store's lock; a
+    /// create whose answer the test hook loses only creates (as
+    /// [`MemSession::create`]), and its place is asked for.
+    async fn create_contender(
+        &self,
+        path: &str,
+        data: &[u8],
+        blockers: Blockers<'_>,
+    ) -> Result<(Created, Option<Place>)> {
+        let mode = CreateMode::EphemeralSequential;
+        {
+            let mut state = self.reachable()?;
+            if !state.loses_next_create_answer(self.key) {
+                self.requests.fetch_add(1, Ordering::Relaxed);
+                let created = state.tree.create(path, data, mode, self.key)?;
+                let me = Child::new(path::name(&created.path).to_owned(), created.sequence);
+                let place = state.tree.place(path::parent(path), &me, blockers);
+                return Ok((created, Some(place)));
+            }
+        }
+        Ok((self.create(path, data, mode).await?, None))
+    }
+
+    fn places_at_create(&self) -> bool {
+        true
+    }
+
     async fn children_watch(&self, dir: &str) -> Result<(Vec<Child>, Watch)> {
         path::validate(dir)?;
         let fired = {

@@ -150,6 +150,14 @@ impl State {
         }
     }
 
+    /// Whether the session's next create answer is to be lost (the flag
+    /// stays set).
+    pub(crate) fn loses_next_create_answer(&self, key: SessionKey) -> bool {
+        self.sessions
+            .get(&key)
+            .is_some_and(|e| e.lose_next_create_answer)
+    }
+
     /// Take the session's lost-create-answer flag.
     pub(crate) fn take_lost_create_answer(&mut self, key: SessionKey) -> bool {
         self.sessions
