@@ -9,6 +9,18 @@
 //! before the limit), so its own work still grows with the directory.
 //! What no longer does is what travels and what the client decodes.
 //!
+//! A contender's create reads its own place in the same Txn
+//! ([`EtcdSession::contender_create`]): right after the put, a range of the
+//! directory's keys by create revision, *descending*, limit
+//! [`NEAREST_READ`](crate::txn::NEAREST_READ). No key has a later create
+//! revision than the Txn's own put, so the first key is the new node and
+//! the rest are the keys just before it — the window `place` would read.
+//! So an arrival that must wait costs one request, not two (the create,
+//! then `place`): etcd sorts the whole range for each sorted read, so the
+//! second read cost as much server work as the create's own. The answer is
+//! as of the create, which is all a contender needs from its first look:
+//! no node can come before it later.
+//!
 //! A range over `<dir>/` also holds grandchildren, and this session leaves
 //! its own deleted contender nodes out of its listings
 //! ([`EtcdSession::list`]): both are skipped client side, and when they
@@ -17,7 +29,7 @@
 //! directory) answers.
 
 use coord_core::backend::order::{first_in, place_in};
-use coord_core::{Blockers, Child, Error, Place, Result};
+use coord_core::{Blockers, Child, CreateMode, Created, Error, Place, Result};
 use etcd_client::{
     Compare, CompareOp, GetOptions, SortOrder, SortTarget, Txn, TxnOp, TxnOpResponse,
 };
@@ -25,8 +37,9 @@ use etcd_client::{
 use crate::error;
 use crate::etcd_session::EtcdSession;
 use crate::keys::direct_child;
-use crate::listing::head_of;
+use crate::listing::{head_of, parent_of};
 use crate::txn::{first_by_creation, rev, urev};
+use crate::writes::Siblings;
 
 /// How many earlier keys `place` reads first: its answer is the nearest
 /// earlier blocker, almost always the first key; the rest covers
@@ -132,6 +145,44 @@ impl EtcdSession {
             }
         }
         self.place_by_listing(dir, me, blockers).await
+    }
+
+    /// See the module docs: create the contender node and decide its place
+    /// from the keys just before it, read in the create's Txn; `None` when
+    /// that window cannot tell (or the create's answer was lost and its
+    /// retry found the node, reading nothing).
+    pub(crate) async fn contender_create(
+        &self,
+        path: &str,
+        data: &[u8],
+        blockers: Blockers<'_>,
+    ) -> Result<(Created, Option<Place>)> {
+        let mode = CreateMode::EphemeralSequential;
+        let (created, siblings) = self.create_sequential(path, data, mode, true).await?;
+        let place = siblings.and_then(|read| self.place_at_create(&created, &read, blockers));
+        Ok((created, place))
+    }
+
+    /// The place `created` had at its create, from `read` (the create's
+    /// own range, newest first: the new key, then the keys before it).
+    fn place_at_create(
+        &self,
+        created: &Created,
+        read: &Siblings,
+        blockers: Blockers<'_>,
+    ) -> Option<Place> {
+        let seq = created.sequence?;
+        let mut kvs = read.kvs.iter();
+        let newest = kvs.next()?;
+        let me_key = self.shared.keys.key(&created.path);
+        if newest.key() != me_key.as_bytes() || urev(newest.create_revision()) != seq {
+            return None;
+        }
+        let keys: Vec<(&str, u64)> = kvs
+            .filter_map(|kv| Some((kv.key_str().ok()?, urev(kv.create_revision()))))
+            .collect();
+        let hidden = self.hidden(parent_of(&created.path));
+        decide(&read.prefix, &keys, read.more, blockers, &hidden)
     }
 
     /// The default's answer: a listing (see [`EtcdSession::list`]).

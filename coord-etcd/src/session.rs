@@ -48,29 +48,10 @@ impl PrimitiveSession for EtcdSession {
             return self.create_ttl(path, data, mode, ttl).await;
         }
         if mode != CreateMode::EphemeralSequential {
-            return self
-                .create_once(self.create_plan(path, data, mode), mode)
-                .await;
+            let plan = self.create_plan(path, data, mode);
+            return Ok(self.create_once(plan, mode, false).await?.0);
         }
-        loop {
-            let lent = self.slots.lock().ok().and_then(|mut s| s.take(path));
-            let counter = lent.unwrap_or_else(|| self.counter.fetch_add(1, Ordering::Relaxed));
-            let plan = self.create_plan_numbered(path, data, mode, Some(counter));
-            match self.create_once(plan, mode).await {
-                Ok(made) => {
-                    if let (Ok(mut slots), Ok(stamp)) =
-                        (self.slots.lock(), i64::try_from(made.stamp))
-                    {
-                        slots.made(&made.path, path, counter, stamp);
-                    }
-                    return Ok(made);
-                }
-                // Somebody else made a key at that name (by hand): the
-                // counter is not lent again; a new one.
-                Err(Error::AlreadyExists { .. }) if lent.is_some() => {}
-                Err(e) => return Err(e),
-            }
-        }
+        Ok(self.create_sequential(path, data, mode, false).await?.0)
     }
 
     async fn get(&self, path: &str) -> Result<Option<Node>> {
@@ -209,6 +190,21 @@ impl PrimitiveSession for EtcdSession {
     }
 
     fn orders_at_server(&self) -> bool {
+        true
+    }
+
+    /// The create's Txn reads the new node's nearest earlier siblings
+    /// right after its put (see [`crate::neighbours`]).
+    async fn create_contender(
+        &self,
+        path: &str,
+        data: &[u8],
+        blockers: Blockers<'_>,
+    ) -> Result<(Created, Option<Place>)> {
+        self.contender_create(path, data, blockers).await
+    }
+
+    fn places_at_create(&self) -> bool {
         true
     }
 

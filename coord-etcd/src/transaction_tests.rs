@@ -15,6 +15,7 @@ fn create(path: &str, ancestors: &[&str]) -> Step {
         persistent: true,
         own_lease: 7,
         list_siblings: None,
+        nearest_siblings: false,
         parent_known: true,
     }))
 }

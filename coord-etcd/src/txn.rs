@@ -71,6 +71,10 @@ pub(crate) struct CreatePlan {
     /// own writes, so a directory that was empty shows the new node first
     /// (see `session::EtcdSession::create`).
     pub list_siblings: Option<String>,
+    /// Read the nearest siblings instead: the new node and the keys just
+    /// before it by create revision, [`NEAREST_READ`] in all, nearest first
+    /// (a contender's place, see `neighbours::EtcdSession::create_contender`).
+    pub nearest_siblings: bool,
     /// The parent was there, not ephemeral, at this session's last create
     /// under it: compare the parent alone instead of making every missing
     /// ancestor ([`Plan::needs_ancestors`] says when that was wrong).
@@ -223,10 +227,12 @@ impl Plan {
                 let opts = (c.lease != 0).then(|| PutOptions::new().with_lease(c.lease));
                 ops.push(TxnOp::put(c.key.as_str(), c.data.clone(), opts));
                 if let Some(prefix) = &c.list_siblings {
-                    ops.push(TxnOp::get(
-                        prefix.as_str(),
-                        Some(first_by_creation(FIRST_READ)),
-                    ));
+                    let read = if c.nearest_siblings {
+                        nearest_by_creation(NEAREST_READ)
+                    } else {
+                        first_by_creation(FIRST_READ)
+                    };
+                    ops.push(TxnOp::get(prefix.as_str(), Some(read)));
                 }
                 ops
             }
@@ -572,6 +578,22 @@ pub(crate) fn first_by_creation(limit: i64) -> GetOptions {
         .with_prefix()
         .with_keys_only()
         .with_sort(SortTarget::Create, SortOrder::Ascend)
+        .with_limit(limit)
+}
+
+/// How many keys a contender create that reads its place reads back,
+/// nearest first: the new node itself, then the earlier keys `place` would
+/// read first (its window of 8).
+pub(crate) const NEAREST_READ: i64 = 9;
+
+/// A range over a prefix (keys only), the last `limit` keys by create
+/// revision, newest first. Right after a put in the same Txn, the newest is
+/// the new key: no key has a later create revision than the Txn's own.
+pub(crate) fn nearest_by_creation(limit: i64) -> GetOptions {
+    GetOptions::new()
+        .with_prefix()
+        .with_keys_only()
+        .with_sort(SortTarget::Create, SortOrder::Descend)
         .with_limit(limit)
 }
 

@@ -13,6 +13,7 @@ fn create(sequential: bool, lease: i64) -> CreatePlan {
         persistent: lease == 0,
         own_lease: 7,
         list_siblings: None,
+        nearest_siblings: false,
         parent_known: false,
     }
 }

@@ -9,13 +9,27 @@ use std::time::{Duration, Instant};
 
 use coord_core::backend::Backoff;
 use coord_core::{CreateMode, Created, Error, OpResult, Result};
-use etcd_client::GetOptions;
+use etcd_client::{GetOptions, KeyValue};
 
 use crate::error;
-use crate::etcd_session::{EtcdSession, Listed, Listing, DIRS_KEPT};
+use crate::etcd_session::{EtcdSession, Listed, DIRS_KEPT};
 use crate::keys::sequential_suffix;
 use crate::listing::{head_of, parent_of};
 use crate::txn::{self, CreatePlan, FenceKey, Plan};
+
+/// The siblings a contender's create read in its Txn, right after its put
+/// ([`txn::CreatePlan::list_siblings`]): keys only, the first by create
+/// revision or (`nearest_siblings`) the last, newest first.
+pub(crate) struct Siblings {
+    /// The parent's child prefix the range read.
+    pub prefix: String,
+    /// The keys, in the order read.
+    pub kvs: Vec<KeyValue>,
+    /// Whether the range held more keys than these.
+    pub more: bool,
+    /// The Txn's revision: the create's.
+    pub revision: i64,
+}
 
 impl EtcdSession {
     /// A TTL node's create: a lease of its own (see `crate::ttl`), revoked
@@ -45,26 +59,69 @@ impl EtcdSession {
     }
 
     /// Send one create (see [`PrimitiveSession::create`](coord_core::backend::PrimitiveSession::create) for
-    /// [`EtcdSession`]): a contender's also lists its siblings.
+    /// [`EtcdSession`]): a contender's also reads its siblings — the first
+    /// ones, kept for a `first_children` asked meanwhile, or with `nearest`
+    /// the ones just before it, returned (see [`Siblings`]).
     pub(crate) async fn create_once(
         &self,
         mut plan: CreatePlan,
         mode: CreateMode,
-    ) -> Result<Created> {
+        nearest: bool,
+    ) -> Result<(Created, Option<Siblings>)> {
         let parent = parent_of(&plan.path).to_owned();
-        let in_flight = if mode == CreateMode::EphemeralSequential && parent != "/" {
+        let contender = mode == CreateMode::EphemeralSequential && parent != "/";
+        if contender {
             plan.list_siblings = Some(self.shared.keys.child_prefix(&parent));
-            Some(self.listing_create(parent))
-        } else {
-            None
-        };
-        let (done, listing) = self.write_listing(Plan::Create(plan), None).await?;
-        if let (Some(guard), Some(listing)) = (&in_flight, listing) {
-            guard.listed(listing);
+            plan.nearest_siblings = nearest;
         }
+        let in_flight = (contender && !nearest).then(|| self.listing_create(parent));
+        let (done, siblings) = self.write_listing(Plan::Create(plan), None).await?;
+        let siblings = match (&in_flight, siblings) {
+            (Some(guard), Some(read)) => {
+                guard.listed(Arc::new(Listed {
+                    children: head_of(&read.prefix, &read.kvs, read.more),
+                    revision: read.revision,
+                    complete: !read.more,
+                }));
+                None
+            }
+            (_, read) => read,
+        };
         match done {
-            OpResult::Created(c) => Ok(c),
+            OpResult::Created(c) => Ok((c, siblings)),
             _ => Err(error::unexpected("a create that did not create")),
+        }
+    }
+
+    /// Create `path` plus a sequence, ephemeral or not: a name this
+    /// session lent again (see [`crate::slots`]) or a new counter. With
+    /// `nearest`, a contender's create also returns the siblings just
+    /// before it (see [`EtcdSession::create_once`]).
+    pub(crate) async fn create_sequential(
+        &self,
+        path: &str,
+        data: &[u8],
+        mode: CreateMode,
+        nearest: bool,
+    ) -> Result<(Created, Option<Siblings>)> {
+        loop {
+            let lent = self.slots.lock().ok().and_then(|mut s| s.take(path));
+            let counter = lent.unwrap_or_else(|| self.counter.fetch_add(1, Ordering::Relaxed));
+            let plan = self.create_plan_numbered(path, data, mode, Some(counter));
+            match self.create_once(plan, mode, nearest).await {
+                Ok((made, siblings)) => {
+                    if let (Ok(mut slots), Ok(stamp)) =
+                        (self.slots.lock(), i64::try_from(made.stamp))
+                    {
+                        slots.made(&made.path, path, counter, stamp);
+                    }
+                    return Ok((made, siblings));
+                }
+                // Somebody else made a key at that name (by hand): the
+                // counter is not lent again; a new one.
+                Err(Error::AlreadyExists { .. }) if lent.is_some() => {}
+                Err(e) => return Err(e),
+            }
         }
     }
 
@@ -98,6 +155,7 @@ impl EtcdSession {
             persistent: !mode.is_ephemeral(),
             own_lease: shared.lease,
             list_siblings: None,
+            nearest_siblings: false,
             parent_known: false,
             path,
         }
@@ -114,12 +172,12 @@ impl EtcdSession {
         Ok(self.write_listing(plan, fence).await?.0)
     }
 
-    /// [`EtcdSession::write`], with the sibling listing a create asked for.
+    /// [`EtcdSession::write`], with the siblings a create asked to read.
     pub(crate) async fn write_listing(
         &self,
         mut plan: Plan,
         fence: Option<FenceKey>,
-    ) -> Result<(OpResult, Option<Listing>)> {
+    ) -> Result<(OpResult, Option<Siblings>)> {
         let shared = &self.shared;
         shared.check_open()?;
         let parent = match &mut plan {
@@ -184,20 +242,18 @@ impl EtcdSession {
                             dirs.insert(p.clone());
                         }
                     }
-                    let listing = match (&plan, txn::sibling_listing(&plan, &resp)) {
+                    let siblings = match (&plan, txn::sibling_listing(&plan, &resp)) {
                         (Plan::Create(c), Some((kvs, more))) => {
-                            c.list_siblings.as_deref().map(|p| {
-                                let revision = resp.header().map(|h| h.revision()).unwrap_or(0);
-                                Arc::new(Listed {
-                                    children: head_of(p, &kvs, more),
-                                    revision,
-                                    complete: !more,
-                                })
+                            c.list_siblings.as_ref().map(|prefix| Siblings {
+                                prefix: prefix.clone(),
+                                kvs,
+                                more,
+                                revision: resp.header().map(|h| h.revision()).unwrap_or(0),
                             })
                         }
                         _ => None,
                     };
-                    return Ok((done, listing));
+                    return Ok((done, siblings));
                 }
                 Err(e) if recover && e.is_retryable() && started.elapsed() < shared.ttl => {
                     tracing::debug!(error = %e, "etcd create lost its answer; retrying");
