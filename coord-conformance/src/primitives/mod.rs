@@ -17,6 +17,7 @@
 //! [`conformance_tests!`](crate::conformance_tests) macro names it.
 
 pub mod children_watch;
+pub mod contender;
 pub mod data_watch;
 pub mod gone;
 pub mod guarded;
@@ -34,6 +35,9 @@ pub mod txn;
 pub use children_watch::{
     prim_children_watch_fires, prim_children_watch_fires_on_session_end,
     prim_children_watch_never_misses, prim_children_watch_races_change,
+};
+pub use contender::{
+    prim_create_contender_places_like_a_listing, prim_create_contender_under_churn,
 };
 pub use data_watch::{
     prim_get_watch_fires_on_delete, prim_get_watch_fires_on_owner_end,

@@ -17,10 +17,10 @@ use crate::Harness;
 
 /// The reader markers a read/write lock waits behind (`layout::READ`,
 /// `layout::KAZOO_READ`).
-const READERS: &[&str] = &["__READ__", "__rlock__"];
+pub(super) const READERS: &[&str] = &["__READ__", "__rlock__"];
 
 /// The contender `created` made, as a child of its directory.
-fn child_of(created: &coord_core::Created) -> Child {
+pub(super) fn child_of(created: &coord_core::Created) -> Child {
     let name = created
         .path
         .rsplit('/')

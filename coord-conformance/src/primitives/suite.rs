@@ -25,6 +25,8 @@ macro_rules! __primitives_tests {
             primitives::prim_place_equals_a_listing,
             primitives::prim_place_under_churn,
             primitives::prim_place_gone_for_an_old_sequence,
+            primitives::prim_create_contender_places_like_a_listing,
+            primitives::prim_create_contender_under_churn,
             primitives::prim_children_watch_fires,
             primitives::prim_children_watch_fires_on_session_end,
             primitives::prim_children_watch_never_misses,
