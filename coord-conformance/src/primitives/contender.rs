@@ -122,12 +122,8 @@ pub async fn prim_create_contender_places_like_a_listing(h: &dyn Harness) {
     let node = a.get(&made.path).await.expect("get").expect("there");
     assert_eq!(node.data, b"data");
     let kids = a.children(&dir).await.expect("children");
-    let newest = kids.iter().filter(|c| c.sequence.is_some()).next_back();
-    assert_eq!(
-        newest,
-        Some(&child_of(&made)),
-        "the newest in {kids:?}"
-    );
+    let newest = kids.iter().rfind(|c| c.sequence.is_some());
+    assert_eq!(newest, Some(&child_of(&made)), "the newest in {kids:?}");
     b.close().await.expect("close");
     assert!(
         !a.exists(&made.path).await.expect("exists"),
