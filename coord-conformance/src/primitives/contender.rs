@@ -7,13 +7,13 @@
 //! one tell; the node is an ordinary ephemeral-sequential one; bad input is
 //! refused before any I/O.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use coord_core::backend::order::place_in;
 use coord_core::{Blockers, Child, CreateMode, Error, Place, Session};
 
-use super::neighbours::{child_of, READERS};
+use super::neighbours::{child_of, in_between, NearestFirst, READERS};
 use super::support::assert_err;
 use crate::Harness;
 
@@ -165,19 +165,7 @@ pub async fn prim_create_contender_under_churn(h: &dyn Harness) {
         )
         .await
         .expect("create A1");
-    let mut bs = Vec::new();
-    for i in 0..M {
-        let marker = if i % 3 == 1 { "__WRIT__" } else { "__READ__" };
-        let c = deleter
-            .create(
-                &format!("{dir}/_c_b{i}-{marker}"),
-                b"",
-                CreateMode::EphemeralSequential,
-            )
-            .await
-            .expect("create B");
-        bs.push(c);
-    }
+    let bs = in_between(&deleter, &dir, M).await;
     let model = |k: usize, me: &Child| -> Vec<Child> {
         std::iter::once(child_of(&a1))
             .chain(bs[..k].iter().map(child_of))
@@ -185,22 +173,9 @@ pub async fn prim_create_contender_under_churn(h: &dyn Harness) {
             .collect()
     };
 
-    let started = Arc::new(AtomicUsize::new(0));
-    let done = Arc::new(AtomicUsize::new(0));
+    let deletes = NearestFirst::spawn(&deleter, &bs);
+    let (started, done) = (deletes.started.clone(), deletes.done.clone());
     let stop = Arc::new(AtomicBool::new(false));
-    let deleting = {
-        let (started, done) = (started.clone(), done.clone());
-        let paths: Vec<String> = bs.iter().rev().map(|c| c.path.clone()).collect();
-        let deleter = deleter.clone();
-        tokio::spawn(async move {
-            for p in paths {
-                started.fetch_add(1, Ordering::SeqCst);
-                deleter.delete(&p, None).await.expect("delete B");
-                done.fetch_add(1, Ordering::SeqCst);
-                tokio::task::yield_now().await;
-            }
-        })
-    };
     let churning = {
         let (stop, creator, dir) = (stop.clone(), creator.clone(), dir.clone());
         tokio::spawn(async move {
@@ -263,7 +238,7 @@ pub async fn prim_create_contender_under_churn(h: &dyn Harness) {
         }
     }
     stop.store(true, Ordering::SeqCst);
-    deleting.await.expect("deleter");
+    deletes.task.await.expect("deleter");
     churning.await.expect("creator");
     assert!(asked >= 2, "asked {asked} times");
     if checker.places_at_create() {

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use coord_core::backend::order::{first_in, place_in};
-use coord_core::{Blockers, Child, CreateMode, Error, Place, Session};
+use coord_core::{Blockers, Child, CreateMode, Created, Error, Place, Session};
 
 use super::support::assert_err;
 use crate::Harness;
@@ -28,6 +28,60 @@ pub(super) fn child_of(created: &coord_core::Created) -> Child {
         .unwrap_or_default()
         .to_owned();
     Child::new(name, created.sequence)
+}
+
+/// `m` contenders made by `s` in `dir`, in order: readers, with a writer
+/// every third, so a reader-blind wait has its own answer to check.
+pub(super) async fn in_between(s: &Session, dir: &str, m: usize) -> Vec<Created> {
+    let mut made = Vec::with_capacity(m);
+    for i in 0..m {
+        let marker = if i % 3 == 1 { "__WRIT__" } else { "__READ__" };
+        let c = s
+            .create(
+                &format!("{dir}/_c_b{i}-{marker}"),
+                b"",
+                CreateMode::EphemeralSequential,
+            )
+            .await
+            .expect("create B");
+        made.push(c);
+    }
+    made
+}
+
+/// Deletes of some nodes, the last made first, sent one at a time from a
+/// task: how many were sent and how many answered bound how many are left
+/// during any call made meanwhile.
+pub(super) struct NearestFirst {
+    /// Deletes sent.
+    pub started: Arc<AtomicUsize>,
+    /// Deletes answered.
+    pub done: Arc<AtomicUsize>,
+    /// The task sending them.
+    pub task: tokio::task::JoinHandle<()>,
+}
+
+impl NearestFirst {
+    /// Start deleting `nodes` through `s`, the last first.
+    pub(super) fn spawn(s: &Session, nodes: &[Created]) -> Self {
+        let started = Arc::new(AtomicUsize::new(0));
+        let done = Arc::new(AtomicUsize::new(0));
+        let paths: Vec<String> = nodes.iter().rev().map(|c| c.path.clone()).collect();
+        let (sent, answered, s) = (started.clone(), done.clone(), s.clone());
+        let task = tokio::spawn(async move {
+            for p in paths {
+                sent.fetch_add(1, Ordering::SeqCst);
+                s.delete(&p, None).await.expect("delete B");
+                answered.fetch_add(1, Ordering::SeqCst);
+                tokio::task::yield_now().await;
+            }
+        });
+        NearestFirst {
+            started,
+            done,
+            task,
+        }
+    }
 }
 
 /// Every `place` and `first_children` answer in `dir` equals the default's
@@ -201,21 +255,7 @@ pub async fn prim_place_under_churn(h: &dyn Harness) {
         )
         .await
         .expect("create A1");
-    let mut bs = Vec::new();
-    for i in 0..M {
-        // Readers and writers alternate, so a reader-blind wait has its
-        // own answer to check.
-        let marker = if i % 3 == 1 { "__WRIT__" } else { "__READ__" };
-        let c = deleter
-            .create(
-                &format!("{dir}/_c_b{i}-{marker}"),
-                b"",
-                CreateMode::EphemeralSequential,
-            )
-            .await
-            .expect("create B");
-        bs.push(c);
-    }
+    let bs = in_between(&deleter, &dir, M).await;
     let a2 = checker
         .create(
             &format!("{dir}/_c_a2-__WRIT__"),
@@ -232,23 +272,9 @@ pub async fn prim_place_under_churn(h: &dyn Harness) {
             .collect()
     };
 
-    // How many deletes were sent, and how many answered (nearest first).
-    let started = Arc::new(AtomicUsize::new(0));
-    let done = Arc::new(AtomicUsize::new(0));
+    let deletes = NearestFirst::spawn(&deleter, &bs);
+    let (started, done) = (deletes.started.clone(), deletes.done.clone());
     let stop = Arc::new(AtomicBool::new(false));
-    let deleting = {
-        let (started, done) = (started.clone(), done.clone());
-        let paths: Vec<String> = bs.iter().rev().map(|c| c.path.clone()).collect();
-        let deleter = deleter.clone();
-        tokio::spawn(async move {
-            for p in paths {
-                started.fetch_add(1, Ordering::SeqCst);
-                deleter.delete(&p, None).await.expect("delete B");
-                done.fetch_add(1, Ordering::SeqCst);
-                tokio::task::yield_now().await;
-            }
-        })
-    };
     let churning = {
         let (stop, creator, dir) = (stop.clone(), creator.clone(), dir.clone());
         tokio::spawn(async move {
@@ -314,7 +340,7 @@ pub async fn prim_place_under_churn(h: &dyn Harness) {
         }
     }
     stop.store(true, Ordering::SeqCst);
-    deleting.await.expect("deleter");
+    deletes.task.await.expect("deleter");
     churning.await.expect("creator");
     assert!(asked >= 2, "asked {asked} times");
     assert_eq!(
