@@ -55,7 +55,7 @@
 //! | session | a lease whose TTL is the session timeout, kept alive every TTL/3 by a background task |
 //! | node at `/a/b` | key `<namespace>/a/b` |
 //! | children of `/a` | keys directly under `<namespace>/a/`, by create revision; read in pages of 32,768 keys at one revision, so any size lists, as one snapshot |
-//! | place, first children | one range sorted by create revision with a small limit: the earlier keys below the contender's create revision, nearest first, behind a compare of its own key's (`place`); the first keys (`first_children`). A few keys come back whatever the crowd; the server still reads the whole range to sort it (see `neighbours.rs`) |
+//! | place, first children | one range sorted by create revision with a small limit: the earlier keys below the contender's create revision, nearest first, behind a compare of its own key's (`place`); the first keys (`first_children`). A few keys come back whatever the crowd; the server still reads the whole range to sort it (see `neighbours.rs`). A contender's create reads its own place in its Txn, right after the put (`create_contender`: the same range, newest first, limit 9) |
 //! | parents | plain keys (empty value) made by the create that needs them |
 //! | ephemeral | a key on the session's lease |
 //! | sequence, stamp | the key's create revision |
