@@ -16,6 +16,11 @@
 //! 2. **Who is at the head?** ([`PrimitiveSession::first_children`]) The
 //!    first `n` children in the order of [`PrimitiveSession::children`].
 //!
+//! A backend that can read the first answer in the same step as the
+//! contender's create gives it there
+//! ([`PrimitiveSession::create_contender`]), as of the create: an arrival
+//! that must wait then asks nothing more before it waits.
+//!
 //! Answered from a full listing, each question reads every child, so
 //! draining a queue of N waiters reads O(N²) names. A backend with an
 //! ordered index answers it in O(log N) at the server (etcd: a range
@@ -31,6 +36,7 @@
 //! [`PrimitiveSession::first_children`]: crate::backend::PrimitiveSession::first_children
 //! [`PrimitiveSession::children`]: crate::backend::PrimitiveSession::children
 //! [`PrimitiveSession::orders_at_server`]: crate::backend::PrimitiveSession::orders_at_server
+//! [`PrimitiveSession::create_contender`]: crate::backend::PrimitiveSession::create_contender
 
 use crate::backend::node::Child;
 
