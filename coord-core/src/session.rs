@@ -451,6 +451,35 @@ impl Session {
         self.run(self.inner.get(path)).await
     }
 
+    /// Read many nodes: the answers in the order of `paths`, `None` for a
+    /// node that is not there. In as few requests as the backend allows
+    /// (etcd: a transaction of reads per batch; Redis: a script per batch;
+    /// PostgreSQL: one statement per batch; ZooKeeper and in memory: every
+    /// read at once). Not one snapshot: each node is as it was at some
+    /// moment during the call, as with separate [`Session::get`]s.
+    ///
+    /// # Errors
+    /// `InvalidPath` for any path, before any I/O; then the backend's (the
+    /// first one met fails the whole call).
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only reads.
+    pub async fn get_many(&self, paths: &[String]) -> Result<Vec<Option<Node>>> {
+        for p in paths {
+            path::validate(p)?;
+        }
+        if paths.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.run(self.inner.get_many(paths)).await
+    }
+
+    /// Whether [`Session::get_many`] reads its nodes a batch per request,
+    /// rather than one request per node.
+    pub fn reads_many_at_once(&self) -> bool {
+        self.inner.reads_many_at_once()
+    }
+
     /// Whether a node exists.
     ///
     /// # Errors

@@ -93,6 +93,28 @@ pub trait PrimitiveSession: Send + Sync + 'static {
     /// Read a node; `None` when there is none.
     async fn get(&self, path: &str) -> Result<Option<Node>>;
 
+    /// Read many nodes: the answers in the order of `paths`, `None` for a
+    /// node that is not there, as [`PrimitiveSession::get`] answers each.
+    /// Not one snapshot: each node is as it was at some moment during the
+    /// call, as with separate reads (a backend may read them in batches).
+    ///
+    /// The default sends every `get` at once and awaits them together
+    /// (pipelined where the connection multiplexes: ZooKeeper); a backend
+    /// that reads many keys in one request says so in
+    /// [`PrimitiveSession::reads_many_at_once`].
+    ///
+    /// Errors: those of [`PrimitiveSession::get`]; the first one met fails
+    /// the whole call (a read: ask again).
+    async fn get_many(&self, paths: &[String]) -> Result<Vec<Option<Node>>> {
+        futures_util::future::try_join_all(paths.iter().map(|p| self.get(p))).await
+    }
+
+    /// Whether [`PrimitiveSession::get_many`] reads its nodes in a few
+    /// requests (a batch of keys each) rather than one request per node.
+    fn reads_many_at_once(&self) -> bool {
+        false
+    }
+
     /// Replace a node's data; with `version`, only if the node is at it.
     ///
     /// Errors: `NotFound`, `VersionMismatch`.

@@ -2,7 +2,7 @@
 //! helpers around them.
 
 use crate::backend::backoff::Backoff;
-use crate::backend::node::Child;
+use crate::backend::node::{Child, Node};
 use crate::backend::order::{Blockers, Place};
 use crate::backend::watch::Watch;
 use crate::error::{Error, Result};
@@ -34,6 +34,22 @@ pub(crate) async fn list_retrying(session: &Session, dir: &str) -> Result<Vec<Ch
         match session.children(dir).await {
             Ok(c) => return Ok(c),
             Err(Error::NotFound { .. }) => return Ok(Vec::new()),
+            Err(e) if e.is_retryable() => backoff(&mut attempt).await,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Read the nodes at `paths` ([`Session::get_many`]), retrying retryable
+/// errors (the whole batch again: it only reads).
+pub(crate) async fn get_many_retrying(
+    session: &Session,
+    paths: &[String],
+) -> Result<Vec<Option<Node>>> {
+    let mut attempt = 0;
+    loop {
+        match session.get_many(paths).await {
+            Ok(nodes) => return Ok(nodes),
             Err(e) if e.is_retryable() => backoff(&mut attempt).await,
             Err(e) => return Err(e),
         }
