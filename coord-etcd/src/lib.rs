@@ -56,6 +56,7 @@
 //! | node at `/a/b` | key `<namespace>/a/b` |
 //! | children of `/a` | keys directly under `<namespace>/a/`, by create revision; read in pages of 32,768 keys at one revision, so any size lists, as one snapshot |
 //! | place, first children | one range sorted by create revision with a small limit: the earlier keys below the contender's create revision, nearest first, behind a compare of its own key's (`place`); the first keys (`first_children`). A few keys come back whatever the crowd; the server still reads the whole range to sort it (see `neighbours.rs`). A contender's create reads its own place in its Txn, right after the put (`create_contender`: the same range, newest first, limit 9) |
+//! | many nodes read at once (`get_many`) | a read-only Txn of gets per 128 keys (`--max-txn-ops`), sent together, then per batch one Txn reading the TTL markers of the other sessions' leases found (see `reads.rs`) |
 //! | parents | plain keys (empty value) made by the create that needs them |
 //! | ephemeral | a key on the session's lease |
 //! | sequence, stamp | the key's create revision |
@@ -145,6 +146,7 @@ mod neighbours;
 mod options;
 #[cfg(feature = "tls")]
 mod probe;
+mod reads;
 mod session;
 mod shared;
 mod slots;

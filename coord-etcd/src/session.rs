@@ -55,25 +55,16 @@ impl PrimitiveSession for EtcdSession {
     }
 
     async fn get(&self, path: &str) -> Result<Option<Node>> {
-        let shared = &self.shared;
-        shared.check_open()?;
-        if path == "/" {
-            // The root has no key and always exists.
-            return Ok(Some(Node::new(Vec::new(), Stat::new(0, 0, false, None))));
-        }
-        let resp = shared
-            .get(&shared.keys.key(path), None)
-            .await
-            .map_err(error::at(path))?;
-        shared.saw_header(resp.header());
-        let Some(kv) = resp.kvs().first() else {
-            return Ok(None);
-        };
-        let mut stat = stat_of(kv);
-        if crate::ttl::ttl_lease(shared, &stat).await?.is_some() {
-            stat = crate::ttl::persistent(stat);
-        }
-        Ok(Some(Node::new(kv.value().to_vec(), stat)))
+        crate::reads::get(&self.shared, path).await
+    }
+
+    /// Txns of reads, 128 keys each, sent together ([`crate::reads`]).
+    async fn get_many(&self, paths: &[String]) -> Result<Vec<Option<Node>>> {
+        crate::reads::get_many(&self.shared, paths).await
+    }
+
+    fn reads_many_at_once(&self) -> bool {
+        true
     }
 
     async fn set(&self, path: &str, data: &[u8], version: Option<u64>) -> Result<Stat> {

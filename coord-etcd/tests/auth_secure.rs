@@ -211,7 +211,8 @@ async fn limited_user(
 }
 
 /// A user whose role grants only one prefix: writes there work, a write
-/// elsewhere is `PermissionDenied` naming the path.
+/// elsewhere is `PermissionDenied` naming the path, and so are a read and
+/// a read of many nodes among which it is.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_key_outside_the_users_role_is_permission_denied_naming_the_path() {
     let server = SecureEtcd::from_env();
@@ -230,8 +231,13 @@ async fn a_key_outside_the_users_role_is_permission_denied_naming_the_path() {
         let elsewhere = format!("/{}/out", unique("auth-denied"));
         let denied = session.create(&elsewhere, b"", CreateMode::Ephemeral).await;
         let read = session.get(&elsewhere).await;
+        // Many at once: the batch is denied, and the error names the
+        // path of the batch that was.
+        let read_many = session
+            .get_many(&[format!("{allowed}/in"), elsewhere.clone()])
+            .await;
         session.close().await?;
-        Ok::<_, Error>((elsewhere, denied, read))
+        Ok::<_, Error>((elsewhere, denied, read, read_many))
     }
     .await;
 
@@ -239,8 +245,8 @@ async fn a_key_outside_the_users_role_is_permission_denied_naming_the_path() {
     let _ = root.user_delete(user.as_str()).await;
     let _ = root.role_delete(role.as_str()).await;
 
-    let (elsewhere, denied, read) = outcome.expect("the allowed prefix works");
-    for r in [denied.map(|_| ()), read.map(|_| ())] {
+    let (elsewhere, denied, read, read_many) = outcome.expect("the allowed prefix works");
+    for r in [denied.map(|_| ()), read.map(|_| ()), read_many.map(|_| ())] {
         match r {
             Err(Error::PermissionDenied { path, reason }) => {
                 assert_eq!(path, elsewhere);

@@ -182,6 +182,19 @@ impl PrimitiveSession for MemSession {
         Ok(self.live()?.tree.get(path))
     }
 
+    /// Under one hold of the tree's lock: one snapshot, in fact.
+    async fn get_many(&self, paths: &[String]) -> Result<Vec<Option<Node>>> {
+        for p in paths {
+            path::validate(p)?;
+        }
+        let live = self.live()?;
+        Ok(paths.iter().map(|p| live.tree.get(p)).collect())
+    }
+
+    fn reads_many_at_once(&self) -> bool {
+        true
+    }
+
     async fn set(&self, path: &str, data: &[u8], version: Option<u64>) -> Result<Stat> {
         self.live()?.tree.set(path, data, version)
     }

@@ -33,7 +33,9 @@
 //! - **Ordered neighbours**: a contender's place (`Session::place`) and a
 //!   directory's first children (`Session::first_children`) are one
 //!   function call each over the children index `(parent, seq, name)`: a
-//!   scan from the contender's sequence, O(log N), never a listing.
+//!   scan from the contender's sequence, O(log N), never a listing. Many
+//!   nodes read at once (`Session::get_many`) are one statement per 1,000
+//!   paths: the schema's `get` joined over the array of paths.
 //! - **The schema** (`coord` by default, [`PgOptions::with_schema`]) is made
 //!   by coord itself when missing, versioned in `<schema>.meta`. A role that
 //!   owns the schema (`create schema coord authorization app;`) needs no

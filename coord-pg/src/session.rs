@@ -24,6 +24,9 @@ use crate::rows::{created_at, stat_at, u64_of, version_arg};
 use crate::txn;
 use crate::watch::{gone_watch, one_shot, tree_watch, Fired, Hub, Kind, Seen, Waiter};
 
+/// Paths read per statement of `get_many`.
+const READS_PER_STATEMENT: usize = 1_000;
+
 /// One session: its command link, its listener's hub, its tasks.
 pub(crate) struct PgSession {
     pub(crate) link: Arc<Link>,
@@ -130,6 +133,52 @@ impl PgSession {
             )
             .await?;
         Ok(rows.first().map(|r| Node::new(r.get(0), stat_at(r, 1))))
+    }
+
+    /// The nodes at `paths`: the schema's `get` for each, in one statement
+    /// per [`READS_PER_STATEMENT`] paths (joined laterally over the
+    /// array, so the schema's one read stays the only way in).
+    async fn read_nodes(&self, paths: &[String]) -> Result<Vec<Option<Node>>> {
+        self.check()?;
+        let sql = format!(
+            "select p.ord, g.data, g.version, g.stamp, g.owner, g.ctime \
+             from unnest($2::text[]) with ordinality as p(path, ord) \
+             cross join lateral {}.get($1, p.path) g",
+            self.schema()
+        );
+        let mut out: Vec<Option<Node>> = paths.iter().map(|_| None).collect();
+        for (b, batch) in paths.chunks(READS_PER_STATEMENT).enumerate() {
+            let list: Vec<&str> = batch.iter().map(String::as_str).collect();
+            let params: [Param<'_>; 2] = [(&self.sid, Type::INT8), (&list, Type::TEXT_ARRAY)];
+            let first = batch.first().map_or("/", String::as_str);
+            let rows = match self
+                .link
+                .query_mapped(&sql, &params, &|e| crate::error::map(e, first))
+                .await
+            {
+                Err(Error::SessionExpired) => {
+                    self.link.ended_by_server();
+                    return Err(Error::SessionExpired);
+                }
+                r => r?,
+            };
+            for r in &rows {
+                let ord: i64 = r.get(0);
+                let at = usize::try_from(ord - 1)
+                    .ok()
+                    .and_then(|i| out.get_mut(b * READS_PER_STATEMENT + i))
+                    .ok_or_else(|| {
+                        Error::backend(
+                            BACKEND,
+                            std::io::Error::other(format!(
+                                "get_many: a row for no path asked ({ord})"
+                            )),
+                        )
+                    })?;
+                *at = Some(Node::new(r.get(1), stat_at(r, 2)));
+            }
+        }
+        Ok(out)
     }
 
     async fn list(&self, dir: &str) -> Result<Vec<Child>> {
@@ -311,6 +360,15 @@ impl PrimitiveSession for PgSession {
 
     async fn get(&self, path: &str) -> Result<Option<Node>> {
         self.read_node(path).await
+    }
+
+    /// One statement per 1,000 paths ([`PgSession::read_nodes`]).
+    async fn get_many(&self, paths: &[String]) -> Result<Vec<Option<Node>>> {
+        self.read_nodes(paths).await
+    }
+
+    fn reads_many_at_once(&self) -> bool {
+        true
     }
 
     async fn set(&self, path: &str, data: &[u8], version: Option<u64>) -> Result<Stat> {

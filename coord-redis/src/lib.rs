@@ -43,7 +43,8 @@
 //!   exists. A contender's place (`Session::place`) and a directory's
 //!   first children (`Session::first_children`) are one script each that
 //!   walks that sorted set from the contender's score (or from the start):
-//!   O(log N), never a listing of every waiter.
+//!   O(log N), never a listing of every waiter. Many nodes read at once
+//!   (`Session::get_many`) are one script per 256 paths.
 //! - **Atomicity**: every operation is one Lua script (EVALSHA, after a
 //!   SCRIPT LOAD where the server lacks it), so each create, set, delete and guarded write is atomic, and
 //!   each publishes its change notice in the same step: `{ns}:w:<path>` when

@@ -149,6 +149,15 @@ pub(crate) fn decode_node(v: &Value) -> Result<Option<Node>> {
     }
 }
 
+/// `get_many.lua`'s answer: one [`decode_node`] answer per path of the
+/// `n` asked.
+pub(crate) fn decode_nodes(v: &Value, n: usize) -> Result<Vec<Option<Node>>> {
+    match v {
+        Value::Array(items) if items.len() == n => items.iter().map(decode_node).collect(),
+        other => Err(error::unexpected("get_many", other)),
+    }
+}
+
 pub(crate) fn decode_children(v: &Value) -> Result<Vec<Child>> {
     let Value::Array(items) = v else {
         return Err(error::unexpected("children", v));

@@ -32,6 +32,7 @@ scripts! {
     SWEEP = "sweep.lua";
     CREATE = "create.lua";
     GET = "get.lua";
+    GET_MANY = "get_many.lua";
     SET = "set.lua";
     DELETE = "delete.lua";
     CHILDREN = "children.lua";

@@ -183,6 +183,15 @@ impl PrimitiveSession for RedisSession {
         self.core.read_node(path).await
     }
 
+    /// A script per 256 paths (`get_many.lua`), sent together.
+    async fn get_many(&self, paths: &[String]) -> Result<Vec<Option<Node>>> {
+        self.core.read_nodes(paths).await
+    }
+
+    fn reads_many_at_once(&self) -> bool {
+        true
+    }
+
     async fn set(&self, path: &str, data: &[u8], version: Option<u64>) -> Result<Stat> {
         let expected = version_arg(version);
         let args = [path.as_bytes(), data, &expected];

@@ -17,7 +17,7 @@ use tokio::time::Instant;
 use crate::error;
 use crate::notices::Hub;
 use crate::options::{KeyspaceEvents, RedisOptions};
-use crate::reply::{decode_children, decode_node};
+use crate::reply::{decode_children, decode_node, decode_nodes};
 use crate::scripts;
 
 /// What a session's handle and its background tasks share.
@@ -59,6 +59,9 @@ pub(crate) struct Shared {
 
 /// One argument of a script.
 pub(crate) type Arg<'a> = &'a [u8];
+
+/// Paths read per `get_many.lua` run.
+pub(crate) const READS_PER_SCRIPT: usize = 256;
 
 /// `d` in whole milliseconds, saturating (for `PX` and `PEXPIRE`).
 pub(crate) fn millis(d: Duration) -> u64 {
@@ -235,6 +238,22 @@ impl Shared {
             .call_idempotent(&scripts::GET, &[path.as_bytes()])
             .await?;
         decode_node(&value)
+    }
+
+    /// The nodes at `paths`: the contract's `get_many`, a script per
+    /// [`READS_PER_SCRIPT`] paths, the scripts sent together (one
+    /// connection: they pipeline). A script holds the server while it
+    /// runs, so a batch stays small.
+    pub(crate) async fn read_nodes(&self, paths: &[String]) -> Result<Vec<Option<Node>>> {
+        let batches = futures_util::future::try_join_all(paths.chunks(READS_PER_SCRIPT).map(
+            |batch| async move {
+                let args: Vec<Arg<'_>> = batch.iter().map(|p| p.as_bytes()).collect();
+                let value = self.call_idempotent(&scripts::GET_MANY, &args).await?;
+                decode_nodes(&value, batch.len())
+            },
+        ))
+        .await?;
+        Ok(batches.into_iter().flatten().collect())
     }
 
     /// The children of `dir`: the contract's `children`.

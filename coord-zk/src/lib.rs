@@ -89,6 +89,7 @@
 //! | get and watch (data watch) | `getData` with a watch: fires at the node's next set or its deletion |
 //! | children watch | `getChildren` with a watch |
 //! | place, first children (`Session::place`, `Session::first_children`) | the defaults: a full `getChildren`, then `order::place_in` / `order::first_in` (ZooKeeper has no query for a child's neighbour or the first n children; `orders_at_server` is `false`) |
+//! | many nodes read at once (`Session::get_many`) | the default: every `getData` sent at once, pipelined on the session's connection (not a 3.6+ multi-read: its one answer must fit the client's packet limit, which a few nodes near the 1 MiB data limit would pass) |
 //! | tree watch | `addWatch` in PERSISTENT_RECURSIVE mode (3.6+; `NotSupported` before); added again after every reconnection, then `Resync`. One connection keeps one watch per path before 3.9 (ZOOKEEPER-4466): a data watch on a tree watch's own path is served by the tree watch, and a tree watch on a path with a data watch set is `NotSupported` (the caches then use one-shot watches) |
 //! | creation time | `ctime` (the server's clock, in ms) |
 //! | guarded write | read the fence's czxid, then `multi(check(fence, version), op)` (see below) |
