@@ -8,6 +8,7 @@
 //! read at once where a server may answer it from a lagging replica.
 //!
 //! The areas: argument checks ([`paths`]), nodes and versions ([`nodes`]),
+//! many nodes read at once ([`get_many`]),
 //! sequences and stamps ([`order`]), ordered neighbours (`place`,
 //! `first_children`: [`neighbours`]), listing children ([`listing`]),
 //! children watches ([`children_watch`]), waiting for a node to go
@@ -19,6 +20,7 @@
 pub mod children_watch;
 pub mod contender;
 pub mod data_watch;
+pub mod get_many;
 pub mod gone;
 pub mod guarded;
 pub mod listing;
@@ -43,6 +45,9 @@ pub use data_watch::{
     prim_get_watch_fires_on_delete, prim_get_watch_fires_on_owner_end,
     prim_get_watch_fires_on_set_by_other, prim_get_watch_ignores_other_nodes,
     prim_get_watch_missing_node, prim_get_watch_races_set,
+};
+pub use get_many::{
+    prim_get_many_reads_like_gets, prim_get_many_through_a_cut, prim_get_many_under_churn,
 };
 pub use gone::{
     prim_wait_gone_basics, prim_wait_gone_races_delete, prim_watch_gone_is_armed,

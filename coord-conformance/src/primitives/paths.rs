@@ -57,6 +57,12 @@ async fn with_path_everywhere(
                 .map(drop),
         ),
         ("get", s.get(bad).await.map(drop)),
+        (
+            "get_many, the bad path after a good one",
+            s.get_many(&[good.to_owned(), bad.to_owned()])
+                .await
+                .map(drop),
+        ),
         ("exists", s.exists(bad).await.map(drop)),
         ("set", s.set(bad, b"", None).await.map(drop)),
         ("delete", s.delete(bad, None).await),
