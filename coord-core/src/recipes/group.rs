@@ -1,8 +1,6 @@
 //! Group membership: [`Group`], its members and its watcher.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
-
-use tokio::task::JoinSet;
+use std::collections::{HashMap, HashSet};
 
 use crate::backend::node::CreateMode;
 use crate::backend::watch::Watch;
@@ -10,7 +8,9 @@ use crate::error::{Error, Result};
 use crate::hold::held::HeldNode;
 use crate::layout;
 use crate::machinery::pending::PendingNode;
-use crate::machinery::retry::{backoff, list_retrying, list_watch_retrying, settle_watch};
+use crate::machinery::retry::{
+    get_many_retrying, list_retrying, list_watch_retrying, settle_watch,
+};
 use crate::machinery::stream::{resumable_stream, Advance, Resumable};
 use crate::path;
 use crate::session::Session;
@@ -167,32 +167,17 @@ impl Group {
         Ok(children.into_iter().map(|c| c.name).collect())
     }
 
-    /// Read the data of `names` concurrently; those gone meanwhile are left
-    /// out. Kept in the order given.
+    /// Read the data of `names` ([`Session::get_many`]: a batch per
+    /// request where the backend reads many at once); those gone meanwhile
+    /// are left out. Kept in the order given.
     async fn read_members(&self, names: Vec<String>) -> Result<Vec<Member>> {
-        let mut reads = JoinSet::new();
-        for (i, name) in names.into_iter().enumerate() {
-            let session = self.session.clone();
-            let node = path::join(&self.dir, &name);
-            reads.spawn(async move {
-                let mut attempt = 0;
-                loop {
-                    match session.get(&node).await {
-                        Ok(n) => return Ok((i, name, n)),
-                        Err(e) if e.is_retryable() => backoff(&mut attempt).await,
-                        Err(e) => return Err(e),
-                    }
-                }
-            });
-        }
-        let mut found = BTreeMap::new();
-        while let Some(r) = reads.join_next().await {
-            let (i, name, node) = r.map_err(|e| Error::backend(self.session.backend(), e))??;
-            if let Some(n) = node {
-                found.insert(i, Member { name, data: n.data });
-            }
-        }
-        Ok(found.into_values().collect())
+        let paths: Vec<String> = names.iter().map(|n| path::join(&self.dir, n)).collect();
+        let nodes = get_many_retrying(&self.session, &paths).await?;
+        Ok(names
+            .into_iter()
+            .zip(nodes)
+            .filter_map(|(name, node)| node.map(|n| Member { name, data: n.data }))
+            .collect())
     }
 
     /// Follow membership changes; see [`GroupWatcher`].

@@ -4,12 +4,10 @@
 
 use std::collections::BTreeMap;
 
-use tokio::task::JoinSet;
-
 use super::instance::ServiceInstance;
 use super::registration::instance_path;
-use crate::error::{Error, Result};
-use crate::machinery::retry::{backoff, list_retrying};
+use crate::error::Result;
+use crate::machinery::retry::{backoff, get_many_retrying, list_retrying};
 use crate::path;
 use crate::session::Session;
 
@@ -75,17 +73,13 @@ impl ServiceDiscovery {
     pub async fn instances(&self, name: &str) -> Result<Vec<ServiceInstance>> {
         let dir = path::join_segment(&self.base, name)?;
         let children = list_retrying(&self.session, &dir).await?;
-        let mut reads = JoinSet::new();
-        for child in children {
-            let session = self.session.clone();
-            let node = path::join(&dir, &child.name);
-            reads.spawn(async move { (child.name, read_retrying(&session, &node).await) });
-        }
+        let paths: Vec<String> = children.iter().map(|c| path::join(&dir, &c.name)).collect();
+        let nodes = get_many_retrying(&self.session, &paths).await?;
+        // By id: the order of a listing is by sequence first.
         let mut found = BTreeMap::new();
-        while let Some(r) = reads.join_next().await {
-            let (id, read) = r.map_err(|e| Error::backend(self.session.backend(), e))?;
-            if let Some(instance) = read? {
-                found.insert(id, instance);
+        for ((child, node), at) in children.into_iter().zip(nodes).zip(&paths) {
+            if let Some(instance) = node.and_then(|n| parse(at, &n.data)) {
+                found.insert(child.name, instance);
             }
         }
         Ok(found.into_values().collect())

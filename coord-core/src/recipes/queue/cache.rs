@@ -3,9 +3,7 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use tokio::task::JoinSet;
-
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::path;
 use crate::recipes::queue::lanes::{lane_of, lane_prefix, LANES, NARROW_FROM};
 use crate::session::Session;
@@ -306,11 +304,11 @@ impl Cache {
     }
 
     /// Read the data of the first [`READ_AHEAD`] cached names that lack
-    /// it, concurrently (reads pipeline on every backend), from the item
-    /// directory `items`, so a take costs one delete instead of a read and
-    /// a delete. Names found gone are marked so.
+    /// it, in one [`Session::get_many`] (a batch per request where the
+    /// backend reads many at once; pipelined reads elsewhere), from the
+    /// item directory `items`, so a take costs one delete instead of a read
+    /// and a delete. Names found gone are marked so.
     pub(crate) async fn read_ahead(&mut self, session: &Session, items: &str) -> Result<()> {
-        let mut reads = JoinSet::new();
         // The front, then the names of this consumer's lane: those are
         // what it will try next (the others' lanes are not worth reading).
         let (lanes, lane) = (self.lanes, self.lane);
@@ -320,18 +318,20 @@ impl Cache {
             .iter()
             .skip(1)
             .filter(|n| lanes <= 1 || lane_of(n, lanes) == lane);
-        for name in front.into_iter().chain(mine).take(READ_AHEAD) {
-            if self.data.contains_key(name) {
-                continue;
-            }
-            let session = session.clone();
-            let item = path::join(items, name);
-            let name = name.clone();
-            reads.spawn(async move { (name, session.get(&item).await) });
+        let names: Vec<String> = front
+            .into_iter()
+            .chain(mine)
+            .take(READ_AHEAD)
+            .filter(|n| !self.data.contains_key(*n))
+            .cloned()
+            .collect();
+        if names.is_empty() {
+            return Ok(());
         }
-        while let Some(r) = reads.join_next().await {
-            let (name, node) = r.map_err(|e| Error::backend(session.backend(), e))?;
-            self.data.insert(name, node?.map(|n| n.data));
+        let paths: Vec<String> = names.iter().map(|n| path::join(items, n)).collect();
+        let nodes = session.get_many(&paths).await?;
+        for (name, node) in names.into_iter().zip(nodes) {
+            self.data.insert(name, node.map(|n| n.data));
         }
         Ok(())
     }
