@@ -195,8 +195,10 @@ impl Group {
 /// it is, each later one waits for the set of members to change. It
 /// watches the directory, so it never misses that a member left or joined
 /// — though a member that joins and leaves between two reads is not seen.
-/// Each member's data is read once, when the watcher first sees it (one
-/// read per join, however often the group changes): a later
+/// Each member's data is read once, when the watcher first sees it,
+/// however often the group changes (the newcomers of a change together,
+/// with [`Session::get_many`]: on etcd, Redis and PostgreSQL a batch per
+/// request): a later
 /// [`Membership::set_data`] shows in [`Group::members`], not in the
 /// watcher's changes.
 ///
