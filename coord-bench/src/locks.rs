@@ -395,8 +395,13 @@ pub async fn uncontended(
 /// W2's result for one lock and one number of sessions.
 #[derive(Debug, Clone, Copy)]
 pub struct Handoffs {
-    /// Acquisitions per second.
+    /// Acquisitions per second, over the whole block: from the gate, so
+    /// the K contenders' first arrivals are in it.
     pub per_s: f64,
+    /// Acquisitions per second once every contender has had its turn to
+    /// arrive: from the K-th acquisition to the last (the hand-off rate
+    /// with K waiting, which a short block's arrivals would dilute).
+    pub steady_per_s: f64,
     /// From a holder's release to the next holder's acquire.
     pub latency: Percentiles,
     /// Wake-ups per release (recipes only; `None` for native locks).
@@ -417,6 +422,8 @@ struct Shared {
     last_release: Option<Instant>,
     handoffs: Vec<Duration>,
     count: usize,
+    /// The K-th acquisition: the steady rate's start.
+    steady: Option<Instant>,
     end: Option<Instant>,
 }
 
@@ -480,6 +487,9 @@ pub async fn contended(
                         sh.handoffs.push(now - r);
                     }
                     sh.count += 1;
+                    if sh.count == k {
+                        sh.steady = Some(now);
+                    }
                     if sh.count == total {
                         sh.end = Some(now);
                     }
@@ -524,6 +534,10 @@ pub async fn contended(
     let acquisitions = sh.count;
     let latency = percentiles(&mut sh.handoffs);
     let per_s = total as f64 / (end - start).as_secs_f64();
+    let steady_per_s = match sh.steady {
+        Some(from) if total > k && end > from => (total - k) as f64 / (end - from).as_secs_f64(),
+        _ => per_s,
+    };
     let wakeups_per_release = match kind {
         LockKind::Lock | LockKind::LockDrop | LockKind::Simple => {
             Some(stats.wakeups() as f64 / (acquisitions.saturating_sub(1).max(1)) as f64)
@@ -532,6 +546,7 @@ pub async fn contended(
     };
     Ok(Handoffs {
         per_s,
+        steady_per_s,
         latency,
         wakeups_per_release,
         violations: violations.load(Ordering::Relaxed),

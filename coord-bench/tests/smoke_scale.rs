@@ -24,6 +24,10 @@ async fn the_scale_workload_runs_on_mem() {
                 assert_eq!(h.tallied, h.acquisitions, "{name} K = {k}");
                 assert!(h.acquisitions >= cfg.per_block(k), "{name} K = {k}");
                 assert!(h.per_s.is_finite() && h.per_s > 0.0, "{name} K = {k}");
+                assert!(
+                    h.steady_per_s.is_finite() && h.steady_per_s > 0.0,
+                    "{name} K = {k}"
+                );
             }
         }
         let r = rep
@@ -35,6 +39,9 @@ async fn the_scale_workload_runs_on_mem() {
     // At K > 1 the holder waits until another contender waits, so a
     // release wakes someone: hand-offs between sessions, not one task
     // re-taking a free lock.
+    // The rate with K waiting, and beside it the whole block's.
+    assert!(rep.value("scale.k8.lock.per_s").is_some());
+    assert!(rep.value("scale.k8.lock.whole_per_s").is_some());
     let w = rep.value("scale.k8.lock.wakeups").expect("wake-ups at 8");
     assert!(w > 0.0, "no waiter woke at K = 8");
     assert!(rep

@@ -12,10 +12,13 @@
 //    session) and its own InterProcessMutex(PATH), connected before the
 //    clock starts, then released together; each loops acquire -> release
 //    until HANDOFFS acquisitions were counted. Timed from the release to
-//    the HANDOFFS-th acquisition (as coord-bench's contender loop).
+//    the HANDOFFS-th acquisition, and, for the steady rate, from the K-th
+//    acquisition (every thread has had its turn to arrive) to the
+//    HANDOFFS-th (as coord-bench's contender loop).
 // 3. Checks mutual exclusion (no two threads between acquire and release
 //    at once) and that the threads' own counts add up to the shared one.
-// Prints one JSON line: {"impl":"curator","k":K,"handoffs":N,"per_s":...};
+// Prints one JSON line: {"impl":"curator","k":K,"handoffs":N,"per_s":...,
+// "steady_per_s":...};
 // exits 1 if a check fails or a thread threw, 2 past DEADLINE_SECONDS.
 
 import java.util.ArrayList;
@@ -77,6 +80,7 @@ public class LockScale {
         AtomicLong tallied = new AtomicLong();
         AtomicLong violations = new AtomicLong();
         AtomicLong end = new AtomicLong();
+        AtomicLong steady = new AtomicLong();
         AtomicBoolean holding = new AtomicBoolean();
         List<Throwable> errors = new ArrayList<>();
         List<Thread> threads = new ArrayList<>();
@@ -93,6 +97,9 @@ public class LockScale {
                         }
                         mine++;
                         long c = count.incrementAndGet();
+                        if (c == k) {
+                            steady.set(System.nanoTime());
+                        }
                         if (c == total) {
                             end.set(System.nanoTime());
                         }
@@ -122,10 +129,14 @@ public class LockScale {
             c.close();
         }
         double seconds = (end.get() - start) / 1e9;
+        double steadySeconds = (end.get() - steady.get()) / 1e9;
+        double steadyPerS = total > k && steadySeconds > 0 ? (total - k) / steadySeconds : total / seconds;
         System.out.printf(
                 "{\"impl\":\"curator\",\"k\":%d,\"handoffs\":%d,\"seconds\":%.6f,\"per_s\":%.3f,"
+                        + "\"steady_per_s\":%.3f,"
                         + "\"acquisitions\":%d,\"tallied\":%d,\"violations\":%d,\"errors\":%d}%n",
-                k, total, seconds, total / seconds, count.get(), tallied.get(), violations.get(), errors.size());
+                k, total, seconds, total / seconds, steadyPerS, count.get(), tallied.get(), violations.get(),
+                errors.size());
         if (!errors.isEmpty()) {
             errors.get(0).printStackTrace();
         }

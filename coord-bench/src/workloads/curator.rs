@@ -26,6 +26,7 @@ pub struct Curator {
 #[derive(Debug, Deserialize)]
 struct Line {
     per_s: f64,
+    steady_per_s: f64,
     acquisitions: usize,
     tallied: usize,
     violations: usize,
@@ -86,6 +87,7 @@ impl Curator {
         let l: Line = serde_json::from_str(line.unwrap_or_default())?;
         Ok(Handoffs {
             per_s: l.per_s,
+            steady_per_s: l.steady_per_s,
             latency: percentiles(&mut []),
             wakeups_per_release: None,
             violations: l.violations,

@@ -5,7 +5,14 @@
 //! ([`locks::contended`]), and on ZooKeeper also Curator's
 //! `InterProcessMutex` in a Java process ([`super::curator`]).
 //!
+//! The rate is taken once every contender has had its turn to arrive:
+//! from the K-th acquisition of a block to its last. All K contenders
+//! arrive at the gate together, and in a block of 2K hand-offs their K
+//! first creates would otherwise weigh as much as the hand-offs; the whole
+//! block's rate is a row of its own.
+//!
 //! Rows: `scale.k<K>.<lock>.per_s` (median of the blocks),
+//! `scale.k<K>.<lock>.whole_per_s` (the same over whole blocks),
 //! `scale.k<K>.<coord lock>.vs.<peer>` (the median of the per-block
 //! ratios, with their range), `scale.k<K>.<lock>.vs_k8` (rate at K ÷ rate
 //! at 8) and `scale.k<K>.<coord lock>.wakeups`. [`Scale::markdown`] puts
@@ -217,9 +224,11 @@ async fn at(
     Ok(())
 }
 
-/// Each block's hand-offs per second.
+/// Each block's hand-offs per second with K waiting: from the K-th
+/// acquisition on ([`Handoffs::steady_per_s`]), so that the K first
+/// arrivals, all at the start of a block, do not count as hand-offs.
 fn rates(hs: &[Handoffs]) -> Vec<f64> {
-    hs.iter().map(|h| h.per_s).collect()
+    hs.iter().map(|h| h.steady_per_s).collect()
 }
 
 /// Record the rows of every K and lock.
@@ -240,6 +249,15 @@ fn rows(
                 Row::new(format!("{key}.per_s"), "scale", &case)
                     .metric("hand-offs", Unit::PerSec)
                     .value(rate),
+            );
+            let whole: Vec<f64> = hs.iter().map(|h| h.per_s).collect();
+            rep.push(
+                Row::new(format!("{key}.whole_per_s"), "scale", &case)
+                    .metric(
+                        "hand-offs, the whole block (the K arrivals in it)",
+                        Unit::PerSec,
+                    )
+                    .value(median(&whole)),
             );
             if let Some(at8) = get(8, s).filter(|_| k != 8) {
                 rep.push(
