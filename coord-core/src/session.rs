@@ -454,9 +454,10 @@ impl Session {
     /// Read many nodes: the answers in the order of `paths`, `None` for a
     /// node that is not there. In as few requests as the backend allows
     /// (etcd: a transaction of reads per batch; Redis: a script per batch;
-    /// PostgreSQL: one statement per batch; ZooKeeper and in memory: every
-    /// read at once). Not one snapshot: each node is as it was at some
-    /// moment during the call, as with separate [`Session::get`]s.
+    /// PostgreSQL: one statement per batch; ZooKeeper: every read sent at
+    /// once, pipelined; in memory: under one lock). Not one snapshot: each
+    /// node is as it was at some moment during the call, as with separate
+    /// [`Session::get`]s.
     ///
     /// # Errors
     /// `InvalidPath` for any path, before any I/O; then the backend's (the

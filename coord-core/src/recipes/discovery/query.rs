@@ -29,7 +29,8 @@ impl ServiceDiscovery {
     /// The services under `base` (e.g. `/services`), read on `session`.
     ///
     /// # Errors
-    /// [`Error::InvalidPath`](crate::Error::InvalidPath) for a bad base path, before any I/O.
+    /// [`Error::InvalidPath`](crate::Error::InvalidPath) for a bad base
+    /// path, before any I/O.
     pub fn new(session: &Session, base: &str) -> Result<ServiceDiscovery> {
         path::validate(base)?;
         Ok(ServiceDiscovery {
@@ -65,8 +66,9 @@ impl ServiceDiscovery {
     /// The instances of service `name` now, by id; none if it has none.
     ///
     /// # Errors
-    /// [`Error::InvalidPath`](crate::Error::InvalidPath) for a name that is not one path segment,
-    /// before any I/O; the session's end; a backend error no retry mends.
+    /// [`Error::InvalidPath`](crate::Error::InvalidPath) for a name that is
+    /// not one path segment, before any I/O; the session's end; a backend
+    /// error no retry mends.
     ///
     /// # Cancel safety
     /// Cancel safe: it only reads.
@@ -89,9 +91,9 @@ impl ServiceDiscovery {
     /// node holds an instance).
     ///
     /// # Errors
-    /// [`Error::InvalidPath`](crate::Error::InvalidPath) for a name or id that is not one path
-    /// segment, before any I/O; the session's end; a backend error no
-    /// retry mends.
+    /// [`Error::InvalidPath`](crate::Error::InvalidPath) for a name or id
+    /// that is not one path segment, before any I/O; the session's end; a
+    /// backend error no retry mends.
     ///
     /// # Cancel safety
     /// Cancel safe: it only reads.
