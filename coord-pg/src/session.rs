@@ -114,7 +114,18 @@ impl PgSession {
             self.schema(),
             list.join(", ")
         );
-        match self.link.query_mapped(&sql, &params, mapper).await {
+        self.query(&sql, &params, mapper).await
+    }
+
+    /// Send `sql` on the session's link; a session the server has ended is
+    /// marked so on the link.
+    async fn query(
+        &self,
+        sql: &str,
+        params: &[Param<'_>],
+        mapper: &Mapper<'_>,
+    ) -> Result<Vec<Row>> {
+        match self.link.query_mapped(sql, params, mapper).await {
             Err(Error::SessionExpired) => {
                 self.link.ended_by_server();
                 Err(Error::SessionExpired)
@@ -151,17 +162,9 @@ impl PgSession {
             let list: Vec<&str> = batch.iter().map(String::as_str).collect();
             let params: [Param<'_>; 2] = [(&self.sid, Type::INT8), (&list, Type::TEXT_ARRAY)];
             let first = batch.first().map_or("/", String::as_str);
-            let rows = match self
-                .link
-                .query_mapped(&sql, &params, &|e| crate::error::map(e, first))
-                .await
-            {
-                Err(Error::SessionExpired) => {
-                    self.link.ended_by_server();
-                    return Err(Error::SessionExpired);
-                }
-                r => r?,
-            };
+            let rows = self
+                .query(&sql, &params, &|e| crate::error::map(e, first))
+                .await?;
             for r in &rows {
                 let ord: i64 = r.get(0);
                 let at = usize::try_from(ord - 1)
