@@ -1,4 +1,4 @@
--- coord-pg's schema, version 1: the tree, the sessions and every operation
+-- coord-pg's schema, version 2: the tree, the sessions and every operation
 -- of the primitive contract as one SQL function each, so an operation is
 -- one round trip and one transaction (atomic, its change notices sent at
 -- its commit, in commit order).
@@ -396,6 +396,33 @@ begin
   end if;
 end $$;
 
+-- A contender's create (`create_once`: ephemeral, sequential, recorded
+-- as request `req`) and its place (as `place` answers it) in one call and
+-- one transaction. The place is read after the insert, while the create
+-- still holds the directory's row (its sequence counter) until commit: every
+-- create with an earlier sequence has committed, and each statement of this
+-- function sees it; none with a later one can be in the answer. So the
+-- answer is the place the new node had at its create (kind 1 first, 2
+-- behind the child named), what `place` would answer right after it.
+create or replace function @schema@.create_contender(sid bigint, req text, p text, d bytea,
+                                                     markers text[])
+returns table (path text, seq bigint, stamp bigint, kind smallint, name text, pseq bigint)
+language plpgsql as $$
+declare
+  c record;
+  dir text := @schema@.parent_of(p);
+begin
+  select * into c from @schema@.create_once(sid, req, p, d, true, true, null);
+  return query select c.path, c.seq, c.stamp, 2::smallint, n.name, n.seq from @schema@.nodes n
+    where n.parent = dir and n.seq < c.seq
+      and (markers is null
+           or not exists (select 1 from unnest(markers) m where strpos(n.name, m) > 0))
+    order by n.seq desc, n.name desc limit 1;
+  if not found then
+    return query select c.path, c.seq, c.stamp, 1::smallint, null::text, null::bigint;
+  end if;
+end $$;
+
 -- The first `n` children of `dir` in the order of `children` (the
 -- index's): O(log N + n).
 create or replace function @schema@.first_children(sid bigint, dir text, n bigint)
@@ -546,4 +573,4 @@ end $$;
 
 -- The version this script makes, last: a schema whose version is lower is
 -- brought up to date by running the script again (it is idempotent).
-update @schema@.meta set version = 1 where version < 1;
+update @schema@.meta set version = 2 where version < 2;

@@ -33,11 +33,16 @@
 //! - **Ordered neighbours**: a contender's place (`Session::place`) and a
 //!   directory's first children (`Session::first_children`) are one
 //!   function call each over the children index `(parent, seq, name)`: a
-//!   scan from the contender's sequence, O(log N), never a listing. Many
+//!   scan from the contender's sequence, O(log N), never a listing. A
+//!   contender's create answers its place in the same call and
+//!   transaction (`Session::create_contender`), so an uncontended
+//!   acquire is one call and an arrival that must wait asks once. Many
 //!   nodes read at once (`Session::get_many`) are one statement per 1,000
 //!   paths: the schema's `get` joined over the array of paths.
 //! - **The schema** (`coord` by default, [`PgOptions::with_schema`]) is made
-//!   by coord itself when missing, versioned in `<schema>.meta`. A role that
+//!   by coord itself when missing or older (version 2 added
+//!   `create_contender`), versioned in `<schema>.meta`; a coord that finds
+//!   a newer version than its own refuses it. A role that
 //!   owns the schema (`create schema coord authorization app;`) needs no
 //!   other grant; making the schema needs `CREATE` on the database.
 //! - **Connections**: one per session (commands) and one per process for

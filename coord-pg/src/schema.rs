@@ -22,7 +22,7 @@ use crate::error::map;
 const SCRIPT: &str = include_str!("../sql/schema.sql");
 
 /// The version `SCRIPT` makes.
-pub(crate) const VERSION: i32 = 1;
+pub(crate) const VERSION: i32 = 2;
 
 /// The advisory lock key installers take (any fixed number: it only
 /// serialises coord's own installers of one database).

@@ -236,6 +236,38 @@ impl PgSession {
         }
     }
 
+    /// Send a create recorded as request `req` (the first of `args`; the
+    /// schema's `function`, `create_once` or `create_contender`) until it
+    /// is answered: its rows, or, when an answer was lost, what it made,
+    /// found by `req` ([`PgSession::created`]). It is sent again only when
+    /// it made nothing and no longer can, so it never makes two nodes.
+    ///
+    /// # Errors
+    /// The server's refusals (`AlreadyExists`, `NotFound`, …); the
+    /// session's end.
+    async fn create_recorded(
+        &self,
+        req: &str,
+        columns: &str,
+        function: &str,
+        args: &[Param<'_>],
+        path: &str,
+    ) -> Result<Answered> {
+        loop {
+            let backend = self.link.backend();
+            match (self.call(columns, function, args, path).await, backend) {
+                (Ok(rows), _) => return Ok(Answered::Rows(rows)),
+                (Err(Error::ConnectionLost(_)), Some(backend)) => {
+                    if let Some(made) = self.created(req, backend).await? {
+                        return Ok(Answered::Found(made));
+                    }
+                    // Not made, and it cannot land any more: send it again.
+                }
+                (Err(e), _) => return Err(e),
+            }
+        }
+    }
+
     /// A waiter for `kind` at `path`, registered before its read.
     fn watch(
         &self,
@@ -326,39 +358,59 @@ impl PrimitiveSession for PgSession {
         let ttl = ttl_arg(mode);
         let req = uuid::Uuid::new_v4().to_string();
         let (eph, seq) = (mode.is_ephemeral(), mode.is_sequential());
-        loop {
-            let backend = self.link.backend();
-            let sent = self
-                .call(
-                    "path, seq, stamp",
-                    "create_once",
-                    &[
-                        (&req, Type::TEXT),
-                        (&path, Type::TEXT),
-                        (&data, Type::BYTEA),
-                        (&eph, Type::BOOL),
-                        (&seq, Type::BOOL),
-                        (&ttl, Type::INT8),
-                    ],
-                    path,
-                )
-                .await;
-            match (sent, backend) {
-                (Ok(rows), _) => {
-                    return rows
-                        .first()
-                        .map(|r| created_at(r, 0))
-                        .ok_or_else(|| no_answer(path))
-                }
-                (Err(Error::ConnectionLost(_)), Some(backend)) => {
-                    if let Some(made) = self.created(&req, backend).await? {
-                        return Ok(made);
-                    }
-                    // Not made, and it cannot land any more: send it again.
-                }
-                (Err(e), _) => return Err(e),
-            }
+        let args: [Param<'_>; 6] = [
+            (&req, Type::TEXT),
+            (&path, Type::TEXT),
+            (&data, Type::BYTEA),
+            (&eph, Type::BOOL),
+            (&seq, Type::BOOL),
+            (&ttl, Type::INT8),
+        ];
+        match self
+            .create_recorded(&req, "path, seq, stamp", "create_once", &args, path)
+            .await?
+        {
+            Answered::Rows(rows) => rows
+                .first()
+                .map(|r| created_at(r, 0))
+                .ok_or_else(|| no_answer(path)),
+            Answered::Found(made) => Ok(made),
         }
+    }
+
+    /// One call of `create_contender` (sql/schema.sql): the create and,
+    /// in its transaction, the new node's place, as `place` reads it.
+    /// After a lost answer the node is found by its request id, and its
+    /// place is not known (`None`).
+    async fn create_contender(
+        &self,
+        path: &str,
+        data: &[u8],
+        blockers: Blockers<'_>,
+    ) -> Result<(Created, Option<Place>)> {
+        let req = uuid::Uuid::new_v4().to_string();
+        let markers = markers_arg(blockers);
+        let args: [Param<'_>; 4] = [
+            (&req, Type::TEXT),
+            (&path, Type::TEXT),
+            (&data, Type::BYTEA),
+            (&markers, Type::TEXT_ARRAY),
+        ];
+        let columns = "path, seq, stamp, kind, name, pseq";
+        match self
+            .create_recorded(&req, columns, "create_contender", &args, path)
+            .await?
+        {
+            Answered::Rows(rows) => {
+                let row = rows.first().ok_or_else(|| no_answer(path))?;
+                Ok((created_at(row, 0), Some(place_at(row, 3))))
+            }
+            Answered::Found(made) => Ok((made, None)),
+        }
+    }
+
+    fn places_at_create(&self) -> bool {
+        true
     }
 
     async fn get(&self, path: &str) -> Result<Option<Node>> {
@@ -413,10 +465,7 @@ impl PrimitiveSession for PgSession {
         let Some(seq) = me.sequence.and_then(|s| i64::try_from(s).ok()) else {
             return Ok(Place::Gone);
         };
-        let markers: Option<Vec<&str>> = match blockers {
-            Blockers::All => None,
-            Blockers::Unmarked(m) => Some(m.to_vec()),
-        };
+        let markers = markers_arg(blockers);
         let rows = self
             .call(
                 "kind, name, seq",
@@ -431,17 +480,7 @@ impl PrimitiveSession for PgSession {
             )
             .await?;
         let row = rows.first().ok_or_else(|| no_answer(dir))?;
-        Ok(match row.get::<_, i16>(0) {
-            0 => Place::Gone,
-            1 => Place::First,
-            _ => {
-                let seq: Option<i64> = row.get(2);
-                Place::Behind(Child::new(
-                    row.get(1),
-                    seq.and_then(|s| u64::try_from(s).ok()),
-                ))
-            }
-        })
+        Ok(place_at(row, 0))
     }
 
     /// One call of `first_children`: an index range of `n` rows.
@@ -668,6 +707,39 @@ fn seen(node: &Node) -> Seen {
     Seen::Node {
         stamp: node.stat.stamp,
         version: node.stat.version,
+    }
+}
+
+/// A create's answer ([`PgSession::create_recorded`]).
+enum Answered {
+    /// The function's rows.
+    Rows(Vec<Row>),
+    /// Its answer was lost: what it had made, found by its request id.
+    Found(Created),
+}
+
+/// The `markers` argument of `place` and `create_contender`: null when
+/// every earlier child blocks.
+fn markers_arg(blockers: Blockers<'_>) -> Option<Vec<&str>> {
+    match blockers {
+        Blockers::All => None,
+        Blockers::Unmarked(m) => Some(m.to_vec()),
+    }
+}
+
+/// A place from columns `kind, name, seq` from `at` on (`place` in
+/// sql/schema.sql): 0 gone, 1 first, 2 behind the child named.
+fn place_at(row: &Row, at: usize) -> Place {
+    match row.get::<_, i16>(at) {
+        0 => Place::Gone,
+        1 => Place::First,
+        _ => {
+            let seq: Option<i64> = row.get(at + 2);
+            Place::Behind(Child::new(
+                row.get(at + 1),
+                seq.and_then(|s| u64::try_from(s).ok()),
+            ))
+        }
     }
 }
 

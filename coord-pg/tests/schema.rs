@@ -12,7 +12,7 @@ mod common;
 
 use common::{admin, env, fresh_schema, pg_url, secure_tls};
 use coord_core::recipes::Lock;
-use coord_core::{CreateMode, Error, TlsOptions};
+use coord_core::{Blockers, CreateMode, Error, Place, TlsOptions};
 use coord_pg::PgOptions;
 
 #[tokio::test]
@@ -97,22 +97,30 @@ async fn a_schema_from_a_newer_coord_is_refused_and_an_older_one_upgraded() {
         }
         other => panic!("expected InvalidArgument, got {other:?}"),
     }
+    // Version 1 as it was: without `create_contender` (version 2's).
     admin
-        .batch_execute(&format!("update {schema}.meta set version = 0"))
+        .batch_execute(&format!(
+            "update {schema}.meta set version = 1; \
+             drop function {schema}.create_contender(bigint, text, text, bytea, text[])"
+        ))
         .await
-        .expect("pretend an older coord");
-    coord_pg::connect(options)
+        .expect("pretend a version-1 schema");
+    let session = coord_pg::connect(options)
         .await
-        .expect("an older schema is upgraded")
-        .close()
+        .expect("an older schema is upgraded");
+    let (made, place) = session
+        .create_contender("/upgraded/_c_x-lock-", b"", Blockers::All)
         .await
-        .expect("close");
+        .expect("version 2's contender create, after the upgrade");
+    assert!(made.sequence.is_some(), "{made:?}");
+    assert_eq!(place, Some(Place::First));
+    session.close().await.expect("close");
     let v: i32 = admin
         .query_one(&format!("select version from {schema}.meta"), &[])
         .await
         .expect("version")
         .get(0);
-    assert!(v >= 1, "the schema was not brought up to date: version {v}");
+    assert!(v >= 2, "the schema was not brought up to date: version {v}");
 }
 
 /// `options` fail to connect; the error, which must not quote `secret`.

@@ -4,9 +4,10 @@
 //!
 //! 1. create an ephemeral-sequential node `_c_<uuid>-<marker>` in the
 //!    directory and learn where it stands: read by the create's own request
-//!    where the backend can ([`Session::create_contender`]: etcd's Txn),
-//!    else asked right behind the create (pipelined: the directory's first
-//!    child, or without an ordered index its listing). When we are first,
+//!    where the backend can ([`Session::create_contender`]: etcd's Txn,
+//!    PostgreSQL's function call, mem), else asked right behind the
+//!    create (pipelined: the directory's first child, or without an
+//!    ordered index its listing). When we are first,
 //!    we hold it — the uncontended path, one round trip on a FIFO
 //!    connection; when the create read our place, a contended arrival goes
 //!    straight to step 3;
