@@ -302,12 +302,14 @@ impl Storm {
             .collect()
     }
 
-    /// A participant that holds now, or the next to hold before `until`.
-    pub(crate) fn next_holder(&mut self, until: Instant) -> Option<usize> {
+    /// A participant that holds now, or the next to hold before `until`;
+    /// with `killed`, only one that is stopped with SIGKILL.
+    pub(crate) fn next_holder(&mut self, until: Instant, killed: bool) -> Option<usize> {
         loop {
             let held = self.markers();
             let holders: Vec<usize> = (0..self.parts.len())
                 .filter(|&i| held.contains(&format!("{}.{}", self.parts[i].imp, self.parts[i].id)))
+                .filter(|&i| !killed || self.parts[i].stop == Stop::Kill)
                 .collect();
             if !holders.is_empty() {
                 return Some(holders[self.random(holders.len())]);
@@ -381,7 +383,8 @@ impl Storm {
 
     /// Run the storm: after [`CALM`], every 0.7..1.4 s stop a participant (every other
     /// time a holder: the next one to hold within 1.5 s; otherwise anyone
-    /// that has run for 2 s) and start it again. It ends as `until` says,
+    /// that has run for 2 s; every time a holder stopped with SIGKILL
+    /// until one has been) and start it again. It ends as `until` says,
     /// and after [`STORM_MAX`] in any case.
     pub(crate) fn run(mut self, until: Until) -> Report {
         let began = Instant::now();
@@ -420,8 +423,14 @@ impl Storm {
             if began.elapsed() < CALM {
                 continue;
             }
-            let victim = if self.random(2) == 0 {
-                self.next_holder(Instant::now() + Duration::from_millis(1500))
+            // Until a holder has been killed with SIGKILL (what a storm
+            // must exercise), every stop goes to one that can be: picked at
+            // random only every other time, a loaded machine's few stops
+            // could all miss the holders.
+            let kill_a_holder =
+                self.report.holder_kills == 0 && self.parts.iter().any(|p| p.stop == Stop::Kill);
+            let victim = if kill_a_holder || self.random(2) == 0 {
+                self.next_holder(Instant::now() + Duration::from_millis(1500), kill_a_holder)
             } else {
                 let settled: Vec<usize> = (0..self.parts.len())
                     .filter(|&i| self.parts[i].started.elapsed() >= Duration::from_secs(2))
