@@ -369,12 +369,29 @@ begin
     where n.parent = dir order by n.seq nulls last, n.name;
 end $$;
 
+-- Where a contender with sequence `me_seq` stands among `dir`'s earlier
+-- children (coord_core::backend::order): kind 1 first, 2 behind the child
+-- named: the nearest earlier one with a sequence whose name holds none of
+-- `markers` (null: every earlier one blocks). A backward scan of
+-- nodes_children from `me_seq`: O(log N), plus the earlier children the
+-- markers let pass. `place` and `create_contender` answer with it.
+create or replace function @schema@.nearest_before(dir text, me_seq bigint, markers text[])
+returns table (kind smallint, name text, seq bigint)
+language plpgsql as $$
+begin
+  return query select 2::smallint, n.name, n.seq from @schema@.nodes n
+    where n.parent = dir and n.seq < me_seq
+      and (markers is null
+           or not exists (select 1 from unnest(markers) m where strpos(n.name, m) > 0))
+    order by n.seq desc, n.name desc limit 1;
+  if not found then
+    return query select 1::smallint, null::text, null::bigint;
+  end if;
+end $$;
+
 -- Where the contender `me_name` (sequence `me_seq`) stands in `dir`'s
--- queue (coord_core::backend::order): kind 0 gone (no child of that name
--- and sequence), 1 first, 2 behind the child named: the nearest earlier
--- one with a sequence whose name holds none of `markers` (null: every
--- earlier one blocks). A backward scan of nodes_children from `me_seq`:
--- O(log N), plus the earlier children the markers let pass.
+-- queue: kind 0 gone (no child of that name and sequence), else as
+-- `nearest_before` answers.
 create or replace function @schema@.place(sid bigint, dir text, me_name text, me_seq bigint,
                                           markers text[])
 returns table (kind smallint, name text, seq bigint)
@@ -386,41 +403,26 @@ begin
     return query select 0::smallint, null::text, null::bigint;
     return;
   end if;
-  return query select 2::smallint, n.name, n.seq from @schema@.nodes n
-    where n.parent = dir and n.seq < me_seq
-      and (markers is null
-           or not exists (select 1 from unnest(markers) m where strpos(n.name, m) > 0))
-    order by n.seq desc, n.name desc limit 1;
-  if not found then
-    return query select 1::smallint, null::text, null::bigint;
-  end if;
+  return query select * from @schema@.nearest_before(dir, me_seq, markers);
 end $$;
 
 -- A contender's create (`create_once`: ephemeral, sequential, recorded
--- as request `req`) and its place (as `place` answers it) in one call and
--- one transaction. The place is read after the insert, while the create
--- still holds the directory's row (its sequence counter) until commit: every
--- create with an earlier sequence has committed, and each statement of this
--- function sees it; none with a later one can be in the answer. So the
--- answer is the place the new node had at its create (kind 1 first, 2
--- behind the child named), what `place` would answer right after it.
+-- as request `req`) and its place (`nearest_before`) in one call and one
+-- transaction. The place is read after the insert, while the create
+-- still holds the directory's row (its sequence counter) until commit:
+-- every create with an earlier sequence has committed, and each statement
+-- of this function sees it. So the answer is the place the new node had
+-- at its create, what `place` would answer right after it.
 create or replace function @schema@.create_contender(sid bigint, req text, p text, d bytea,
                                                      markers text[])
 returns table (path text, seq bigint, stamp bigint, kind smallint, name text, pseq bigint)
 language plpgsql as $$
 declare
   c record;
-  dir text := @schema@.parent_of(p);
 begin
   select * into c from @schema@.create_once(sid, req, p, d, true, true, null);
-  return query select c.path, c.seq, c.stamp, 2::smallint, n.name, n.seq from @schema@.nodes n
-    where n.parent = dir and n.seq < c.seq
-      and (markers is null
-           or not exists (select 1 from unnest(markers) m where strpos(n.name, m) > 0))
-    order by n.seq desc, n.name desc limit 1;
-  if not found then
-    return query select c.path, c.seq, c.stamp, 1::smallint, null::text, null::bigint;
-  end if;
+  return query select c.path, c.seq, c.stamp, b.kind, b.name, b.seq
+    from @schema@.nearest_before(@schema@.parent_of(p), c.seq, markers) b;
 end $$;
 
 -- The first `n` children of `dir` in the order of `children` (the
