@@ -13,13 +13,13 @@ use std::time::Duration;
 
 use coord_core::path::join;
 use coord_core::recipes::{Election, Group, Lock, LockGuard, Queue, Stats};
-use coord_core::{CreateMode, Error, Op, Session, SessionState};
+use coord_core::{Blockers, CreateMode, Error, Op, Place, Session, SessionState};
 use futures_util::future::join_all;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 use crate::lock_kinds::{await_blocked, for_each_kind};
-use crate::{await_children, children_or_none, within, Harness};
+use crate::{await_children, await_state, children_or_none, within, Harness};
 
 /// The session timeout of the partition tests: short, so a test that waits
 /// out a session does not wait long (etcd's minimum TTL is 2 s).
@@ -607,31 +607,52 @@ pub async fn fault_release_answer_lost_then_reacquire(h: &dyn Harness) {
 
 /// A create whose answer is lost (the request reached the server, the
 /// answer never came back) is found again, not made twice: the session's
-/// contender node exists once, at the path the create returned.
+/// contender node exists once, at the path the create returned. The same
+/// for a contender's create that reads its place
+/// (`Session::create_contender`): its place, if it answers one, is first
+/// (the node is alone in its directory).
 pub async fn fault_lost_create_answer_is_found(h: &dyn Harness) {
-    let dir = join(&h.root("fault_lost_create_answer_is_found"), "lock");
+    let root = h.root("fault_lost_create_answer_is_found");
     let (session, fault) = h.open_faulty(SHORT_FAULT_TIMEOUT).await;
     let observer = h.open().await;
-    session.ensure_dir(&dir).await.expect("ensure_dir");
-    fault.lose_next_answer();
-    let prefix = join(&dir, &format!("_c_{}-lock-", uuid::Uuid::new_v4()));
-    let created = within(
-        "the create whose answer was lost",
-        session.create(&prefix, b"x", CreateMode::EphemeralSequential),
-    )
-    .await
-    .expect("a create whose answer was lost still succeeds");
-    let kids = children_or_none(&observer, &dir).await;
-    assert_eq!(kids.len(), 1, "the create was duplicated: {kids:?}");
-    assert_eq!(join(&dir, &kids[0].name), created.path);
-    assert_eq!(kids[0].sequence, created.sequence);
-    let node = observer
-        .get(&created.path)
-        .await
-        .expect("get")
-        .expect("the node");
-    assert_eq!(node.stat.stamp, created.stamp);
-    assert!(node.stat.ephemeral);
+    for contender in [false, true] {
+        let dir = join(&root, if contender { "contender" } else { "lock" });
+        session.ensure_dir(&dir).await.expect("ensure_dir");
+        await_state(&session, SessionState::Connected).await;
+        fault.lose_next_answer();
+        let prefix = join(&dir, &format!("_c_{}-lock-", uuid::Uuid::new_v4()));
+        let created = if contender {
+            let (made, place) = within(
+                "the contender create whose answer was lost",
+                session.create_contender(&prefix, b"x", Blockers::All),
+            )
+            .await
+            .expect("a contender create whose answer was lost still succeeds");
+            assert!(
+                matches!(place, None | Some(Place::First)),
+                "alone in its directory, yet placed {place:?}"
+            );
+            made
+        } else {
+            within(
+                "the create whose answer was lost",
+                session.create(&prefix, b"x", CreateMode::EphemeralSequential),
+            )
+            .await
+            .expect("a create whose answer was lost still succeeds")
+        };
+        let kids = children_or_none(&observer, &dir).await;
+        assert_eq!(kids.len(), 1, "the create was duplicated: {kids:?}");
+        assert_eq!(join(&dir, &kids[0].name), created.path);
+        assert_eq!(kids[0].sequence, created.sequence);
+        let node = observer
+            .get(&created.path)
+            .await
+            .expect("get")
+            .expect("the node");
+        assert_eq!(node.stat.stamp, created.stamp);
+        assert!(node.stat.ephemeral);
+    }
     let _ = session.close().await;
     let _ = observer.close().await;
 }
