@@ -3,10 +3,13 @@
 
 # Install the Debian packages named that are not installed yet (one apt-get
 # update, one install). Needs root, as on the project's machines and CI.
+# A package removed but not purged (dpkg's "rc": only its config files left)
+# is not installed, though `dpkg -s` knows it: ask for its status.
 ensure_packages() {
   local missing=()
   for p in "$@"; do
-    dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+    case " ${missing[*]} " in *" $p "*) continue ;; esac
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
   [ ${#missing[@]} -eq 0 ] && return 0
   echo "== installing ${missing[*]}"
