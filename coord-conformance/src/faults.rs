@@ -11,6 +11,7 @@
 
 use std::time::Duration;
 
+use coord_core::layout;
 use coord_core::path::join;
 use coord_core::recipes::{Election, Group, Lock, LockGuard, Queue, Stats};
 use coord_core::{Blockers, CreateMode, Error, Op, Place, Session, SessionState};
@@ -728,8 +729,16 @@ pub async fn fault_lost_offer_answer_taken_meanwhile_delivered_once(h: &dyn Harn
     let consumer = h.open().await;
     let cq = Queue::new(&consumer, &dir).expect("queue");
     let pq = Queue::new(&producer, &dir).expect("queue");
-    // One item through first, so the queue's directories exist and the
-    // answer lost below is the item's create itself.
+    // The items directory made on its own, and one item through first, so
+    // the answer lost below is the item's create itself. A directory that
+    // a create makes is a container on ZooKeeper, which the server deletes
+    // once it is empty (within 200 ms on the test servers): after the first
+    // take, the lost create would then have failed for want of a parent,
+    // and no item would ever have been made (5 of about 440 runs of this test here).
+    producer
+        .ensure_dir(&join(&dir, layout::QUEUE_ITEMS))
+        .await
+        .expect("ensure_dir");
     pq.offer(b"first").await.expect("offer");
     assert_eq!(cq.take().await.expect("take"), b"first");
     let take = {
