@@ -69,6 +69,18 @@ member_alive() {
   tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "$mark"
 }
 
+# member_running PID: PID runs and is not a zombie, whatever its command
+# line. Right after the fork that starts a member, the child may not have
+# exec'd the member's command yet, so its command line is still the
+# shell's: member_alive would take it for dead.
+member_running() {
+  local pid=$1 stat
+  [ -n "$pid" ] || return 1
+  stat=$(cat "/proc/$pid/stat" 2>/dev/null) || return 1
+  stat=${stat##*) }
+  [ "${stat%% *}" != Z ]
+}
+
 # Add or drop a pid in $COORD_TMP/pids, under a lock (members of one
 # cluster may be started and killed concurrently).
 tracked_edit() {
@@ -109,8 +121,10 @@ member_start() {
   mv "$ctl/pid-$n.new" "$ctl/pid-$n"
   tracked_edit add "$pid"
   local deadline=$((SECONDS + 60))
+  # Our own child, just started: its pid cannot have been recycled yet, and
+  # its command line may still be the shell's (see member_running).
   until port_open "$member_port"; do
-    if ! member_alive "$pid" "$member_mark" || [ $SECONDS -ge $deadline ]; then
+    if ! member_running "$pid" || [ $SECONDS -ge $deadline ]; then
       echo "!! member $n ($member_mark) did not come up on port $member_port" >&2
       tail -n 30 "$member_log" >&2
       return 1
