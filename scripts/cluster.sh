@@ -58,17 +58,6 @@ port_open() {
   (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
 }
 
-# member_alive PID MARK: PID runs (a zombie does not count) and its command
-# line contains MARK, so a recycled pid is never taken for our member.
-member_alive() {
-  local pid=$1 mark=$2 stat
-  [ -n "$pid" ] || return 1
-  stat=$(cat "/proc/$pid/stat" 2>/dev/null) || return 1
-  stat=${stat##*) }
-  [ "${stat%% *}" != Z ] || return 1
-  tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "$mark"
-}
-
 # member_running PID: PID runs and is not a zombie, whatever its command
 # line. Right after the fork that starts a member, the child may not have
 # exec'd the member's command yet, so its command line is still the
@@ -79,6 +68,13 @@ member_running() {
   stat=$(cat "/proc/$pid/stat" 2>/dev/null) || return 1
   stat=${stat##*) }
   [ "${stat%% *}" != Z ]
+}
+
+# member_alive PID MARK: member_running, and its command line contains
+# MARK, so a recycled pid is never taken for our member.
+member_alive() {
+  member_running "$1" || return 1
+  tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null | grep -qF -- "$2"
 }
 
 # Add or drop a pid in $COORD_TMP/pids, under a lock (members of one
